@@ -1,0 +1,111 @@
+#pragma once
+/// @file
+/// The general structured domain: a user-given list of boxes with owner ranks.
+
+#include <algorithm>
+#include <vector>
+
+#include <boost/mpi/communicator.hpp>
+
+#include "halox/domain/domain_base.hpp"
+
+namespace halox {
+
+/// One box of a box-list domain and the rank that owns it.
+template <int D>
+struct owned_box {
+  box<D> cells;
+  int owner = 0;
+};
+
+/// A global box covered by user-given boxes, any number per rank (including none).
+///
+/// Every rank passes the same list. It must tile `[0, global)` exactly: boxes non-empty, inside
+/// the global box, not overlapping, covering every cell; owners in `[0, comm.size())`.
+/// A rank's blocks are its boxes in list order. Queries scan the list (fine for the hundreds of
+/// boxes such decompositions typically have).
+template <int D>
+class box_list : public domain_base<box_list<D>, D> {
+ public:
+  box_list(const boost::mpi::communicator& comm, const extents<D>& global, periodic<D> per,
+           std::vector<owned_box<D>> boxes)
+      : comm_(comm), per_(per), boxes_(std::move(boxes)), id_(detail::next_domain_id()) {
+    rank_ = comm.rank();
+    for (int i = 0; i < D; ++i) {
+      detail::require(global[i] > 0, "rank {}: global extent {} in dimension {} must be positive",
+                      rank_, global[i], i);
+      global_.hi[i] = global[i];
+    }
+    validate();
+    local_id_.resize(boxes_.size());
+    std::vector<int> count(comm.size(), 0);
+    for (std::size_t k = 0; k < boxes_.size(); ++k) {
+      local_id_[k] = count[boxes_[k].owner]++;
+      if (boxes_[k].owner == rank_) local_.push_back(boxes_[k].cells);
+    }
+  }
+
+  const boost::mpi::communicator& comm() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return comm_.size(); }
+  std::uint64_t id() const { return id_; }
+  const box<D>& global_box() const { return global_; }
+  const periodic<D>& periodicity() const { return per_; }
+  const std::vector<box<D>>& local_boxes() const { return local_; }
+  std::vector<box<D>> boxes_of(int r) const {
+    std::vector<box<D>> out;
+    for (const auto& b : boxes_)
+      if (b.owner == r) out.push_back(b.cells);
+    return out;
+  }
+  template <class F>
+  void for_each_owner(const box<D>& q, F&& f) const {
+    if (q.empty()) return;
+    for (std::size_t k = 0; k < boxes_.size(); ++k)
+      if (!intersect(q, boxes_[k].cells).empty()) f(boxes_[k].owner, local_id_[k], boxes_[k].cells);
+  }
+
+ private:
+  void validate() const {
+    index covered = 0;
+    for (std::size_t k = 0; k < boxes_.size(); ++k) {
+      const auto& b = boxes_[k];
+      detail::require(!b.cells.empty(), "rank {}: box #{} {} is empty", rank_, k, to_string(b.cells));
+      detail::require(intersect(b.cells, global_) == b.cells,
+                      "rank {}: box #{} {} reaches outside the global box {}", rank_, k,
+                      to_string(b.cells), to_string(global_));
+      detail::require(b.owner >= 0 && b.owner < comm_.size(),
+                      "rank {}: box #{} has owner rank {} outside [0, {})", rank_, k, b.owner,
+                      comm_.size());
+      covered += b.cells.volume();
+    }
+    // Sweep along dimension 0: only boxes whose x-ranges overlap need a full test.
+    std::vector<std::size_t> order(boxes_.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](auto a, auto b) {
+      return boxes_[a].cells.lo[0] < boxes_[b].cells.lo[0];
+    });
+    for (std::size_t a = 0; a < order.size(); ++a)
+      for (std::size_t b = a + 1; b < order.size(); ++b) {
+        const auto& A = boxes_[order[a]].cells;
+        const auto& B = boxes_[order[b]].cells;
+        if (B.lo[0] >= A.hi[0]) break;
+        detail::require(intersect(A, B).empty(), "rank {}: boxes #{} {} and #{} {} overlap", rank_,
+                        order[a], to_string(A), order[b], to_string(B));
+      }
+    detail::require(covered == global_.volume(),
+                    "rank {}: the boxes cover {} of the {} cells of the global box {}", rank_,
+                    covered, global_.volume(), to_string(global_));
+  }
+
+  boost::mpi::communicator comm_;
+  box<D> global_{};
+  periodic<D> per_{};
+  std::vector<owned_box<D>> boxes_;
+  std::vector<int> local_id_;
+  std::vector<box<D>> local_;
+  int rank_ = 0;
+  std::uint64_t id_ = 0;
+};
+
+}  // namespace halox

@@ -1,0 +1,195 @@
+#pragma once
+/// @file
+/// What every structured domain offers: periodicity, identity, and field creation.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "halox/domain/box.hpp"
+#include "halox/error.hpp"
+#include "halox/field/field.hpp"
+#include "halox/pattern/stencil.hpp"
+
+namespace halox {
+
+/// Periodicity per dimension: `halox::periodic{true, false, true}`.
+template <int D>
+struct periodic {
+  std::array<bool, D> flags{};
+  constexpr periodic() = default;
+  template <class... B>
+    requires(sizeof...(B) == D && (std::is_convertible_v<B, bool> && ...))
+  constexpr periodic(B... b) : flags{static_cast<bool>(b)...} {}
+  constexpr bool operator[](int i) const { return flags[i]; }
+  /// Periodic in every dimension.
+  static constexpr periodic all() {
+    periodic p;
+    for (auto& f : p.flags) f = true;
+    return p;
+  }
+  friend constexpr bool operator==(const periodic&, const periodic&) = default;
+};
+template <class... B>
+periodic(B...) -> periodic<int(sizeof...(B))>;
+
+namespace detail {
+inline std::uint64_t next_domain_id() {
+  static std::atomic<std::uint64_t> counter{0};
+  return ++counter;
+}
+}  // namespace detail
+
+/// Field creation shared by all structured domains (`Derived` provides `local_boxes()`,
+/// `rank()` and `id()`).
+template <class Derived, int D>
+class domain_base {
+ public:
+  /// A field owned by halox with halo padding equal to the stencil's widths, zero-initialised.
+  template <class T>
+  field<T, D> make_field(const stencil<D>& st, memory_space space = host,
+                         int components = 1) const {
+    field_options o;
+    o.components = components;
+    return make_field<T>(st.lo, st.hi, space, o);
+  }
+  /// A field owned by halox, padded for `st`, with the given layout options.
+  template <class T>
+  field<T, D> make_field(const stencil<D>& st, memory_space space, field_options o) const {
+    return make_field<T>(st.lo, st.hi, space, std::move(o));
+  }
+  /// A field owned by halox with explicit padding below and above the owned box.
+  template <class T>
+  field<T, D> make_field(const widths<D>& pad_lo, const widths<D>& pad_hi, memory_space space,
+                         field_options o) const {
+    auto s = new_state<T>(space, o);
+    std::vector<std::size_t> offsets;
+    std::size_t total = 0;
+    for (const auto& b : self().local_boxes()) {
+      detail::block_memory<D> m;
+      m.owned = b;
+      set_padding(m, pad_lo, pad_hi, *s);
+      detail::dense_strides<D>(m.allocated().size(), o, m);
+      offsets.push_back(total);
+      total += round_up(std::size_t(m.allocated().volume()) * o.components * sizeof(T));
+      s->blocks.push_back(m);
+    }
+    s->storage = detail::allocate(space, total);
+    for (std::size_t k = 0; k < s->blocks.size(); ++k) s->blocks[k].data = s->storage.get() + offsets[k];
+    return field<T, D>(std::move(s));
+  }
+
+  /// Wraps your dense array for this rank's single owned box. `alloc` are its extents including
+  /// the padding `pad_lo`/`pad_hi`; they must equal the owned box's extents plus the padding.
+  template <class T>
+  field<T, D> wrap(T* data, const extents<D>& alloc, const widths<D>& pad_lo,
+                   const widths<D>& pad_hi, field_options o = {},
+                   memory_space space = host) const {
+    const box<D>& b = single_box("wrap");
+    auto s = new_state<T>(space, o);
+    detail::block_memory<D> m;
+    m.owned = b;
+    set_padding(m, pad_lo, pad_hi, *s);
+    const extents<D> want = m.allocated().size();
+    detail::require(alloc == want,
+                    "rank {}: field '{}' has extents {} but the owned box {} with padding "
+                    "{}/{} needs {}",
+                    self().rank(), s->name, fmt::join(alloc, "x"), to_string(b),
+                    fmt::join(pad_lo, ","), fmt::join(pad_hi, ","), fmt::join(want, "x"));
+    detail::dense_strides<D>(alloc, o, m);
+    m.data = reinterpret_cast<std::byte*>(check_pointer(data, *s));
+    s->blocks.push_back(m);
+    return field<T, D>(std::move(s));
+  }
+
+  /// Wraps your array with explicit element strides (per dimension and between components).
+  template <class T>
+  field<T, D> wrap_strided(T* data, const widths<D>& pad_lo, const widths<D>& pad_hi,
+                           const extents<D>& strides, index component_stride,
+                           field_options o = {}, memory_space space = host) const {
+    const box<D>& b = single_box("wrap_strided");
+    auto s = new_state<T>(space, o);
+    detail::block_memory<D> m;
+    m.owned = b;
+    set_padding(m, pad_lo, pad_hi, *s);
+    for (int i = 0; i < D; ++i)
+      detail::require(strides[i] > 0, "rank {}: field '{}' has stride {} in dimension {}",
+                      self().rank(), s->name, strides[i], i);
+    detail::require(o.components == 1 || component_stride > 0,
+                    "rank {}: field '{}' has component stride {}", self().rank(), s->name,
+                    component_stride);
+    m.stride = strides;
+    m.comp_stride = component_stride;
+    m.data = reinterpret_cast<std::byte*>(check_pointer(data, *s));
+    s->blocks.push_back(m);
+    return field<T, D>(std::move(s));
+  }
+
+  /// Wraps one dense array per owned box (in `local_boxes()` order), each padded alike.
+  template <class T>
+  field<T, D> wrap(std::span<T* const> blocks, const widths<D>& pad_lo, const widths<D>& pad_hi,
+                   field_options o = {}, memory_space space = host) const {
+    const auto& boxes = self().local_boxes();
+    auto s = new_state<T>(space, o);
+    detail::require(blocks.size() == boxes.size(),
+                    "rank {}: field '{}' wraps {} arrays but the rank owns {} boxes",
+                    self().rank(), s->name, blocks.size(), boxes.size());
+    for (std::size_t k = 0; k < boxes.size(); ++k) {
+      detail::block_memory<D> m;
+      m.owned = boxes[k];
+      set_padding(m, pad_lo, pad_hi, *s);
+      detail::dense_strides<D>(m.allocated().size(), o, m);
+      m.data = reinterpret_cast<std::byte*>(check_pointer(blocks[k], *s));
+      s->blocks.push_back(m);
+    }
+    return field<T, D>(std::move(s));
+  }
+
+ private:
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
+  static std::size_t round_up(std::size_t n) { return (n + 63) / 64 * 64; }
+
+  template <class T>
+  std::shared_ptr<detail::field_state<D>> new_state(memory_space space,
+                                                    const field_options& o) const {
+    auto s = std::make_shared<detail::field_state<D>>();
+    s->domain_id = self().id();
+    s->space = space;
+    s->elem_bytes = sizeof(T);
+    s->components = o.components;
+    s->name = o.name.empty() ? "(unnamed)" : o.name;
+    detail::require(o.components >= 1, "rank {}: field '{}' needs at least one component, got {}",
+                    self().rank(), s->name, o.components);
+    return s;
+  }
+  void set_padding(detail::block_memory<D>& m, const widths<D>& lo, const widths<D>& hi,
+                   const detail::field_state<D>& s) const {
+    for (int i = 0; i < D; ++i) {
+      detail::require(lo[i] >= 0 && hi[i] >= 0,
+                      "rank {}: field '{}' has negative padding {}/{} in dimension {}",
+                      self().rank(), s.name, lo[i], hi[i], i);
+      m.pad_lo[i] = lo[i];
+      m.pad_hi[i] = hi[i];
+    }
+  }
+  template <class T>
+  T* check_pointer(T* p, const detail::field_state<D>& s) const {
+    detail::require(p != nullptr, "rank {}: field '{}' wraps a null pointer", self().rank(),
+                    s.name);
+    return p;
+  }
+  const box<D>& single_box(const char* what) const {
+    const auto& boxes = self().local_boxes();
+    detail::require(boxes.size() == 1,
+                    "rank {}: {}(pointer, ...) needs a rank that owns one box, this one owns {}; "
+                    "wrap one array per box instead",
+                    self().rank(), what, boxes.size());
+    return boxes[0];
+  }
+};
+
+}  // namespace halox

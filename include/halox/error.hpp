@@ -1,0 +1,37 @@
+#pragma once
+/// @file
+/// The one exception type halox throws, and the helpers that build its messages.
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace halox {
+
+/// Thrown for every error halox detects: bad input (with the offending value, the rank and the
+/// field), a second exchange started while one is in flight, or a failed MPI/CUDA call.
+/// halox raises it before any message of the affected exchange is sent and before any user data
+/// is written, so the caller's fields are left as they were.
+class error : public std::runtime_error {
+ public:
+  explicit error(const std::string& what) : std::runtime_error("halox: " + what) {}
+};
+
+namespace detail {
+
+/// Throws halox::error with an fmt-formatted message.
+template <class... Args>
+[[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {
+  throw error(fmt::format(f, std::forward<Args>(args)...));
+}
+
+/// Throws halox::error if `condition` is false.
+template <class... Args>
+void require(bool condition, fmt::format_string<Args...> f, Args&&... args) {
+  if (!condition) fail(f, std::forward<Args>(args)...);
+}
+
+}  // namespace detail
+}  // namespace halox

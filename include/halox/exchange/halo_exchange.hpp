@@ -1,0 +1,86 @@
+#pragma once
+/// @file
+/// The communication object: runs a prepared exchange, blocking or split-phase.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/mpi/communicator.hpp>
+
+#include "halox/pack/strided_copy.hpp"
+#include "halox/transport/mpi_channels.hpp"
+
+namespace halox {
+
+namespace detail {
+
+/// A prepared exchange, independent of dimension and value types: messages, the copies that
+/// pack, unpack and copy locally, and the buffers they point into.
+struct exchange_program {
+  struct op_range {
+    std::size_t first = 0, count = 0;
+  };
+  std::vector<message> sends, recvs;
+  std::vector<op_range> pack_range;    ///< per send message
+  std::vector<op_range> unpack_range;  ///< per receive message
+  std::vector<copy_op> pack_ops, unpack_ops, local_ops;
+  std::unique_ptr<std::byte[]> send_buf, recv_buf;
+  std::vector<std::shared_ptr<void>> fields;  ///< keeps the fields' memory alive
+  std::string summary;                        ///< what describe() prints
+};
+
+struct exchange_state;
+
+}  // namespace detail
+
+class exchange_handle;
+
+/// Exchanges the halos of a fixed set of fields. Build it with `halox::make_exchange`; every
+/// rank of the domain's communicator must build it (collectively, with the same stencil and
+/// the same field types in the same order) and run the same exchanges.
+///
+/// Each object owns a duplicate of the domain's communicator, so several objects may have
+/// exchanges in flight at once. After construction an exchange allocates nothing and does no
+/// plan work: it packs, posts one message per peer, copies local pieces and unpacks.
+class halo_exchange {
+ public:
+  halo_exchange(const boost::mpi::communicator& comm, detail::exchange_program program);
+  /// Completes an exchange still in flight, then releases the MPI requests.
+  ~halo_exchange();
+  halo_exchange(halo_exchange&&) noexcept;
+  halo_exchange& operator=(halo_exchange&&) noexcept;
+
+  /// Blocking exchange: returns when every halo cell of every field is up to date.
+  void exchange();
+  /// Starts an exchange: posts receives, packs and sends, copies local pieces. Halo cells are
+  /// valid after the handle's `wait()` (or a `test()` that returned true); interior cells must
+  /// not change until then. Throws halox::error if this object's previous exchange is still in
+  /// flight.
+  [[nodiscard]] exchange_handle start();
+  /// Whether an exchange started by `start()` has not completed yet.
+  bool in_flight() const;
+  /// Peers, message sizes and copy counts of this rank, one line each.
+  std::string describe() const;
+
+ private:
+  friend class exchange_handle;
+  std::unique_ptr<detail::exchange_state> s_;
+};
+
+/// The in-flight part of a split-phase exchange.
+class exchange_handle {
+ public:
+  /// Waits for every message, unpacking each as it arrives. Idempotent.
+  void wait();
+  /// Unpacks what has arrived; true when the exchange is complete. Never blocks.
+  bool test();
+
+ private:
+  friend class halo_exchange;
+  explicit exchange_handle(detail::exchange_state* s) : s_(s) {}
+  detail::exchange_state* s_;
+};
+
+}  // namespace halox

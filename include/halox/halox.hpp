@@ -1,0 +1,23 @@
+#pragma once
+/// @file
+/// halox: declarative halo exchange for domain-decomposed stencil codes. Include this header.
+///
+/// ```
+/// constexpr auto st = halox::stencil<3>::box(1);
+/// auto dom = halox::cartesian<3>(world, {512, 512, 512}, halox::periodic{true, true, true});
+/// auto u = dom.make_field<double>(st);
+/// auto ex = halox::make_exchange(dom, st, u);
+/// ex.exchange();
+/// ```
+
+#include "halox/domain/box.hpp"
+#include "halox/domain/box_list.hpp"
+#include "halox/domain/cartesian.hpp"
+#include "halox/domain/decomposition.hpp"
+#include "halox/error.hpp"
+#include "halox/exchange/halo_exchange.hpp"
+#include "halox/exchange/make_exchange.hpp"
+#include "halox/field/field.hpp"
+#include "halox/field/memory.hpp"
+#include "halox/pattern/stencil.hpp"
+#include "halox/plan/structured_plan.hpp"

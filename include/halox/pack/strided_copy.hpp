@@ -1,0 +1,40 @@
+#pragma once
+/// @file
+/// Host pack/unpack: one copy engine moves an N-dimensional strided block of elements into a
+/// contiguous buffer, out of it, or between two strided blocks (local and periodic copies).
+
+#include <array>
+#include <cstddef>
+
+#include "halox/domain/box.hpp"
+
+namespace halox::detail {
+
+/// Up to 4 spatial dimensions plus the component dimension.
+inline constexpr int max_copy_rank = 5;
+
+/// A copy of `count[0] x ... x count[rank-1]` elements of `elem` bytes each; byte strides per
+/// dimension on both sides; dimension `rank-1` is the innermost loop.
+struct copy_op {
+  const std::byte* src = nullptr;
+  std::byte* dst = nullptr;
+  int rank = 0;
+  std::size_t elem = 0;
+  std::array<index, max_copy_rank> count{};
+  std::array<index, max_copy_rank> src_stride{};
+  std::array<index, max_copy_rank> dst_stride{};
+};
+
+/// Which side's memory order chooses the loop order (the side that is a user field).
+enum class loop_order { by_src, by_dst };
+
+/// Normalises a copy: drops unit dimensions, orders loops by the chosen side's strides
+/// (largest outermost), and merges dimensions that are contiguous on both sides.
+copy_op make_copy_op(const std::byte* src, std::byte* dst, int rank, std::size_t elem,
+                     const index* count, const index* src_stride, const index* dst_stride,
+                     loop_order order);
+
+/// Runs the copy. Contiguous runs become one memcpy; other inner loops copy fixed-size elements.
+void run(const copy_op& op) noexcept;
+
+}  // namespace halox::detail

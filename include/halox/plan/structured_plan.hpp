@@ -1,0 +1,136 @@
+#pragma once
+/// @file
+/// The structured plan: which cells move from which owned box to which halo, per peer rank,
+/// derived once by intersecting halo regions (periodic images included) with owned boxes.
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "halox/domain/box.hpp"
+#include "halox/pattern/stencil.hpp"
+
+namespace halox {
+
+/// One rectangular piece of halo: `src` cells of the sender's block `src_block` land in the
+/// `dst` cells (halo, possibly a periodic image) of the receiver's block `dst_block`.
+template <int D>
+struct transfer {
+  int src_block = 0;
+  int dst_block = 0;
+  box<D> src;
+  box<D> dst;
+  friend bool operator==(const transfer&, const transfer&) = default;
+};
+
+/// The transfers between this rank and one peer, in the order both sides agree on.
+template <int D>
+struct peer_transfers {
+  int rank = 0;
+  std::vector<transfer<D>> items;
+};
+
+/// Everything one rank sends, receives and copies locally in one exchange.
+template <int D>
+struct structured_plan {
+  std::vector<peer_transfers<D>> sends;  ///< by increasing peer rank
+  std::vector<peer_transfers<D>> recvs;  ///< by increasing peer rank
+  std::vector<transfer<D>> local;        ///< this rank to itself (other block or periodic image)
+};
+
+namespace detail {
+
+/// Calls `f(image_box, shift)` for every periodic image of `r` that meets the global box
+/// `[0, n)`: `image_box` is the part of `r` inside the image, moved back into `[0, n)`, and
+/// `shift` the translation from there to `r`. Non-periodic dimensions only clip.
+template <int D, class Domain, class F>
+void for_each_image(const Domain& dom, box<D> r, F&& f) {
+  const auto& n = dom.global_box().hi;
+  std::array<index, D> k0{}, k1{}, k{};
+  for (int i = 0; i < D; ++i) {
+    if (dom.periodicity()[i]) {
+      if (r.hi[i] <= r.lo[i]) return;
+      k0[i] = floor_div(r.lo[i], n[i]);
+      k1[i] = floor_div(r.hi[i] - 1, n[i]);
+    } else {
+      r.lo[i] = std::max<index>(r.lo[i], 0);
+      r.hi[i] = std::min<index>(r.hi[i], n[i]);
+      if (r.hi[i] <= r.lo[i]) return;
+    }
+  }
+  k = k0;
+  for (;;) {
+    extents<D> shift{}, back{};
+    for (int i = 0; i < D; ++i) shift[i] = k[i] * n[i], back[i] = -shift[i];
+    const box<D> img = intersect(r, translate(dom.global_box(), shift));
+    if (!img.empty()) f(translate(img, back), shift);
+    int i = D - 1;
+    while (i >= 0 && k[i] == k1[i]) k[i] = k0[i], --i;
+    if (i < 0) break;
+    ++k[i];
+  }
+}
+
+/// The halo region of `b` in direction `d`.
+template <int D>
+box<D> halo_region(const box<D>& b, const stencil<D>& st,
+                   const std::type_identity_t<direction<D>>& d) {
+  box<D> r = b;
+  for (int i = 0; i < D; ++i) {
+    if (d[i] < 0) r.hi[i] = b.lo[i], r.lo[i] = b.lo[i] - st.lo[i];
+    if (d[i] > 0) r.lo[i] = b.hi[i], r.hi[i] = b.hi[i] + st.hi[i];
+  }
+  return r;
+}
+
+/// Calls `f(src_rank, transfer)` for every piece rank `r` receives, in a canonical order
+/// (block, direction, image, owner) that every rank reproduces for `r`.
+template <int D, class Domain, class F>
+void incoming(const Domain& dom, const stencil<D>& st, int r, F&& f) {
+  const auto boxes = dom.boxes_of(r);
+  const auto dirs = st.directions();
+  for (int b = 0; b < int(boxes.size()); ++b)
+    for (int k = 0; k < st.neighbor_count(); ++k)
+      for_each_image<D>(dom, halo_region(boxes[b], st, dirs[k]), [&](const box<D>& q, const extents<D>& shift) {
+        dom.for_each_owner(q, [&](int owner, int owner_block, const box<D>& ob) {
+          const box<D> src = intersect(q, ob);
+          if (!src.empty()) f(owner, transfer<D>{owner_block, b, src, translate(src, shift)});
+        });
+      });
+}
+
+}  // namespace detail
+
+/// Builds this rank's plan for `st` on `dom`. Local work only: each rank replays the
+/// receive side of the ranks whose halos can reach its boxes, so no message is sent.
+template <int D, class Domain>
+structured_plan<D> make_plan(const Domain& dom, const stencil<D>& st) {
+  structured_plan<D> p;
+  const int me = dom.rank();
+  auto add = [](std::vector<peer_transfers<D>>& list, int rank, const transfer<D>& t) {
+    auto it = std::lower_bound(list.begin(), list.end(), rank,
+                               [](const peer_transfers<D>& pt, int r) { return pt.rank < r; });
+    if (it == list.end() || it->rank != rank) it = list.insert(it, peer_transfers<D>{rank, {}});
+    it->items.push_back(t);
+  };
+  detail::incoming<D>(dom, st, me, [&](int src, const transfer<D>& t) {
+    if (src == me) p.local.push_back(t);
+    else add(p.recvs, src, t);
+  });
+  // Ranks whose halo can reach a cell of mine own a box meeting my boxes grown by the
+  // opposite widths (their low halo reaches my high side and vice versa).
+  std::set<int> receivers;
+  for (const auto& b : dom.local_boxes())
+    detail::for_each_image<D>(dom, grow(b, st.hi, st.lo), [&](const box<D>& q, const extents<D>&) {
+      dom.for_each_owner(q, [&](int owner, int, const box<D>&) {
+        if (owner != me) receivers.insert(owner);
+      });
+    });
+  for (int r : receivers)
+    detail::incoming<D>(dom, st, r, [&](int src, const transfer<D>& t) {
+      if (src == me) add(p.sends, r, t);
+    });
+  return p;
+}
+
+}  // namespace halox

@@ -1,0 +1,62 @@
+#pragma once
+/// @file
+/// Point-to-point transport over MPI: one persistent send and receive per peer, prepared once.
+///
+/// The communicator comes from Boost.MPI; the steady-state calls are MPI's persistent requests
+/// (`MPI_Startall`/`MPI_Waitany`) because Boost.MPI 1.74 heap-allocates a handler for every
+/// `isend`/`irecv`, and halox promises no allocation per exchange.
+
+#include <cstddef>
+#include <vector>
+
+#include <mpi.h>
+
+namespace halox::detail {
+
+/// One message to or from one peer: `bytes` bytes at `offset` in the send or receive buffer.
+struct message {
+  int peer = 0;
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+};
+
+/// The persistent requests of one communication object.
+class mpi_channels {
+ public:
+  mpi_channels() = default;
+  /// Prepares the requests (no message moves). Messages over 1 GiB travel in 1 GiB pieces
+  /// under the same tag, which MPI delivers in order.
+  mpi_channels(MPI_Comm comm, const std::vector<message>& sends, const std::byte* send_buf,
+               const std::vector<message>& recvs, std::byte* recv_buf);
+  ~mpi_channels();
+  mpi_channels(const mpi_channels&) = delete;
+  mpi_channels& operator=(const mpi_channels&) = delete;
+
+  void start_recvs();
+  void start_send(std::size_t m);
+  /// Blocks until another receive message has fully arrived and returns its index, or -1 when
+  /// every receive of this exchange has already been reported.
+  int wait_recv();
+  /// Reports (into `done`, room for every message) receive messages that have fully arrived
+  /// since the last call, without blocking; returns how many.
+  int test_recvs(int* done);
+  void wait_sends();
+  bool test_sends();
+
+ private:
+  int finish_recv_request(int req);
+  void check(int rc, const char* call, int peer) const;
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  std::vector<MPI_Request> send_req_, recv_req_;
+  std::vector<int> send_first_;   // first request of send message m (size = messages + 1)
+  std::vector<int> recv_msg_;     // receive message of each receive request
+  std::vector<int> recv_peer_;    // peer of each receive message
+  std::vector<int> send_peer_;
+  std::vector<int> recv_pieces_;  // pieces per receive message
+  std::vector<int> recv_left_;    // pieces still to arrive, per receive message
+  std::vector<int> scratch_;      // indices for MPI_Testsome
+};
+
+}  // namespace halox::detail

@@ -1,0 +1,33 @@
+// Device allocation for halox-owned fields (built only with HALOX_ENABLE_CUDA).
+#include <cuda_runtime.h>
+
+#include <memory>
+
+#include "halox/error.hpp"
+#include "halox/field/memory.hpp"
+
+namespace halox::detail {
+
+namespace {
+void check_cuda(cudaError_t rc, const char* call, std::size_t bytes) {
+  if (rc != cudaSuccess)
+    fail("{} ({} bytes) failed: {} ({})", call, bytes, cudaGetErrorString(rc), cudaGetErrorName(rc));
+}
+}  // namespace
+
+bool cuda_enabled() noexcept { return true; }
+
+std::shared_ptr<std::byte> allocate_device(std::size_t bytes) {
+  void* p = nullptr;
+  const std::size_t n = bytes == 0 ? 64 : bytes;
+  check_cuda(cudaMalloc(&p, n), "cudaMalloc", n);
+  if (const cudaError_t rc = cudaMemset(p, 0, n); rc != cudaSuccess) {
+    cudaFree(p);
+    check_cuda(rc, "cudaMemset", n);
+  }
+  // cudaFree's status cannot be reported from a deleter; a failure here means the context is
+  // already gone (process teardown), where there is nothing left to free.
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { (void)cudaFree(q); });
+}
+
+}  // namespace halox::detail

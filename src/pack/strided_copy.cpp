@@ -1,0 +1,95 @@
+#include "halox/pack/strided_copy.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace halox::detail {
+
+copy_op make_copy_op(const std::byte* src, std::byte* dst, int rank, std::size_t elem,
+                     const index* count, const index* src_stride, const index* dst_stride,
+                     loop_order order) {
+  copy_op op;
+  op.src = src;
+  op.dst = dst;
+  op.elem = elem;
+  std::array<int, max_copy_rank> dims{};
+  int n = 0;
+  bool empty = false;
+  for (int k = 0; k < rank; ++k) {
+    if (count[k] == 0) empty = true;
+    if (count[k] > 1) dims[n++] = k;
+  }
+  if (empty) return op;  // rank 0 with count 0: nothing to copy
+  const index* key = order == loop_order::by_src ? src_stride : dst_stride;
+  std::stable_sort(dims.begin(), dims.begin() + n, [&](int a, int b) { return key[a] > key[b]; });
+  // A single element (all counts 1) is a rank-1 copy of one element.
+  op.rank = 1;
+  op.count[0] = 1;
+  op.src_stride[0] = op.dst_stride[0] = index(elem);
+  int r = 0;
+  for (int j = 0; j < n; ++j) {
+    const int k = dims[j];
+    if (r > 0) {
+      const int prev = r - 1;
+      // Merge into the previous (outer) dimension when it steps exactly over this one.
+      if (op.src_stride[prev] == count[k] * src_stride[k] &&
+          op.dst_stride[prev] == count[k] * dst_stride[k]) {
+        op.count[prev] *= count[k];
+        op.src_stride[prev] = src_stride[k];
+        op.dst_stride[prev] = dst_stride[k];
+        continue;
+      }
+    }
+    op.count[r] = count[k];
+    op.src_stride[r] = src_stride[k];
+    op.dst_stride[r] = dst_stride[k];
+    ++r;
+  }
+  if (r > 0) op.rank = r;
+  return op;
+}
+
+namespace {
+
+template <std::size_t E>
+void inner_fixed(const std::byte* s, std::byte* d, index n, index ss, index ds) noexcept {
+  for (index i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, E);
+}
+
+void inner(const copy_op& op, const std::byte* s, std::byte* d) noexcept {
+  const int k = op.rank - 1;
+  const index n = op.count[k], ss = op.src_stride[k], ds = op.dst_stride[k];
+  if (ss == index(op.elem) && ds == index(op.elem)) {
+    std::memcpy(d, s, std::size_t(n) * op.elem);
+    return;
+  }
+  switch (op.elem) {
+    case 1: return inner_fixed<1>(s, d, n, ss, ds);
+    case 2: return inner_fixed<2>(s, d, n, ss, ds);
+    case 4: return inner_fixed<4>(s, d, n, ss, ds);
+    case 8: return inner_fixed<8>(s, d, n, ss, ds);
+    case 16: return inner_fixed<16>(s, d, n, ss, ds);
+    default:
+      for (index i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, op.elem);
+  }
+}
+
+}  // namespace
+
+void run(const copy_op& op) noexcept {
+  if (op.rank == 0) return;
+  const int outer = op.rank - 1;
+  if (outer == 0) return inner(op, op.src, op.dst);
+  std::array<index, max_copy_rank> i{};
+  for (;;) {
+    const std::byte* s = op.src;
+    std::byte* d = op.dst;
+    for (int k = 0; k < outer; ++k) s += i[k] * op.src_stride[k], d += i[k] * op.dst_stride[k];
+    inner(op, s, d);
+    int k = outer - 1;
+    while (k >= 0 && ++i[k] == op.count[k]) i[k] = 0, --k;
+    if (k < 0) return;
+  }
+}
+
+}  // namespace halox::detail

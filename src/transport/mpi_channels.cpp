@@ -1,0 +1,120 @@
+#include "halox/transport/mpi_channels.hpp"
+
+#include <algorithm>
+
+#include "halox/error.hpp"
+
+namespace halox::detail {
+
+namespace {
+constexpr std::size_t piece_bytes = std::size_t(1) << 30;
+int pieces(std::size_t bytes) { return bytes == 0 ? 1 : int((bytes + piece_bytes - 1) / piece_bytes); }
+int piece_size(std::size_t bytes, int k) {
+  return int(std::min(piece_bytes, bytes - std::size_t(k) * piece_bytes));
+}
+constexpr int tag = 7;  // each object has its own communicator, so one tag suffices
+}  // namespace
+
+mpi_channels::mpi_channels(MPI_Comm comm, const std::vector<message>& sends,
+                           const std::byte* send_buf, const std::vector<message>& recvs,
+                           std::byte* recv_buf)
+    : comm_(comm) {
+  MPI_Comm_rank(comm, &rank_);
+  check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
+  send_first_.push_back(0);
+  for (const auto& m : sends) {
+    for (int k = 0; k < pieces(m.bytes); ++k) {
+      MPI_Request r;
+      check(MPI_Send_init(send_buf + m.offset + std::size_t(k) * piece_bytes, piece_size(m.bytes, k),
+                          MPI_BYTE, m.peer, tag, comm, &r),
+            "MPI_Send_init", m.peer);
+      send_req_.push_back(r);
+    }
+    send_first_.push_back(int(send_req_.size()));
+    send_peer_.push_back(m.peer);
+  }
+  for (std::size_t i = 0; i < recvs.size(); ++i) {
+    const auto& m = recvs[i];
+    for (int k = 0; k < pieces(m.bytes); ++k) {
+      MPI_Request r;
+      check(MPI_Recv_init(recv_buf + m.offset + std::size_t(k) * piece_bytes, piece_size(m.bytes, k),
+                          MPI_BYTE, m.peer, tag, comm, &r),
+            "MPI_Recv_init", m.peer);
+      recv_req_.push_back(r);
+      recv_msg_.push_back(int(i));
+    }
+    recv_peer_.push_back(m.peer);
+    recv_pieces_.push_back(pieces(m.bytes));
+  }
+  recv_left_.assign(recvs.size(), 0);
+  scratch_.assign(recv_req_.size() + 1, 0);
+}
+
+mpi_channels::~mpi_channels() {
+  int finalized = 1;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  for (auto& r : send_req_) MPI_Request_free(&r);
+  for (auto& r : recv_req_) MPI_Request_free(&r);
+}
+
+void mpi_channels::check(int rc, const char* call, int peer) const {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  fail("rank {}: {} (peer {}) failed: {}", rank_, call, peer, std::string(text, len));
+}
+
+void mpi_channels::start_recvs() {
+  std::copy(recv_pieces_.begin(), recv_pieces_.end(), recv_left_.begin());
+  if (!recv_req_.empty())
+    check(MPI_Startall(int(recv_req_.size()), recv_req_.data()), "MPI_Startall(receives)", -1);
+}
+
+void mpi_channels::start_send(std::size_t m) {
+  const int first = send_first_[m], n = send_first_[m + 1] - first;
+  check(MPI_Startall(n, send_req_.data() + first), "MPI_Startall(send)", send_peer_[m]);
+}
+
+int mpi_channels::finish_recv_request(int req) {
+  const int m = recv_msg_[req];
+  return --recv_left_[m] == 0 ? m : -1;
+}
+
+int mpi_channels::wait_recv() {
+  for (;;) {
+    int idx = MPI_UNDEFINED;
+    MPI_Status st;
+    check(MPI_Waitany(int(recv_req_.size()), recv_req_.data(), &idx, &st), "MPI_Waitany", -1);
+    if (idx == MPI_UNDEFINED) return -1;
+    if (const int m = finish_recv_request(idx); m >= 0) return m;
+  }
+}
+
+int mpi_channels::test_recvs(int* done) {
+  if (recv_req_.empty()) return 0;
+  int count = 0;
+  check(MPI_Testsome(int(recv_req_.size()), recv_req_.data(), &count, scratch_.data(),
+                     MPI_STATUSES_IGNORE),
+        "MPI_Testsome", -1);
+  int n = 0;
+  if (count == MPI_UNDEFINED) return 0;
+  for (int k = 0; k < count; ++k)
+    if (const int m = finish_recv_request(scratch_[k]); m >= 0) done[n++] = m;
+  return n;
+}
+
+void mpi_channels::wait_sends() {
+  if (!send_req_.empty())
+    check(MPI_Waitall(int(send_req_.size()), send_req_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall(sends)", -1);
+}
+
+bool mpi_channels::test_sends() {
+  int flag = 1;
+  if (!send_req_.empty())
+    check(MPI_Testall(int(send_req_.size()), send_req_.data(), &flag, MPI_STATUSES_IGNORE), "MPI_Testall(sends)", -1);
+  return flag != 0;
+}
+
+}  // namespace halox::detail
