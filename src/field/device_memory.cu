@@ -17,6 +17,15 @@ void check_cuda(cudaError_t rc, const char* call, std::size_t bytes) {
 
 bool cuda_enabled() noexcept { return true; }
 
+int device_count() noexcept {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver or no device: clear the sticky error, report none
+    return 0;
+  }
+  return n;
+}
+
 std::shared_ptr<std::byte> allocate_device(std::size_t bytes) {
   void* p = nullptr;
   const std::size_t n = bytes == 0 ? 64 : bytes;

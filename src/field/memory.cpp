@@ -9,6 +9,7 @@ namespace halox::detail {
 
 #ifndef HALOX_ENABLE_CUDA
 bool cuda_enabled() noexcept { return false; }
+int device_count() noexcept { return 0; }
 #endif
 
 std::shared_ptr<std::byte> allocate_host(std::size_t bytes) {

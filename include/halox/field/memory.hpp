@@ -22,6 +22,8 @@ namespace detail {
 std::shared_ptr<std::byte> allocate(memory_space space, std::size_t bytes);
 /// Whether this build of halox can allocate and use device memory.
 bool cuda_enabled() noexcept;
+/// Number of CUDA devices this process can use (0 without CUDA or without a GPU).
+int device_count() noexcept;
 }  // namespace detail
 
 }  // namespace halox
