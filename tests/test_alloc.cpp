@@ -1,0 +1,119 @@
+// After construction and one warm-up, exchanges allocate nothing: every form of global
+// operator new is replaced by a counting version, armed around the steady-state loop.
+#include <catch2/catch.hpp>
+#include <halox/halox.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "check.hpp"
+
+namespace {
+std::atomic<bool> armed{false};
+std::atomic<long> news{0};
+
+void* counted(std::size_t n, std::size_t align, bool nothrow) {
+  if (armed.load(std::memory_order_relaxed)) news.fetch_add(1, std::memory_order_relaxed);
+  if (n == 0) n = 1;
+  void* p = nullptr;
+  if (align <= alignof(std::max_align_t)) {
+    p = std::malloc(n);
+  } else if (posix_memalign(&p, align, n) != 0) {
+    p = nullptr;
+  }
+  if (!p && !nothrow) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+void* operator new(std::size_t n) { return counted(n, 0, false); }
+void* operator new[](std::size_t n) { return counted(n, 0, false); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted(n, 0, true); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted(n, 0, true); }
+void* operator new(std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a), false); }
+void* operator new[](std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a), false); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted(n, std::size_t(a), true);
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted(n, std::size_t(a), true);
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+
+namespace mpi = boost::mpi;
+
+TEST_CASE("the counting operator new counts (the test can fail)") {
+  news = 0;
+  armed = true;
+  auto* p = new int(3);
+  auto* q = new (std::align_val_t{64}) double[5];
+  auto* r = ::operator new(8, std::nothrow);
+  armed = false;
+  delete p;
+  ::operator delete[](q, std::align_val_t{64});
+  ::operator delete(r, std::nothrow);
+  REQUIRE(news == 3);
+}
+
+template <class Dom, int D>
+void steady_state(const Dom& dom, const halox::stencil<D>& st) {
+  auto u = dom.template make_field<double>(st, halox::host, 2);
+  auto v = dom.template make_field<hxt::triple>(
+      st, halox::host,
+      halox::field_options{1, halox::components_layout::planar, halox::layout::column_major, "v"});
+  hxt::fill(dom, u, {0, 0});
+  hxt::fill(dom, v, {1, 0});
+  auto ex = halox::make_exchange(dom, st, u, v);
+  ex.exchange();  // warm-up
+  {
+    auto h = ex.start();
+    while (!h.test()) {
+    }
+  }
+  news = 0;
+  armed = true;
+  for (int k = 0; k < 50; ++k) ex.exchange();
+  for (int k = 0; k < 50; ++k) {
+    auto h = ex.start();
+    h.wait();
+  }
+  for (int k = 0; k < 20; ++k) {
+    auto h = ex.start();
+    while (!h.test()) {
+    }
+  }
+  armed = false;
+  const long mine = news;
+  CHECK(mine == 0);
+  REQUIRE(mpi::all_reduce(mpi::communicator(), mine, std::plus<long>()) == 0);
+  HXT_REQUIRE_OK(hxt::check(dom, u, st, {0, 0}));
+  HXT_REQUIRE_OK(hxt::check(dom, v, st, {1, 0}));
+}
+
+TEST_CASE("no allocation per exchange: cartesian 3-D") {
+  mpi::communicator world;
+  halox::cartesian<3> dom(world, {8, 7, 6}, halox::periodic{true, true, false});
+  steady_state(dom, halox::stencil<3>::box(1));
+}
+
+TEST_CASE("no allocation per exchange: box_list 2-D, several boxes per rank") {
+  mpi::communicator world;
+  std::vector<halox::owned_box<2>> boxes;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 2; ++j)
+      boxes.push_back({halox::box<2>{{3 * i, 4 * j}, {3 * i + 3, 4 * j + 4}}, (i + 3 * j) % world.size()});
+  halox::box_list<2> dom(world, {9, 8}, halox::periodic{true, true}, boxes);
+  steady_state(dom, halox::stencil<2>::star(2));
+}

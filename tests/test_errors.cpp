@@ -1,0 +1,233 @@
+// Every bad input throws halox::error, naming the offending value, on every rank, and leaves the
+// fields' data untouched.
+#include <catch2/catch.hpp>
+#include <halox/halox.hpp>
+
+#include <span>
+
+#include "check.hpp"
+
+namespace mpi = boost::mpi;
+using halox::box;
+using idx = halox::index;
+
+// Both the type and the message (the expression runs twice; collective calls stay matched).
+#define REQUIRE_HALOX_ERROR(expr, text)    \
+  do {                                     \
+    REQUIRE_THROWS_AS(expr, halox::error); \
+    REQUIRE_THROWS_WITH(expr, Catch::Contains(text)); \
+  } while (0)
+
+namespace {
+constexpr auto st2 = halox::stencil<2>::box(1);
+}
+
+TEST_CASE("wrap: extents that do not match box plus padding; bad pointers, strides, components") {
+  mpi::communicator world;
+  halox::cartesian<2> dom(world, {9, 7}, halox::periodic{true, true});
+  const auto o = dom.local_boxes()[0];
+  const halox::extents<2> good{o.hi[0] - o.lo[0] + 2, o.hi[1] - o.lo[1] + 2};
+  std::vector<double> mem(std::size_t((good[0] + 1) * (good[1] + 1) * 2), 3.5);
+  const auto before = mem;
+  const halox::extents<2> bad{good[0] + 1, good[1]};
+  REQUIRE_HALOX_ERROR(dom.wrap<double>(mem.data(), bad, st2.lo, st2.hi),
+                      fmt::format("extents {}x{}", bad[0], bad[1]));
+  REQUIRE_HALOX_ERROR(dom.wrap<double>(mem.data(), good, st2.lo, {1, 2}),
+                      fmt::format("needs {}x{}", good[0], good[1] + 1));
+  REQUIRE_HALOX_ERROR(dom.wrap<double>(nullptr, good, st2.lo, st2.hi), "null pointer");
+  REQUIRE_HALOX_ERROR(dom.wrap<double>(mem.data(), good, {1, -2}, st2.hi), "negative padding -2/1 in dimension 1");
+  REQUIRE_HALOX_ERROR(dom.wrap<double>(mem.data(), good, {-2, 1}, st2.hi), "-2/1 in dimension 0");
+  halox::field_options zero;
+  zero.components = 0;
+  zero.name = "nocomp";
+  REQUIRE_HALOX_ERROR(dom.wrap<double>(mem.data(), good, st2.lo, st2.hi, zero),
+                      "'nocomp' needs at least one component, got 0");
+  REQUIRE_HALOX_ERROR(dom.wrap_strided<double>(mem.data(), st2.lo, st2.hi, {good[1], 0}, 1),
+                      "stride 0 in dimension 1");
+  halox::field_options two;
+  two.components = 2;
+  REQUIRE_HALOX_ERROR(dom.wrap_strided<double>(mem.data(), st2.lo, st2.hi, {2 * good[1], 2}, -4, two),
+                      "component stride -4");
+  REQUIRE(mem == before);
+}
+
+TEST_CASE("make_exchange: padding narrower than the stencil, negative widths, empty fields, "
+          "fields of another domain") {
+  mpi::communicator world;
+  halox::cartesian<2> dom(world, {8, 6}, halox::periodic{true, false});
+  halox::cartesian<2> other(world, {8, 6}, halox::periodic{true, false});
+  auto narrow = dom.make_field<double>(halox::stencil<2>::star(1));
+  halox::field_options named;
+  named.name = "temperature";
+  auto good = dom.make_field<int>(halox::stencil<2>::box(2), halox::host, named);
+  auto foreign = other.make_field<double>(halox::stencil<2>::box(2));
+  hxt::fill(dom, narrow, {0, 0});
+  hxt::fill(dom, good, {1, 0});
+  hxt::fill(other, foreign, {2, 0});
+  const auto s1 = hxt::snapshot(narrow);
+  const auto s2 = hxt::snapshot(good);
+  const auto s3 = hxt::snapshot(foreign);
+
+  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, halox::stencil<2>::box(2), good, narrow),
+                      "field #1 '(unnamed)' has padding 1/1 in dimension 0 but the stencil's halo is 2/2");
+  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, halox::stencil<2>::star({1, 1}, {1, 3}), narrow),
+                      "padding 1/1 in dimension 1 but the stencil's halo is 1/3");
+  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, halox::stencil<2>::star({1, -1}, {1, 1}), narrow),
+                      "stencil widths -1/1 in dimension 1 must not be negative");
+  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, halox::stencil<2>::box(1), good, foreign),
+                      "field #1 '(unnamed)' belongs to another domain");
+  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, halox::stencil<2>::box(1), good, halox::field<float, 2>{}),
+                      "field #1 is empty (default-constructed)");
+  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, halox::stencil<2>::box(1), halox::field<double, 2>{}),
+                      "field #0 is empty");
+  REQUIRE_HALOX_ERROR(dom.make_field<double>(halox::stencil<2>::star(-1)), "negative padding -1/-1");
+  REQUIRE(hxt::snapshot(narrow) == s1);
+  REQUIRE(hxt::snapshot(good) == s2);
+  REQUIRE(hxt::snapshot(foreign) == s3);
+  // still usable with a valid stencil
+  auto ex = halox::make_exchange(dom, halox::stencil<2>::box(2), good);
+  ex.exchange();
+  HXT_REQUIRE_OK(hxt::check(dom, good, halox::stencil<2>::box(2), {1, 0}));
+}
+
+TEST_CASE("make_exchange: an error on one rank only makes every rank throw") {
+  mpi::communicator world;
+  halox::cartesian<2> dom(world, {8, 6}, halox::periodic{true, true});
+  constexpr auto st = halox::stencil<2>::box(1);
+  // only rank 0 passes a field with too little padding
+  auto f = world.rank() == 0 ? dom.make_field<double>(halox::widths<2>{1, 0}, {1, 1}, halox::host, {})
+                             : dom.make_field<double>(st);
+  hxt::fill(dom, f, {0, 0});
+  const auto before = hxt::snapshot(f);
+  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, st, f), "rank 0: field #0 '(unnamed)' has padding 0/1");
+  std::string msg;  // every rank but the failing one says where the input was rejected
+  try {
+    (void)halox::make_exchange(dom, st, f);
+  } catch (const halox::error& e) {
+    msg = e.what();
+  }
+  REQUIRE_THAT(msg, Catch::Contains("padding 0/1 in dimension 1"));
+  // the failing rank is named, and every other rank says who it is
+  REQUIRE_THAT(msg, Catch::Contains("rank 0: field #0"));
+  REQUIRE_THAT(msg, Catch::StartsWith(fmt::format("halox: rank {}: ", world.rank())));
+  REQUIRE(hxt::snapshot(f) == before);
+  // only the last rank passes a field of another domain (the lowest failing rank is reported)
+  halox::cartesian<2> other(world, {8, 6}, halox::periodic{true, true});
+  auto g = world.rank() == world.size() - 1 ? other.make_field<double>(st) : dom.make_field<double>(st);
+  hxt::fill(dom, g, {1, 0});
+  const auto gb = hxt::snapshot(g);
+  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, st, g),
+                      fmt::format("rank {}: field #0 '(unnamed)' belongs to another domain", world.size() - 1));
+  REQUIRE(hxt::snapshot(g) == gb);
+  // two ranks failing: everybody reports the lowest
+  if (world.size() >= 2) {
+    auto h = world.rank() >= 1 ? dom.make_field<double>(halox::widths<2>{0, 0}, {0, 0}, halox::host, {})
+                               : dom.make_field<double>(st);
+    REQUIRE_HALOX_ERROR(halox::make_exchange(dom, st, h), "rank 1: field #0");
+  }
+}
+
+TEST_CASE("domains: non-positive extents, bad process grids, too many ranks") {
+  mpi::communicator world;
+  const int p = world.size();
+  REQUIRE_HALOX_ERROR(halox::cartesian<2>(world, {5, 0}), "global extent 0 in dimension 1 must be positive");
+  REQUIRE_HALOX_ERROR(halox::cartesian<3>(world, {5, 4, -3}), "global extent -3 in dimension 2");
+  REQUIRE_HALOX_ERROR(halox::cartesian<1>(world, {-1}), "global extent -1 in dimension 0");
+  REQUIRE_HALOX_ERROR(halox::cartesian<2>(world, {20, 20}, {}, halox::process_grid<2>{{p + 1, 1}}),
+                      fmt::format("process grid {}x1 holds {} ranks but the communicator has {}", p + 1, p + 1, p));
+  REQUIRE_HALOX_ERROR(halox::cartesian<2>(world, {20, 20}, {}, halox::process_grid<2>{{0, p}}),
+                      fmt::format("process grid 0x{} has 0 ranks in dimension 0", p));
+  REQUIRE_HALOX_ERROR(halox::cartesian<2>(world, {20, 20}, {}, halox::process_grid<2>{{p, -1}}),
+                      "has -1 ranks in dimension 1");
+  REQUIRE_HALOX_ERROR(halox::cartesian<3>(world, {20, 3, 20}, {}, halox::process_grid<3>{{1, 4, p}}),
+                      "has 4 ranks in dimension 1 of extent 3");
+  if (p > 1) {
+    REQUIRE_HALOX_ERROR(halox::cartesian<1>(world, {p - 1}),
+                        fmt::format("{} ranks cannot each own a cell", p));
+    REQUIRE_HALOX_ERROR(halox::cartesian<2>(world, {1, p - 1}), fmt::format("1x{} domain", p - 1));
+  }
+}
+
+TEST_CASE("box_list: overlapping, not covering, empty, bad owner, outside the global box") {
+  mpi::communicator world;
+  const int p = world.size();
+  using ob = halox::owned_box<2>;
+  const halox::extents<2> n{6, 4};
+  const halox::periodic<2> per{true, false};
+  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {ob{{{0, 0}, {4, 4}}, 0}, ob{{{3, 0}, {6, 4}}, 0}}),
+                      "boxes #0 [0,4)x[0,4) and #1 [3,6)x[0,4) overlap");
+  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per,
+                                         {ob{{{0, 0}, {3, 4}}, 0}, ob{{{4, 0}, {6, 4}}, p - 1}}),
+                      "cover 20 of the 24 cells");
+  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per,
+                                         {ob{{{0, 0}, {6, 4}}, 0}, ob{{{2, 1}, {2, 3}}, 0}}),
+                      "box #1 [2,2)x[1,3) is empty");
+  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {ob{{{0, 0}, {6, 2}}, 0}, ob{{{0, 2}, {6, 4}}, p}}),
+                      fmt::format("box #1 has owner rank {} outside [0, {})", p, p));
+  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {ob{{{0, 0}, {6, 2}}, -1}, ob{{{0, 2}, {6, 4}}, 0}}),
+                      "owner rank -1");
+  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {ob{{{0, 0}, {6, 5}}, 0}}),
+                      "box #0 [0,6)x[0,5) reaches outside the global box [0,6)x[0,4)");
+  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {ob{{{-1, 0}, {5, 4}}, 0}}), "reaches outside");
+  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, {6, 0}, per, {}), "global extent 0 in dimension 1");
+  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {}), "cover 0 of the 24 cells");
+
+  // wrapping the wrong number of arrays, or one pointer on a rank with several boxes
+  halox::box_list<2> dom(world, n, per, {ob{{{0, 0}, {3, 4}}, 0}, ob{{{3, 0}, {6, 4}}, 0}});
+  std::vector<double> a(100, 1.0), b(100, 2.0);
+  const std::vector<double*> one{a.data()};
+  if (world.rank() == 0) {
+    REQUIRE_HALOX_ERROR(dom.wrap<double>(std::span<double* const>(one), st2.lo, st2.hi),
+                        "wraps 1 arrays but the rank owns 2 boxes");
+    REQUIRE_HALOX_ERROR(dom.wrap<double>(a.data(), {5, 6}, st2.lo, st2.hi), "this one owns 2");
+  } else {
+    REQUIRE_HALOX_ERROR(dom.wrap<double>(a.data(), {5, 6}, st2.lo, st2.hi), "this one owns 0");
+  }
+  REQUIRE(std::all_of(a.begin(), a.end(), [](double x) { return x == 1.0; }));
+  REQUIRE(std::all_of(b.begin(), b.end(), [](double x) { return x == 2.0; }));
+}
+
+TEST_CASE("a second start() while in flight throws and changes nothing") {
+  mpi::communicator world;
+  constexpr auto st = halox::stencil<3>::box(1);
+  halox::cartesian<3> dom(world, {5, 4, 6}, halox::periodic{true, true, false});
+  auto f = dom.make_field<double>(st, halox::host, 2);
+  hxt::fill(dom, f, {0, 0});
+  auto ex = halox::make_exchange(dom, st, f);
+  auto h = ex.start();
+  hxt::fill(dom, f, {0, 0});  // halo back to sentinels: a second start must not write them
+  const auto snap = hxt::snapshot(f);
+  REQUIRE_HALOX_ERROR((void)ex.start(), "start() called while this object's previous exchange is still in flight");
+  REQUIRE(hxt::snapshot(f) == snap);
+  REQUIRE(ex.in_flight());
+  h.wait();
+  REQUIRE(!ex.in_flight());
+  // still works after
+  hxt::fill(dom, f, {0, 1});
+  ex.exchange();
+  HXT_REQUIRE_OK(hxt::check(dom, f, st, {0, 1}));
+  hxt::fill(dom, f, {0, 2});
+  auto h2 = ex.start();
+  h2.wait();
+  HXT_REQUIRE_OK(hxt::check(dom, f, st, {0, 2}));
+}
+
+TEST_CASE("device fields without CUDA") {
+  mpi::communicator world;
+  halox::cartesian<2> dom(world, {6, 6}, halox::periodic{true, true});
+  if (halox::detail::cuda_enabled()) {
+    WARN("built with CUDA: the no-CUDA device checks do not apply");
+    return;
+  }
+  REQUIRE_HALOX_ERROR(dom.make_field<double>(st2, halox::device), "built without CUDA");
+  // user memory declared as device memory is refused by make_exchange
+  const auto o = dom.local_boxes()[0];
+  const halox::extents<2> e{o.hi[0] - o.lo[0] + 2, o.hi[1] - o.lo[1] + 2};
+  std::vector<float> mem(std::size_t(e[0] * e[1]), 4.0f);
+  halox::field_options named;
+  named.name = "dev";
+  auto f = dom.wrap<float>(mem.data(), e, st2.lo, st2.hi, named, halox::device);
+  REQUIRE(f.space() == halox::device);
+  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, st2, f), "field #0 'dev' lives in device memory");
+  REQUIRE(std::all_of(mem.begin(), mem.end(), [](float x) { return x == 4.0f; }));
+}
