@@ -11,9 +11,9 @@
 namespace halox {
 
 /// Thrown for every error halox detects: bad input (with the offending value, the rank and the
-/// field), a second exchange started while one is in flight, or a failed MPI/CUDA call.
-/// halox raises it before any message of the affected exchange is sent and before any user data
-/// is written, so the caller's fields are left as they were.
+/// field), a second exchange started while one is in flight, a message of the wrong size, or a
+/// failed MPI/CUDA call. Input errors are raised before any message of the affected exchange is
+/// sent and before any user data is written, so the caller's fields are left as they were.
 class error : public std::runtime_error {
  public:
   explicit error(const std::string& what) : std::runtime_error("halox: " + what) {}

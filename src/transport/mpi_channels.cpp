@@ -42,12 +42,14 @@ mpi_channels::mpi_channels(MPI_Comm comm, const std::vector<message>& sends,
             "MPI_Recv_init", m.peer);
       recv_req_.push_back(r);
       recv_msg_.push_back(int(i));
+      recv_size_.push_back(piece_size(m.bytes, k));
     }
     recv_peer_.push_back(m.peer);
     recv_pieces_.push_back(pieces(m.bytes));
   }
   recv_left_.assign(recvs.size(), 0);
   scratch_.assign(recv_req_.size() + 1, 0);
+  statuses_.resize(recv_req_.size() + 1);
 }
 
 mpi_channels::~mpi_channels() {
@@ -63,6 +65,7 @@ void mpi_channels::check(int rc, const char* call, int peer) const {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, text, &len);
+  if (peer < 0) fail("rank {}: {} (all peers) failed: {}", rank_, call, std::string(text, len));
   fail("rank {}: {} (peer {}) failed: {}", rank_, call, peer, std::string(text, len));
 }
 
@@ -77,7 +80,13 @@ void mpi_channels::start_send(std::size_t m) {
   check(MPI_Startall(n, send_req_.data() + first), "MPI_Startall(send)", send_peer_[m]);
 }
 
-int mpi_channels::finish_recv_request(int req) {
+int mpi_channels::finish_recv_request(int req, const MPI_Status& st) {
+  int got = 0;
+  MPI_Get_count(&st, MPI_BYTE, &got);
+  if (got != recv_size_[req])
+    fail("rank {}: received {} bytes from rank {} where the plan expects {}; do all ranks build "
+         "the exchange with the same domain, stencil and field types?",
+         rank_, got, st.MPI_SOURCE, recv_size_[req]);
   const int m = recv_msg_[req];
   return --recv_left_[m] == 0 ? m : -1;
 }
@@ -88,7 +97,7 @@ int mpi_channels::wait_recv() {
     MPI_Status st;
     check(MPI_Waitany(int(recv_req_.size()), recv_req_.data(), &idx, &st), "MPI_Waitany", -1);
     if (idx == MPI_UNDEFINED) return -1;
-    if (const int m = finish_recv_request(idx); m >= 0) return m;
+    if (const int m = finish_recv_request(idx, st); m >= 0) return m;
   }
 }
 
@@ -96,12 +105,12 @@ int mpi_channels::test_recvs(int* done) {
   if (recv_req_.empty()) return 0;
   int count = 0;
   check(MPI_Testsome(int(recv_req_.size()), recv_req_.data(), &count, scratch_.data(),
-                     MPI_STATUSES_IGNORE),
+                     statuses_.data()),
         "MPI_Testsome", -1);
   int n = 0;
   if (count == MPI_UNDEFINED) return 0;
   for (int k = 0; k < count; ++k)
-    if (const int m = finish_recv_request(scratch_[k]); m >= 0) done[n++] = m;
+    if (const int m = finish_recv_request(scratch_[k], statuses_[k]); m >= 0) done[n++] = m;
   return n;
 }
 

@@ -32,7 +32,7 @@ struct field_options {
   int components = 1;
   components_layout component_layout = components_layout::interleaved;
   layout order = layout::row_major;
-  std::string name;  ///< used in error messages; "field #k" when empty
+  std::string name;  ///< used in error messages; "(unnamed)" when empty
 };
 
 namespace detail {

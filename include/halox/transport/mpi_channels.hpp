@@ -44,7 +44,7 @@ class mpi_channels {
   bool test_sends();
 
  private:
-  int finish_recv_request(int req);
+  int finish_recv_request(int req, const MPI_Status& st);
   void check(int rc, const char* call, int peer) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -56,7 +56,9 @@ class mpi_channels {
   std::vector<int> send_peer_;
   std::vector<int> recv_pieces_;  // pieces per receive message
   std::vector<int> recv_left_;    // pieces still to arrive, per receive message
+  std::vector<int> recv_size_;    // expected bytes of each receive request
   std::vector<int> scratch_;      // indices for MPI_Testsome
+  std::vector<MPI_Status> statuses_;
 };
 
 }  // namespace halox::detail
