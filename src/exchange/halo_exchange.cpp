@@ -13,7 +13,8 @@ struct exchange_state {
   exchange_program prog;
   mpi_channels channels;
   std::vector<int> done;  // scratch for test()
-  std::size_t unpacked = 0;
+  std::size_t arrived = 0;  // receive messages complete so far
+  std::uint64_t generation = 0;  // counts start()s, so stale handles know they are done
   bool in_flight = false;
 
   exchange_state(const boost::mpi::communicator& c, exchange_program p)
@@ -22,12 +23,15 @@ struct exchange_state {
         channels(MPI_Comm(comm), prog.sends, prog.send_buf.get(), prog.recvs, prog.recv_buf.get()),
         done(prog.recvs.size() + 1) {}
 
-  static void run_range(const std::vector<copy_op>& ops, exchange_program::op_range r) {
-    for (std::size_t k = r.first; k < r.first + r.count; ++k) run(ops[k]);
+  void pack(std::size_t m) const {
+    const auto& r = prog.pack_range[m];
+    for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) run(prog.pack.copies[k]);
+    for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) gather(prog.pack.gathers[k]);
   }
-  void unpack(int m) {
-    run_range(prog.unpack_ops, prog.unpack_range[m]);
-    ++unpacked;
+  void unpack(std::size_t m) {
+    const auto& r = prog.unpack_range[m];
+    for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) run(prog.unpack.copies[k]);
+    for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) scatter(prog.unpack.gathers[k]);
   }
   void start() {
     require(!in_flight,
@@ -36,25 +40,37 @@ struct exchange_state {
             comm.rank());
     channels.start_recvs();
     for (std::size_t m = 0; m < prog.sends.size(); ++m) {
-      run_range(prog.pack_ops, prog.pack_range[m]);
+      pack(m);
       channels.start_send(m);
     }
     for (const auto& op : prog.local_ops) run(op);
-    unpacked = 0;
+    arrived = 0;
+    ++generation;
     in_flight = true;
   }
   void wait() {
     if (!in_flight) return;
-    for (int m; (m = channels.wait_recv()) >= 0;) unpack(m);
+    if (prog.ordered_unpack) {
+      while (channels.wait_recv() >= 0) {
+      }
+      for (std::size_t m = 0; m < prog.recvs.size(); ++m) unpack(m);
+    } else {
+      for (int m; (m = channels.wait_recv()) >= 0;) unpack(std::size_t(m));
+    }
     channels.wait_sends();
     in_flight = false;
   }
   bool test() {
     if (!in_flight) return true;
     const int n = channels.test_recvs(done.data());
-    for (int k = 0; k < n; ++k) unpack(done[k]);
-    if (unpacked == prog.recvs.size() && channels.test_sends()) in_flight = false;
-    return !in_flight;
+    arrived += std::size_t(n);
+    if (!prog.ordered_unpack)
+      for (int k = 0; k < n; ++k) unpack(std::size_t(done[k]));
+    if (arrived < prog.recvs.size() || !channels.test_sends()) return false;
+    if (prog.ordered_unpack)
+      for (std::size_t m = 0; m < prog.recvs.size(); ++m) unpack(m);
+    in_flight = false;
+    return true;
   }
 };
 
@@ -68,7 +84,8 @@ halo_exchange::~halo_exchange() {
   try {
     s_->wait();
   } catch (...) {
-    // A destructor must not throw; the MPI error was already reported to MPI's handler.
+    // A destructor must not throw: an MPI failure while completing is dropped here. Call
+    // wait() on the handle before destruction to see it.
   }
 }
 
@@ -88,7 +105,7 @@ void halo_exchange::exchange() {
 
 exchange_handle halo_exchange::start() {
   s_->start();
-  return exchange_handle(s_.get());
+  return exchange_handle(s_.get(), s_->generation);
 }
 
 bool halo_exchange::in_flight() const { return s_->in_flight; }
@@ -97,7 +114,9 @@ std::string halo_exchange::describe() const {
   return fmt::format("rank {}: {}", s_->comm.rank(), s_->prog.summary);
 }
 
-void exchange_handle::wait() { s_->wait(); }
-bool exchange_handle::test() { return s_->test(); }
+void exchange_handle::wait() {
+  if (generation_ == s_->generation) s_->wait();
+}
+bool exchange_handle::test() { return generation_ != s_->generation || s_->test(); }
 
 }  // namespace halox

@@ -59,6 +59,10 @@ void inner_fixed(const std::byte* s, std::byte* d, index n, index ss, index ds) 
 void inner(const copy_op& op, const std::byte* s, std::byte* d) noexcept {
   const int k = op.rank - 1;
   const index n = op.count[k], ss = op.src_stride[k], ds = op.dst_stride[k];
+  if (op.reduce) {
+    op.reduce(d, s, n, ds, ss);
+    return;
+  }
   if (ss == index(op.elem) && ds == index(op.elem)) {
     std::memcpy(d, s, std::size_t(n) * op.elem);
     return;
@@ -89,6 +93,36 @@ void run(const copy_op& op) noexcept {
     int k = outer - 1;
     while (k >= 0 && ++i[k] == op.count[k]) i[k] = 0, --k;
     if (k < 0) return;
+  }
+}
+
+void gather(const gather_op& op) noexcept {
+  const index row = index(op.elem) * op.ncomp;
+  const bool dense = op.comp_stride == index(op.elem);
+  std::byte* b = op.buf;
+  for (index e = 0; e < op.n; ++e, b += row) {
+    const std::byte* f = op.field + op.idx[e] * op.entity_stride;
+    if (dense) {
+      std::memcpy(b, f, std::size_t(row));
+    } else {
+      for (int c = 0; c < op.ncomp; ++c) std::memcpy(b + c * index(op.elem), f + c * op.comp_stride, op.elem);
+    }
+  }
+}
+
+void scatter(const gather_op& op) noexcept {
+  const index row = index(op.elem) * op.ncomp;
+  const bool dense = op.comp_stride == index(op.elem);
+  const std::byte* b = op.buf;
+  for (index e = 0; e < op.n; ++e, b += row) {
+    std::byte* f = op.field + op.idx[e] * op.entity_stride;
+    if (op.reduce) {
+      op.reduce(f, b, op.ncomp, op.comp_stride, index(op.elem));
+    } else if (dense) {
+      std::memcpy(f, b, std::size_t(row));
+    } else {
+      for (int c = 0; c < op.ncomp; ++c) std::memcpy(f + c * op.comp_stride, b + c * index(op.elem), op.elem);
+    }
   }
 }
 

@@ -3,12 +3,14 @@
 /// The communication object: runs a prepared exchange, blocking or split-phase.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <boost/mpi/communicator.hpp>
 
+#include "halox/field/memory.hpp"
 #include "halox/pack/strided_copy.hpp"
 #include "halox/transport/mpi_channels.hpp"
 
@@ -19,14 +21,24 @@ namespace detail {
 /// A prepared exchange, independent of dimension and value types: messages, the copies that
 /// pack, unpack and copy locally, and the buffers they point into.
 struct exchange_program {
+  /// Copies of one kind: strided regions (structured) and index lists (unstructured).
+  struct steps {
+    std::vector<copy_op> copies;
+    std::vector<gather_op> gathers;
+  };
+  /// The steps of one message: `copies[c0, c0 + cn)` and `gathers[g0, g0 + gn)`.
   struct op_range {
-    std::size_t first = 0, count = 0;
+    std::size_t c0 = 0, cn = 0, g0 = 0, gn = 0;
   };
   std::vector<message> sends, recvs;
   std::vector<op_range> pack_range;    ///< per send message
   std::vector<op_range> unpack_range;  ///< per receive message
-  std::vector<copy_op> pack_ops, unpack_ops, local_ops;
-  std::unique_ptr<std::byte[]> send_buf, recv_buf;
+  steps pack, unpack;
+  std::vector<copy_op> local_ops;
+  std::vector<std::vector<index>> index_lists;  ///< what gather steps point into
+  /// Unpack in peer order after every message arrived (reverse exchanges: deterministic sums).
+  bool ordered_unpack = false;
+  std::shared_ptr<std::byte> send_buf, recv_buf;  ///< 64-byte aligned host memory
   std::vector<std::shared_ptr<void>> fields;  ///< keeps the fields' memory alive
   std::string summary;                        ///< what describe() prints
 };
@@ -72,15 +84,18 @@ class halo_exchange {
 /// The in-flight part of a split-phase exchange.
 class exchange_handle {
  public:
-  /// Waits for every message, unpacking each as it arrives. Idempotent.
+  /// Waits for every message, unpacking each as it arrives. Idempotent; a no-op once this
+  /// exchange has completed (even if the object has started a newer one since).
   void wait();
   /// Unpacks what has arrived; true when the exchange is complete. Never blocks.
   bool test();
 
  private:
   friend class halo_exchange;
-  explicit exchange_handle(detail::exchange_state* s) : s_(s) {}
-  detail::exchange_state* s_;
+  exchange_handle(detail::exchange_state* s, std::uint64_t generation)
+      : s_(s), generation_(generation) {}
+  detail::exchange_state* s_;  // must not outlive the halo_exchange that made it
+  std::uint64_t generation_;
 };
 
 }  // namespace halox

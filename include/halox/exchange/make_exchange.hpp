@@ -12,9 +12,12 @@
 
 #include "halox/error.hpp"
 #include "halox/exchange/halo_exchange.hpp"
+#include "halox/exchange/program_builder.hpp"
 #include "halox/field/field.hpp"
+#include "halox/pack/reduction.hpp"
 #include "halox/pack/strided_copy.hpp"
 #include "halox/plan/structured_plan.hpp"
+#include "halox/transport/agree.hpp"
 
 namespace halox {
 
@@ -82,104 +85,89 @@ void validate_fields(const Domain& dom, const stencil<D>& st,
   }
 }
 
-/// Runs `check` on every rank; if it throws on any rank, every rank throws the message of the
-/// lowest failing rank, so no rank goes on to exchange with a rank that gave up.
-template <class F>
-void agree(const boost::mpi::communicator& comm, F&& check) {
-  std::string msg;
-  try {
-    check();
-  } catch (const error& e) {
-    msg = e.what();
-  }
-  const int mine = msg.empty() ? INT_MAX : comm.rank();
-  const int first = boost::mpi::all_reduce(comm, mine, boost::mpi::minimum<int>());
-  if (first == INT_MAX) return;
-  boost::mpi::broadcast(comm, msg, first);
-  if (first == comm.rank()) throw error(msg.substr(std::string("halox: ").size()));
-  throw error(fmt::format("rank {}: input rejected on rank {}: {}", comm.rank(), first,
-                          msg.substr(std::string("halox: ").size())));
-}
-
-/// Compiles packing, unpacking and local copies for every field over a plan.
+/// Compiles packing, unpacking and local copies for every field over a plan. A forward
+/// exchange moves owned cells (`src`) into halos (`dst`); a reverse one (`reduce` set, one per
+/// field, or `reverse` with `replace`) moves halo cells back and combines them into the owner.
+///
+/// Message layout: for each field, for each transfer, the region row-major with components
+/// innermost. Both sides walk the same transfers in the same order.
 template <int D>
 exchange_program compile(const structured_plan<D>& plan,
-                         const std::vector<const field_state<D>*>& fields) {
-  exchange_program p;
+                         const std::vector<const field_state<D>*>& fields, bool reverse = false,
+                         const std::vector<reduce_fn>& reduce = {}) {
+  program_builder b;
   constexpr int R = D + 1;
   index c[R], fs[R], bs[R], fs2[R];
-  // Message layout: for each field, for each transfer, the region row-major with components
-  // innermost. Both sides walk the same transfers in the same order.
-  auto lay_out = [&](const std::vector<peer_transfers<D>>& peers, bool sending,
-                     std::vector<message>& msgs) {
-    std::vector<std::pair<std::size_t, field_region<D>>> pending;  // buffer offset, region
-    std::size_t offset = 0;
-    for (const auto& peer : peers) {
-      message m{peer.rank, offset, 0};
-      for (const auto* f : fields)
-        for (const auto& t : peer.items) {
-          const int blk = sending ? t.src_block : t.dst_block;
-          field_region<D> fr{f, &f->blocks[blk], sending ? t.src : t.dst};
-          pending.emplace_back(offset, fr);
-          offset += fr.bytes();
-        }
-      m.bytes = offset - m.offset;
-      offset = (offset + 63) / 64 * 64;  // each message starts on a cache line
-      msgs.push_back(m);
-    }
-    return std::pair{offset, std::move(pending)};
+  // Forward: sends pack `src` regions, receives unpack into `dst`; reverse swaps both.
+  const auto& out = reverse ? plan.recvs : plan.sends;
+  const auto& in = reverse ? plan.sends : plan.recvs;
+  auto region = [&](const field_state<D>* f, const transfer<D>& t, bool owned_side) {
+    return owned_side ? field_region<D>{f, &f->blocks[t.src_block], t.src}
+                      : field_region<D>{f, &f->blocks[t.dst_block], t.dst};
   };
-  auto [send_total, send_regions] = lay_out(plan.sends, true, p.sends);
-  auto [recv_total, recv_regions] = lay_out(plan.recvs, false, p.recvs);
-  p.send_buf = std::make_unique<std::byte[]>(send_total + 64);
-  p.recv_buf = std::make_unique<std::byte[]>(recv_total + 64);
-  auto emit = [&](const auto& regions, const std::vector<message>& msgs, std::byte* buf,
-                  bool pack, std::vector<exchange_program::op_range>& ranges,
-                  std::vector<copy_op>& ops) {
-    std::size_t k = 0;
-    for (const auto& m : msgs) {
-      exchange_program::op_range range{ops.size(), 0};
-      for (; k < regions.size() && regions[k].first < m.offset + m.bytes; ++k) {
-        const auto& [off, fr] = regions[k];
+  for (const auto& peer : out) {
+    b.begin(program_builder::send, peer.rank);
+    for (const auto* f : fields)
+      for (const auto& t : peer.items) {
+        const auto fr = region(f, t, !reverse);
         fr.counts(c);
         fr.strides(fs);
-        buffer_strides<D>(c, fr.f->elem_bytes, bs);
-        ops.push_back(pack ? make_copy_op(fr.base(), buf + off, R, fr.f->elem_bytes, c, fs, bs,
-                                          loop_order::by_src)
-                           : make_copy_op(buf + off, fr.base(), R, fr.f->elem_bytes, c, bs, fs,
-                                          loop_order::by_dst));
+        buffer_strides<D>(c, f->elem_bytes, bs);
+        b.add(program_builder::send,
+              make_copy_op(fr.base(), nullptr, R, f->elem_bytes, c, fs, bs, loop_order::by_src),
+              fr.bytes());
       }
-      range.count = ops.size() - range.first;
-      ranges.push_back(range);
-    }
-  };
-  emit(send_regions, p.sends, p.send_buf.get(), true, p.pack_range, p.pack_ops);
-  emit(recv_regions, p.recvs, p.recv_buf.get(), false, p.unpack_range, p.unpack_ops);
-  for (const auto* f : fields)
+  }
+  for (const auto& peer : in) {
+    b.begin(program_builder::recv, peer.rank);
+    for (std::size_t k = 0; k < fields.size(); ++k)
+      for (const auto& t : peer.items) {
+        const auto fr = region(fields[k], t, reverse);
+        fr.counts(c);
+        fr.strides(fs);
+        buffer_strides<D>(c, fields[k]->elem_bytes, bs);
+        auto op = make_copy_op(nullptr, fr.base(), R, fields[k]->elem_bytes, c, bs, fs, loop_order::by_dst);
+        if (reverse && !reduce.empty()) op.reduce = reduce[k];
+        b.add(program_builder::recv, op, fr.bytes());
+      }
+  }
+  for (std::size_t k = 0; k < fields.size(); ++k)
     for (const auto& t : plan.local) {
-      field_region<D> src{f, &f->blocks[t.src_block], t.src}, dst{f, &f->blocks[t.dst_block], t.dst};
+      const auto src = region(fields[k], t, !reverse), dst = region(fields[k], t, reverse);
       src.counts(c);
       src.strides(fs);
       dst.strides(fs2);
-      p.local_ops.push_back(make_copy_op(src.base(), dst.base(), R, f->elem_bytes, c, fs, fs2,
-                                         loop_order::by_dst));
+      auto op = make_copy_op(src.base(), dst.base(), R, fields[k]->elem_bytes, c, fs, fs2, loop_order::by_dst);
+      if (reverse && !reduce.empty()) op.reduce = reduce[k];
+      b.program().local_ops.push_back(op);
     }
-  std::size_t sb = 0, rb = 0;
-  for (const auto& m : p.sends) sb += m.bytes;
-  for (const auto& m : p.recvs) rb += m.bytes;
-  p.summary = fmt::format("{} field(s); sends {} message(s) {} B; receives {} message(s) {} B; "
-                          "{} local copies; {} pack / {} unpack copies",
-                          fields.size(), p.sends.size(), sb, p.recvs.size(), rb,
-                          p.local_ops.size(), p.pack_ops.size(), p.unpack_ops.size());
-  for (const auto& m : p.sends) p.summary += fmt::format("\n  send to {}: {} B", m.peer, m.bytes);
-  for (const auto& m : p.recvs) p.summary += fmt::format("\n  recv from {}: {} B", m.peer, m.bytes);
-  return p;
+  b.program().ordered_unpack = reverse;
+  return b.finish(fields.size());
 }
 
 }  // namespace detail
 
+namespace detail {
+/// Wraps a compiled program in its communication object, on a duplicate of `comm`.
+template <class... F>
+halo_exchange finish_exchange(const boost::mpi::communicator& comm, exchange_program prog,
+                              const F&... fields) {
+  (prog.fields.push_back(fields.state()), ...);
+  return halo_exchange(boost::mpi::communicator(comm, boost::mpi::comm_duplicate), std::move(prog));
+}
+
+/// Rejects a combining reduction on a non-arithmetic field.
+template <class T>
+void check_reducible(reduction op, int k, const std::string& name, int rank) {
+  require(op == reduction::replace || std::is_arithmetic_v<T>,
+          "rank {}: field #{} '{}': reduction '{}' needs an arithmetic value type; use replace",
+          rank, k, name, to_string(op));
+}
+}  // namespace detail
+
 /// Builds the communication object that exchanges the halos of `fields` for stencil `st` on
-/// domain `dom`. Collective over the domain's communicator.
+/// domain `dom`: every halo cell receives the value of the owned cell it mirrors. Collective
+/// over the domain's communicator.
 ///
 /// Throws halox::error, on every rank, when any rank's input is wrong: a field from another
 /// domain, padding narrower than the stencil's halo, negative widths. Nothing is sent and no
@@ -189,10 +177,30 @@ halo_exchange make_exchange(const Domain& dom, const stencil<D>& st, const field
   static_assert(sizeof...(T) >= 1, "make_exchange needs at least one field");
   const std::vector<const detail::field_state<D>*> states{fields.state().get()...};
   detail::agree(dom.comm(), [&] { detail::validate_fields<D>(dom, st, states); });
-  detail::exchange_program prog = detail::compile<D>(make_plan<D>(dom, st), states);
-  (prog.fields.push_back(fields.state()), ...);
-  return halo_exchange(boost::mpi::communicator(dom.comm(), boost::mpi::comm_duplicate),
-                       std::move(prog));
+  return detail::finish_exchange(dom.comm(), detail::compile<D>(make_plan<D>(dom, st), states),
+                                 fields...);
+}
+
+/// Builds the reverse (halo-to-owner) exchange: every halo cell's value is sent back to the
+/// owned cell it mirrors and combined into it with `op` (sum for deposition or assembly).
+/// Halo cells are left as they are. An owned cell mirrored by several halo cells (several
+/// neighbours, periodic images) receives every contribution, combined in a fixed order
+/// (local images first, then peers by increasing rank), so results are deterministic for a
+/// fixed decomposition. Collective; errors as for make_exchange, plus a combining `op` on a
+/// non-arithmetic value type.
+template <class Domain, int D, class... T>
+halo_exchange make_reverse_exchange(const Domain& dom, const stencil<D>& st, reduction op,
+                                    const field<T, D>&... fields) {
+  static_assert(sizeof...(T) >= 1, "make_reverse_exchange needs at least one field");
+  const std::vector<const detail::field_state<D>*> states{fields.state().get()...};
+  detail::agree(dom.comm(), [&] {
+    detail::validate_fields<D>(dom, st, states);
+    int k = 0;
+    (detail::check_reducible<T>(op, k++, fields.name(), dom.rank()), ...);
+  });
+  const std::vector<detail::reduce_fn> fns{detail::reducer<T>(op)...};
+  return detail::finish_exchange(
+      dom.comm(), detail::compile<D>(make_plan<D>(dom, st), states, true, fns), fields...);
 }
 
 }  // namespace halox

@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "halox/domain/box.hpp"
+#include "halox/pack/reduction.hpp"
 
 namespace halox::detail {
 
@@ -23,6 +24,7 @@ struct copy_op {
   std::array<index, max_copy_rank> count{};
   std::array<index, max_copy_rank> src_stride{};
   std::array<index, max_copy_rank> dst_stride{};
+  reduce_fn reduce = nullptr;  ///< combine into dst instead of overwriting it (reverse exchange)
 };
 
 /// Which side's memory order chooses the loop order (the side that is a user field).
@@ -36,5 +38,24 @@ copy_op make_copy_op(const std::byte* src, std::byte* dst, int rank, std::size_t
 
 /// Runs the copy. Contiguous runs become one memcpy; other inner loops copy fixed-size elements.
 void run(const copy_op& op) noexcept;
+
+/// Copies the `ncomp` components of entities `idx[0..n)` of an entity array to or from a
+/// contiguous buffer (entity-major, components innermost): unstructured pack and unpack.
+struct gather_op {
+  std::byte* field = nullptr;  ///< entity 0, component 0
+  const index* idx = nullptr;  ///< local entity indices
+  index n = 0;
+  std::size_t elem = 0;
+  int ncomp = 1;
+  index entity_stride = 0;  ///< bytes between entities
+  index comp_stride = 0;    ///< bytes between components
+  std::byte* buf = nullptr;
+  reduce_fn reduce = nullptr;  ///< unpack combines instead of overwriting (reverse exchange)
+};
+
+/// field[idx[e]] → buffer
+void gather(const gather_op& op) noexcept;
+/// buffer → field[idx[e]] (combined with `reduce` when set)
+void scatter(const gather_op& op) noexcept;
 
 }  // namespace halox::detail

@@ -1,0 +1,87 @@
+#pragma once
+/// @file
+/// Lays out messages and collects the copy steps of an exchange program; the buffers are
+/// allocated once at the end and every step is pointed into them.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "halox/exchange/halo_exchange.hpp"
+
+namespace halox::detail {
+
+class program_builder {
+ public:
+  enum side { send = 0, recv = 1 };
+
+  /// Opens the next message of `s` to or from `peer`.
+  void begin(side s, int peer) {
+    auto& msgs = s == send ? p_.sends : p_.recvs;
+    auto& ranges = s == send ? p_.pack_range : p_.unpack_range;
+    auto& st = s == send ? p_.pack : p_.unpack;
+    offset_[s] = (offset_[s] + 63) / 64 * 64;  // each message starts on a cache line
+    msgs.push_back(message{peer, offset_[s], 0});
+    ranges.push_back({st.copies.size(), 0, st.gathers.size(), 0});
+  }
+  /// Adds a strided step whose buffer side is the next `bytes` bytes of the open message; the
+  /// op's buffer pointer is filled in by `finish()`.
+  void add(side s, const copy_op& op, std::size_t bytes) {
+    auto& st = s == send ? p_.pack : p_.unpack;
+    st.copies.push_back(op);
+    copy_off_[s].push_back(offset_[s]);
+    grow(s, bytes, 1, 0);
+  }
+  /// Adds an index-list step, as `add` does for strided ones.
+  void add(side s, const gather_op& op, std::size_t bytes) {
+    auto& st = s == send ? p_.pack : p_.unpack;
+    st.gathers.push_back(op);
+    gather_off_[s].push_back(offset_[s]);
+    grow(s, bytes, 0, 1);
+  }
+  exchange_program& program() { return p_; }
+
+  /// Allocates both buffers, points every step at its place, and writes the summary.
+  exchange_program finish(std::size_t field_count) {
+    p_.send_buf = allocate(memory_space::host, offset_[send]);
+    p_.recv_buf = allocate(memory_space::host, offset_[recv]);
+    for (std::size_t k = 0; k < p_.pack.copies.size(); ++k)
+      p_.pack.copies[k].dst = p_.send_buf.get() + copy_off_[send][k];
+    for (std::size_t k = 0; k < p_.unpack.copies.size(); ++k)
+      p_.unpack.copies[k].src = p_.recv_buf.get() + copy_off_[recv][k];
+    for (std::size_t k = 0; k < p_.pack.gathers.size(); ++k)
+      p_.pack.gathers[k].buf = p_.send_buf.get() + gather_off_[send][k];
+    for (std::size_t k = 0; k < p_.unpack.gathers.size(); ++k)
+      p_.unpack.gathers[k].buf = p_.recv_buf.get() + gather_off_[recv][k];
+    std::size_t sb = 0, rb = 0;
+    for (const auto& m : p_.sends) sb += m.bytes;
+    for (const auto& m : p_.recvs) rb += m.bytes;
+    p_.summary = fmt::format(
+        "{} field(s); sends {} message(s) {} B; receives {} message(s) {} B; {} local copies; "
+        "{} pack / {} unpack steps",
+        field_count, p_.sends.size(), sb, p_.recvs.size(), rb, p_.local_ops.size(),
+        p_.pack.copies.size() + p_.pack.gathers.size(),
+        p_.unpack.copies.size() + p_.unpack.gathers.size());
+    for (const auto& m : p_.sends) p_.summary += fmt::format("\n  send to {}: {} B", m.peer, m.bytes);
+    for (const auto& m : p_.recvs) p_.summary += fmt::format("\n  recv from {}: {} B", m.peer, m.bytes);
+    return std::move(p_);
+  }
+
+ private:
+  void grow(side s, std::size_t bytes, std::size_t copies, std::size_t gathers) {
+    offset_[s] += bytes;
+    auto& msgs = s == send ? p_.sends : p_.recvs;
+    auto& ranges = s == send ? p_.pack_range : p_.unpack_range;
+    msgs.back().bytes += bytes;
+    ranges.back().cn += copies;
+    ranges.back().gn += gathers;
+  }
+
+  exchange_program p_;
+  std::size_t offset_[2] = {0, 0};
+  std::vector<std::size_t> copy_off_[2], gather_off_[2];
+};
+
+}  // namespace halox::detail

@@ -1,0 +1,98 @@
+#pragma once
+/// @file
+/// Communication objects for unstructured patterns: the same `halo_exchange`, with index-list
+/// gather/scatter steps instead of strided regions.
+
+#include <string>
+#include <vector>
+
+#include "halox/domain/unstructured.hpp"
+#include "halox/exchange/make_exchange.hpp"
+#include "halox/exchange/program_builder.hpp"
+
+namespace halox {
+
+namespace detail {
+
+inline void validate_entity_fields(const unstructured& pat,
+                                   const std::vector<const entity_field_state*>& fields) {
+  const int me = pat.rank();
+  for (std::size_t k = 0; k < fields.size(); ++k) {
+    const auto* f = fields[k];
+    require(f != nullptr, "rank {}: field #{} is empty (default-constructed)", me, k);
+    require(f->domain_id == pat.id(), "rank {}: field #{} '{}' belongs to another pattern", me, k,
+            f->name);
+    require(f->space == memory_space::host,
+            "rank {}: field #{} '{}' lives in {} memory; this exchange handles host fields only",
+            me, k, f->name, to_string(f->space));
+    require(f->count == pat.local_count(),
+            "rank {}: field #{} '{}' has {} entities, the pattern has {} local entities", me, k,
+            f->name, f->count, pat.local_count());
+  }
+}
+
+/// Forward: owners' values (send lists) go to ghosts (receive lists). Reverse: ghosts' values
+/// go back to their owners and are combined with `reduce` (per field).
+inline exchange_program compile(const unstructured& pat,
+                                const std::vector<const entity_field_state*>& fields,
+                                bool reverse = false, const std::vector<reduce_fn>& reduce = {}) {
+  program_builder b;
+  auto& lists = b.program().index_lists;
+  auto add_side = [&](program_builder::side s, const std::vector<index_list>& peers, bool combine) {
+    for (const auto& peer : peers) {
+      b.begin(s, peer.rank);
+      lists.push_back(peer.local);
+      const auto& idx = lists.back();
+      for (std::size_t k = 0; k < fields.size(); ++k) {
+        const auto* f = fields[k];
+        gather_op op;
+        op.field = f->data;
+        op.idx = idx.data();
+        op.n = index(idx.size());
+        op.elem = f->elem_bytes;
+        op.ncomp = f->components;
+        op.entity_stride = f->entity_stride * index(f->elem_bytes);
+        op.comp_stride = f->comp_stride * index(f->elem_bytes);
+        if (combine && !reduce.empty()) op.reduce = reduce[k];
+        b.add(s, op, idx.size() * std::size_t(f->components) * f->elem_bytes);
+      }
+    }
+  };
+  lists.reserve(pat.sends().size() + pat.recvs().size());  // gather steps point into these
+  add_side(program_builder::send, reverse ? pat.recvs() : pat.sends(), false);
+  add_side(program_builder::recv, reverse ? pat.sends() : pat.recvs(), reverse);
+  b.program().ordered_unpack = reverse;
+  return b.finish(fields.size());
+}
+
+}  // namespace detail
+
+/// Builds the forward exchange (owners → ghosts) of `fields` over an unstructured pattern.
+/// Collective over the pattern's communicator; one message per peer for all fields.
+template <class... T>
+halo_exchange make_exchange(const unstructured& pat, const entity_field<T>&... fields) {
+  static_assert(sizeof...(T) >= 1, "make_exchange needs at least one field");
+  const std::vector<const detail::entity_field_state*> states{fields.state().get()...};
+  detail::agree(pat.comm(), [&] { detail::validate_entity_fields(pat, states); });
+  return detail::finish_exchange(pat.comm(), detail::compile(pat, states), fields...);
+}
+
+/// Builds the reverse exchange (ghosts → owners): each ghost's value is combined into its
+/// owner's value with `op`; ghosts are left as they are. Contributions are combined in a fixed
+/// order (peers by increasing rank, each in its list order): deterministic for a fixed
+/// decomposition.
+template <class... T>
+halo_exchange make_reverse_exchange(const unstructured& pat, reduction op,
+                                    const entity_field<T>&... fields) {
+  static_assert(sizeof...(T) >= 1, "make_reverse_exchange needs at least one field");
+  const std::vector<const detail::entity_field_state*> states{fields.state().get()...};
+  detail::agree(pat.comm(), [&] {
+    detail::validate_entity_fields(pat, states);
+    int k = 0;
+    (detail::check_reducible<T>(op, k++, fields.name(), pat.rank()), ...);
+  });
+  const std::vector<detail::reduce_fn> fns{detail::reducer<T>(op)...};
+  return detail::finish_exchange(pat.comm(), detail::compile(pat, states, true, fns), fields...);
+}
+
+}  // namespace halox
