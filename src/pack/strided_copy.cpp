@@ -51,48 +51,74 @@ copy_op make_copy_op(const std::byte* src, std::byte* dst, int rank, std::size_t
 
 namespace {
 
-template <std::size_t E>
-void inner_fixed(const std::byte* s, std::byte* d, index n, index ss, index ds) noexcept {
-  for (index i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, E);
+// Calls row(src, dst) for every innermost row of `op`; the next-to-innermost dimension is a
+// plain loop, the rest an odometer.
+template <class Row>
+inline void for_rows(const copy_op& op, Row&& row) {
+  const int outer = op.rank - 1;
+  if (outer == 0) return row(op.src, op.dst);
+  const int last = outer - 1;
+  const index n = op.count[last], ss = op.src_stride[last], ds = op.dst_stride[last];
+  std::array<index, max_copy_rank> i{};
+  for (;;) {
+    const std::byte* s = op.src;
+    std::byte* d = op.dst;
+    for (int k = 0; k < last; ++k) s += i[k] * op.src_stride[k], d += i[k] * op.dst_stride[k];
+    for (index r = 0; r < n; ++r, s += ss, d += ds) row(s, d);
+    int k = last - 1;
+    while (k >= 0 && ++i[k] == op.count[k]) i[k] = 0, --k;
+    if (k < 0) return;
+  }
 }
 
-void inner(const copy_op& op, const std::byte* s, std::byte* d) noexcept {
-  const int k = op.rank - 1;
-  const index n = op.count[k], ss = op.src_stride[k], ds = op.dst_stride[k];
-  if (op.reduce) {
-    op.reduce(d, s, n, ds, ss);
-    return;
-  }
-  if (ss == index(op.elem) && ds == index(op.elem)) {
-    std::memcpy(d, s, std::size_t(n) * op.elem);
-    return;
-  }
-  switch (op.elem) {
-    case 1: return inner_fixed<1>(s, d, n, ss, ds);
-    case 2: return inner_fixed<2>(s, d, n, ss, ds);
-    case 4: return inner_fixed<4>(s, d, n, ss, ds);
-    case 8: return inner_fixed<8>(s, d, n, ss, ds);
-    case 16: return inner_fixed<16>(s, d, n, ss, ds);
-    default:
-      for (index i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, op.elem);
-  }
+// Contiguous rows of a fixed size: the copy inlines to a few moves.
+template <std::size_t B>
+inline void rows_fixed(const copy_op& op) {
+  for_rows(op, [](const std::byte* s, std::byte* d) { std::memcpy(d, s, B); });
+}
+
+// Strided rows of elements of a fixed size.
+template <std::size_t E>
+inline void rows_strided(const copy_op& op, index n, index ss, index ds) {
+  for_rows(op, [=](const std::byte* s, std::byte* d) {
+    for (index i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, E);
+  });
 }
 
 }  // namespace
 
 void run(const copy_op& op) noexcept {
   if (op.rank == 0) return;
-  const int outer = op.rank - 1;
-  if (outer == 0) return inner(op, op.src, op.dst);
-  std::array<index, max_copy_rank> i{};
-  for (;;) {
-    const std::byte* s = op.src;
-    std::byte* d = op.dst;
-    for (int k = 0; k < outer; ++k) s += i[k] * op.src_stride[k], d += i[k] * op.dst_stride[k];
-    inner(op, s, d);
-    int k = outer - 1;
-    while (k >= 0 && ++i[k] == op.count[k]) i[k] = 0, --k;
-    if (k < 0) return;
+  const int k = op.rank - 1;
+  const index n = op.count[k], ss = op.src_stride[k], ds = op.dst_stride[k];
+  const std::size_t e = op.elem;
+  if (op.reduce) {
+    return for_rows(op, [&](const std::byte* s, std::byte* d) { op.reduce(d, s, n, ds, ss); });
+  }
+  if (ss == index(e) && ds == index(e)) {  // contiguous rows
+    const std::size_t bytes = std::size_t(n) * e;
+    switch (bytes) {
+      case 4: return rows_fixed<4>(op);
+      case 8: return rows_fixed<8>(op);
+      case 16: return rows_fixed<16>(op);
+      case 24: return rows_fixed<24>(op);
+      case 32: return rows_fixed<32>(op);
+      case 48: return rows_fixed<48>(op);
+      case 64: return rows_fixed<64>(op);
+      default:
+        return for_rows(op, [bytes](const std::byte* s, std::byte* d) { std::memcpy(d, s, bytes); });
+    }
+  }
+  switch (e) {
+    case 1: return rows_strided<1>(op, n, ss, ds);
+    case 2: return rows_strided<2>(op, n, ss, ds);
+    case 4: return rows_strided<4>(op, n, ss, ds);
+    case 8: return rows_strided<8>(op, n, ss, ds);
+    case 16: return rows_strided<16>(op, n, ss, ds);
+    default:
+      return for_rows(op, [&](const std::byte* s, std::byte* d) {
+        for (index i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, e);
+      });
   }
 }
 

@@ -1,0 +1,321 @@
+// halo_bench: halox next to hand-written MPI halo exchanges, one JSON object per line.
+//
+//   mpirun -np 2 halo_bench [--sizes 8,64,128] [--widths 1,2] [--fields 3]
+//                           [--impls halox,mpi_manual,mpi_types] [--iters N] [--warmup N]
+//
+// Every case: a periodic 3-D domain of `local`^3 cells per rank on the automatic process grid,
+// a box stencil of width `w` (26 neighbour directions), `fields` double fields. Each
+// implementation is checked once against the global coordinates encoded in the data, then timed:
+// per exchange, the slowest rank's time; the median (and minimum) over the timed exchanges.
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include <boost/mpi.hpp>
+#include <halox/halox.hpp>
+
+namespace mpi = boost::mpi;
+using idx = halox::index;
+
+namespace {
+
+struct options {
+  std::vector<int> sizes{8, 64, 128};
+  std::vector<int> widths{1, 2};
+  int fields = 3;
+  std::vector<std::string> impls{"halox", "mpi_manual", "mpi_types"};
+  int iters = 0;  // 0: chosen per case
+  int warmup = 10;
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+// Value of cell g (wrapped into the global box), field f: unique and exact in a double.
+double encode(const halox::extents<3>& g, const halox::extents<3>& n, int f) {
+  idx w[3];
+  for (int d = 0; d < 3; ++d) w[d] = ((g[d] % n[d]) + n[d]) % n[d];
+  return double(((f * n[0] + w[0]) * n[1] + w[1]) * n[2] + w[2]);
+}
+
+// One benchmark case: the domain, the fields and the 26 neighbour regions.
+struct setup {
+  const halox::cartesian<3>& dom;
+  halox::stencil<3> st;
+  std::vector<halox::field<double, 3>> f;
+  halox::box<3> owned;
+  halox::extents<3> global;
+
+  void fill() {
+    for (int k = 0; k < int(f.size()); ++k) {
+      const auto a = f[k].allocated_box();
+      for (idx i = a.lo[0]; i < a.hi[0]; ++i)
+        for (idx j = a.lo[1]; j < a.hi[1]; ++j)
+          for (idx l = a.lo[2]; l < a.hi[2]; ++l)
+            f[k].at({i, j, l}) = owned.contains({i, j, l}) ? encode({i, j, l}, global, k) : -1.0;
+    }
+  }
+  // True when every halo cell of every field holds its source's value.
+  bool check() const {
+    bool ok = true;
+    for (int k = 0; k < int(f.size()); ++k) {
+      const auto a = f[k].allocated_box();
+      for (idx i = a.lo[0]; i < a.hi[0]; ++i)
+        for (idx j = a.lo[1]; j < a.hi[1]; ++j)
+          for (idx l = a.lo[2]; l < a.hi[2]; ++l) ok = ok && f[k].at({i, j, l}) == encode({i, j, l}, global, k);
+    }
+    return mpi::all_reduce(dom.comm(), ok, std::logical_and<bool>());
+  }
+  // Neighbour rank in direction d (periodic).
+  int neighbour(const halox::direction<3>& d) const {
+    auto c = dom.coords(dom.rank());
+    for (int i = 0; i < 3; ++i) c[i] = (c[i] + d[i] + dom.grid().dims[i]) % dom.grid().dims[i];
+    return dom.rank_of(c);
+  }
+  // Cells sent towards direction d (inside the owned box) and received from it (halo).
+  halox::box<3> send_region(const halox::direction<3>& d) const {
+    halox::box<3> r = owned;
+    for (int i = 0; i < 3; ++i) {
+      if (d[i] < 0) r.hi[i] = owned.lo[i] + st.lo[i];
+      if (d[i] > 0) r.lo[i] = owned.hi[i] - st.hi[i];
+    }
+    return r;
+  }
+  halox::box<3> recv_region(const halox::direction<3>& d) const {
+    halox::box<3> r = owned;
+    for (int i = 0; i < 3; ++i) {
+      if (d[i] < 0) r.lo[i] = owned.lo[i] - st.lo[i], r.hi[i] = owned.lo[i];
+      if (d[i] > 0) r.lo[i] = owned.hi[i], r.hi[i] = owned.hi[i] + st.hi[i];
+    }
+    return r;
+  }
+  std::size_t halo_bytes() const {
+    std::size_t b = 0;
+    for (const auto& d : st.directions()) {
+      if (d == halox::direction<3>{}) continue;
+      b += std::size_t(recv_region(d).volume()) * f.size() * sizeof(double);
+    }
+    return b;
+  }
+};
+
+// What a careful user writes by hand: per direction, pack all fields into one buffer, Isend;
+// Irecv per direction into its own buffer, unpack after Waitall.
+class mpi_manual {
+ public:
+  explicit mpi_manual(setup& s) : s_(s) {
+    for (const auto& d : s.st.directions()) {
+      if (d == halox::direction<3>{}) continue;
+      dirs_.push_back(d);
+      const auto n = std::size_t(s.send_region(d).volume()) * s.f.size();
+      sbuf_.emplace_back(n);
+      rbuf_.emplace_back(n);
+    }
+    reqs_.resize(2 * dirs_.size());
+  }
+  void exchange() {
+    const int nd = int(dirs_.size());
+    for (int k = 0; k < nd; ++k) {
+      const auto opposite = halox::direction<3>{-dirs_[k][0], -dirs_[k][1], -dirs_[k][2]};
+      MPI_Irecv(rbuf_[k].data(), int(rbuf_[k].size()), MPI_DOUBLE, s_.neighbour(opposite), k,
+                MPI_Comm(s_.dom.comm()), &reqs_[k]);
+    }
+    for (int k = 0; k < nd; ++k) {
+      copy(s_.send_region(dirs_[k]), sbuf_[k].data(), true);
+      MPI_Isend(sbuf_[k].data(), int(sbuf_[k].size()), MPI_DOUBLE, s_.neighbour(dirs_[k]), k,
+                MPI_Comm(s_.dom.comm()), &reqs_[nd + k]);
+    }
+    MPI_Waitall(int(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
+    for (int k = 0; k < nd; ++k) {
+      const auto opposite = halox::direction<3>{-dirs_[k][0], -dirs_[k][1], -dirs_[k][2]};
+      copy(s_.recv_region(opposite), rbuf_[k].data(), false);
+    }
+  }
+
+ private:
+  void copy(const halox::box<3>& r, double* buf, bool pack) {
+    for (const auto& fld : s_.f) {
+      const auto& st = fld.strides();
+      for (idx i = r.lo[0]; i < r.hi[0]; ++i)
+        for (idx j = r.lo[1]; j < r.hi[1]; ++j) {
+          double* p = fld.pointer({i, j, r.lo[2]});
+          const idx n = r.hi[2] - r.lo[2];
+          for (idx l = 0; l < n; ++l) pack ? (*buf++ = p[l * st[2]]) : (p[l * st[2]] = *buf++);
+        }
+    }
+  }
+  setup& s_;
+  std::vector<halox::direction<3>> dirs_;
+  std::vector<std::vector<double>> sbuf_, rbuf_;
+  std::vector<MPI_Request> reqs_;
+};
+
+// MPI derived datatypes: per direction one struct type of the fields' subarrays, sent from and
+// received into the fields directly (no user-side packing).
+class mpi_types {
+ public:
+  explicit mpi_types(setup& s) : s_(s) {
+    for (const auto& d : s.st.directions()) {
+      if (d == halox::direction<3>{}) continue;
+      dirs_.push_back(d);
+      const auto opposite = halox::direction<3>{-d[0], -d[1], -d[2]};
+      send_t_.push_back(make(s.send_region(d)));
+      recv_t_.push_back(make(s.recv_region(opposite)));
+    }
+    reqs_.resize(2 * dirs_.size());
+  }
+  ~mpi_types() {
+    for (auto& t : send_t_) MPI_Type_free(&t);
+    for (auto& t : recv_t_) MPI_Type_free(&t);
+  }
+  void exchange() {
+    const int nd = int(dirs_.size());
+    for (int k = 0; k < nd; ++k) {
+      const auto opposite = halox::direction<3>{-dirs_[k][0], -dirs_[k][1], -dirs_[k][2]};
+      MPI_Irecv(MPI_BOTTOM, 1, recv_t_[k], s_.neighbour(opposite), k, MPI_Comm(s_.dom.comm()), &reqs_[k]);
+    }
+    for (int k = 0; k < nd; ++k)
+      MPI_Isend(MPI_BOTTOM, 1, send_t_[k], s_.neighbour(dirs_[k]), k, MPI_Comm(s_.dom.comm()), &reqs_[nd + k]);
+    MPI_Waitall(int(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
+  }
+
+ private:
+  MPI_Datatype make(const halox::box<3>& r) {
+    std::vector<MPI_Datatype> parts;
+    std::vector<MPI_Aint> addr;
+    std::vector<int> ones;
+    for (const auto& fld : s_.f) {
+      const auto a = fld.allocated_box();
+      int sizes[3], sub[3], starts[3];
+      for (int i = 0; i < 3; ++i) {
+        sizes[i] = int(a.hi[i] - a.lo[i]);
+        sub[i] = int(r.hi[i] - r.lo[i]);
+        starts[i] = int(r.lo[i] - a.lo[i]);
+      }
+      MPI_Datatype t;
+      MPI_Type_create_subarray(3, sizes, sub, starts, MPI_ORDER_C, MPI_DOUBLE, &t);
+      parts.push_back(t);
+      MPI_Aint p;
+      MPI_Get_address(fld.data(), &p);
+      addr.push_back(p);
+      ones.push_back(1);
+    }
+    MPI_Datatype all;
+    MPI_Type_create_struct(int(parts.size()), ones.data(), addr.data(), parts.data(), &all);
+    MPI_Type_commit(&all);
+    for (auto& t : parts) MPI_Type_free(&t);
+    return all;
+  }
+  setup& s_;
+  std::vector<halox::direction<3>> dirs_;
+  std::vector<MPI_Datatype> send_t_, recv_t_;
+  std::vector<MPI_Request> reqs_;
+};
+
+// Median and minimum over `iters` exchanges of the slowest rank's time, in microseconds.
+std::pair<double, double> time_it(const mpi::communicator& comm, int warmup, int iters,
+                                  const std::function<void()>& run) {
+  for (int k = 0; k < warmup; ++k) run();
+  std::vector<double> t;
+  for (int k = 0; k < iters; ++k) {
+    comm.barrier();
+    const double t0 = MPI_Wtime();
+    run();
+    const double mine = MPI_Wtime() - t0;
+    t.push_back(mpi::all_reduce(comm, mine, mpi::maximum<double>()) * 1e6);
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t.front()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mpi::environment env(argc, argv);
+  mpi::communicator world;
+  options o;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    const char* v = a + 1 < argc ? argv[a + 1] : "";
+    auto ints = [&] {
+      std::vector<int> r;
+      for (const auto& s : split_list(v)) r.push_back(std::atoi(s.c_str()));
+      ++a;
+      return r;
+    };
+    if (arg == "--sizes") o.sizes = ints();
+    else if (arg == "--widths") o.widths = ints();
+    else if (arg == "--fields") o.fields = ints().at(0);
+    else if (arg == "--iters") o.iters = ints().at(0);
+    else if (arg == "--warmup") o.warmup = ints().at(0);
+    else if (arg == "--impls") o.impls = split_list(v), ++a;
+    else {
+      if (world.rank() == 0)
+        std::printf("usage: mpirun -np P halo_bench [--sizes 8,64,128] [--widths 1,2] [--fields 3]\n"
+                    "         [--impls halox,mpi_manual,mpi_types] [--iters N] [--warmup N]\n"
+                    "Prints one JSON object per case and implementation.\n");
+      return arg == "--help" ? 0 : 2;
+    }
+  }
+
+  bool all_ok = true;
+  for (int L : o.sizes)
+    for (int w : o.widths) {
+      const auto grid = halox::balanced_grid<3>(world.size(), {L, L, L});
+      const halox::extents<3> global{idx(L) * grid.dims[0], idx(L) * grid.dims[1], idx(L) * grid.dims[2]};
+      const halox::cartesian<3> dom(world, global, halox::periodic<3>::all(), grid);
+      setup s{dom, halox::stencil<3>::box(w), {}, {}, global};
+      for (int k = 0; k < o.fields; ++k) s.f.push_back(dom.make_field<double>(s.st));
+      s.owned = s.f[0].owned_box();
+      const int iters = o.iters > 0 ? o.iters : L <= 16 ? 2000 : L <= 64 ? 200 : 50;
+      for (const auto& impl : o.impls) {
+        std::function<void()> run;
+        std::unique_ptr<halox::halo_exchange> hx;
+        std::unique_ptr<mpi_manual> mm;
+        std::unique_ptr<mpi_types> mt;
+        if (impl == "halox") {
+          hx = std::make_unique<halox::halo_exchange>([&] {
+            switch (o.fields) {
+              case 1: return halox::make_exchange(dom, s.st, s.f[0]);
+              case 2: return halox::make_exchange(dom, s.st, s.f[0], s.f[1]);
+              default: return halox::make_exchange(dom, s.st, s.f[0], s.f[1], s.f[2]);
+            }
+          }());
+          run = [&] { hx->exchange(); };
+        } else if (impl == "mpi_manual") {
+          mm = std::make_unique<mpi_manual>(s);
+          run = [&] { mm->exchange(); };
+        } else if (impl == "mpi_types") {
+          mt = std::make_unique<mpi_types>(s);
+          run = [&] { mt->exchange(); };
+        } else {
+          if (world.rank() == 0) std::fprintf(stderr, "unknown implementation %s\n", impl.c_str());
+          return 2;
+        }
+        s.fill();
+        run();
+        const bool ok = s.check();
+        all_ok = all_ok && ok;
+        const auto [median, best] = time_it(world, o.warmup, iters, run);
+        if (world.rank() == 0)
+          std::printf("{\"impl\":\"%s\",\"case\":\"%d^3 w%d\",\"ranks\":%d,\"local\":%d,\"width\":%d,"
+                      "\"fields\":%d,\"stencil\":\"box\",\"grid\":\"%dx%dx%d\",\"iters\":%d,"
+                      "\"median_us\":%.2f,\"min_us\":%.2f,\"bytes\":%zu,\"verified\":%s}\n",
+                      impl.c_str(), L, w, world.size(), L, w, o.fields, grid.dims[0], grid.dims[1],
+                      grid.dims[2], iters, median, best, s.halo_bytes(), ok ? "true" : "false");
+        std::fflush(stdout);
+      }
+    }
+  return all_ok ? 0 : 1;
+}
