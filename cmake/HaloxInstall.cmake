@@ -2,7 +2,11 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS halox EXPORT haloxTargets
+set(_halox_targets halox)
+if(HALOX_ENABLE_CUDA)
+  list(APPEND _halox_targets halox_cuda)
+endif()
+install(TARGETS ${_halox_targets} EXPORT haloxTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

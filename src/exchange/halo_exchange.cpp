@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "halox/error.hpp"
+#include "halox/pack/device_copy.hpp"
 
 namespace halox {
 
@@ -12,8 +13,11 @@ struct exchange_state {
   boost::mpi::communicator comm;
   exchange_program prog;
   mpi_channels channels;
+  std::unique_ptr<device_copier> gpu;  // null without device fields
+  bool unpack_pending = false;         // a scheduled unpack may still read the receive buffer
   std::vector<int> done;  // scratch for test()
   std::size_t arrived = 0;  // receive messages complete so far
+  bool ordered_done = false;  // test() has unpacked an ordered exchange
   std::uint64_t generation = 0;  // counts start()s, so stale handles know they are done
   bool in_flight = false;
 
@@ -21,7 +25,10 @@ struct exchange_state {
       : comm(c),
         prog(std::move(p)),
         channels(MPI_Comm(comm), prog.sends, prog.send_buf.get(), prog.recvs, prog.recv_buf.get()),
-        done(prog.recvs.size() + 1) {}
+        done(prog.recvs.size() + 1) {
+    if (!prog.device_pack.empty() || !prog.device_unpack.empty())
+      gpu = std::make_unique<device_copier>(prog.device_pack, prog.device_unpack);
+  }
 
   void pack(std::size_t m) const {
     const auto& r = prog.pack_range[m];
@@ -33,29 +40,52 @@ struct exchange_state {
     for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) run(prog.unpack.copies[k]);
     for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) scatter(prog.unpack.gathers[k]);
   }
-  void start() {
+  void start(stream_t after = nullptr) {
     require(!in_flight,
             "rank {}: start() called while this object's previous exchange is still in flight; "
             "wait() on its handle first",
             comm.rank());
+    const int me = comm.rank();
+    if (gpu && unpack_pending) gpu->synchronize(me);  // the last unpack read the receive buffer
+    unpack_pending = false;
     channels.start_recvs();
-    for (std::size_t m = 0; m < prog.sends.size(); ++m) {
-      pack(m);
-      channels.start_send(m);
+    if (gpu) {
+      if (after) gpu->wait_for(after, me);
+      gpu->launch_pack(me);  // device fields of every message, and their local copies
+      for (std::size_t m = 0; m < prog.sends.size(); ++m) pack(m);  // host fields, meanwhile
+      gpu->synchronize(me);
+      for (std::size_t m = 0; m < prog.sends.size(); ++m) channels.start_send(m);
+    } else {
+      for (std::size_t m = 0; m < prog.sends.size(); ++m) {
+        pack(m);
+        channels.start_send(m);
+      }
     }
     for (const auto& op : prog.local_ops) run(op);
     arrived = 0;
+    ordered_done = false;
     ++generation;
     in_flight = true;
   }
-  void wait() {
+  void wait(stream_t before = nullptr) {
     if (!in_flight) return;
+    const int me = comm.rank();
     if (prog.ordered_unpack) {
       while (channels.wait_recv() >= 0) {
       }
       for (std::size_t m = 0; m < prog.recvs.size(); ++m) unpack(m);
     } else {
       for (int m; (m = channels.wait_recv()) >= 0;) unpack(std::size_t(m));
+    }
+    if (gpu && !unpack_pending) {  // test() may have launched it already
+      gpu->launch_unpack(me);
+      unpack_pending = true;
+    }
+    if (gpu && before) {
+      gpu->signal(before, me);  // the user's stream waits; the host does not
+    } else if (gpu) {
+      gpu->synchronize(me);
+      unpack_pending = false;
     }
     channels.wait_sends();
     in_flight = false;
@@ -67,8 +97,18 @@ struct exchange_state {
     if (!prog.ordered_unpack)
       for (int k = 0; k < n; ++k) unpack(std::size_t(done[k]));
     if (arrived < prog.recvs.size() || !channels.test_sends()) return false;
-    if (prog.ordered_unpack)
+    if (prog.ordered_unpack && !ordered_done) {
       for (std::size_t m = 0; m < prog.recvs.size(); ++m) unpack(m);
+      ordered_done = true;
+    }
+    if (gpu) {
+      if (!unpack_pending) {
+        gpu->launch_unpack(comm.rank());
+        unpack_pending = true;
+      }
+      if (!gpu->ready(comm.rank())) return false;
+      unpack_pending = false;
+    }
     in_flight = false;
     return true;
   }
@@ -109,6 +149,14 @@ exchange_handle halo_exchange::start() {
 }
 
 bool halo_exchange::in_flight() const { return s_->in_flight; }
+
+void halo_exchange::schedule_exchange(stream_t stream) { s_->start(stream); }
+
+void halo_exchange::schedule_wait(stream_t stream) {
+  detail::require(s_->in_flight, "rank {}: schedule_wait() without a scheduled exchange in flight",
+          s_->comm.rank());
+  s_->wait(stream);
+}
 
 std::string halo_exchange::describe() const {
   return fmt::format("rank {}: {}", s_->comm.rank(), s_->prog.summary);

@@ -11,10 +11,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "halox/index.hpp"
+
 namespace halox {
 
-/// Global cell index type (64-bit: global extents may exceed 2^31).
-using index = std::int64_t;
 
 /// Extents or coordinates, one per dimension.
 template <int D>

@@ -14,6 +14,8 @@
 #include "halox/pack/strided_copy.hpp"
 #include "halox/transport/mpi_channels.hpp"
 
+struct CUstream_st;  // CUDA's stream type, declared as CUDA declares it
+
 namespace halox {
 
 namespace detail {
@@ -35,6 +37,8 @@ struct exchange_program {
   std::vector<op_range> unpack_range;  ///< per receive message
   steps pack, unpack;
   std::vector<copy_op> local_ops;
+  /// Copies of device fields: packing and local copies (one fused launch), unpacking (one).
+  std::vector<copy_op> device_pack, device_unpack;
   std::vector<std::vector<index>> index_lists;  ///< what gather steps point into
   /// Unpack in peer order after every message arrived (reverse exchanges: deterministic sums).
   bool ordered_unpack = false;
@@ -48,6 +52,9 @@ struct exchange_state;
 }  // namespace detail
 
 class exchange_handle;
+
+/// A CUDA stream (`cudaStream_t` is `CUstream_st*`), named without including CUDA headers.
+using stream_t = ::CUstream_st*;
 
 /// Exchanges the halos of a fixed set of fields. Build it with `halox::make_exchange`; every
 /// rank of the domain's communicator must build it (collectively, with the same stencil and
@@ -70,7 +77,22 @@ class halo_exchange {
   /// valid after the handle's `wait()` (or a `test()` that returned true); interior cells must
   /// not change until then. Throws halox::error if this object's previous exchange is still in
   /// flight.
+  ///
+  /// Device fields: packing runs on halox's own (blocking) CUDA stream, so it sees the work on
+  /// the legacy default stream but not that on other streams — synchronise those first, or use
+  /// schedule_exchange(). `start()` returns after the pack kernel has finished (MPI reads its
+  /// output); `wait()` returns after the unpack kernel has finished.
   [[nodiscard]] exchange_handle start();
+  /// Stream-ordered exchange, step one: packing waits for the work already on `stream` (an
+  /// event, no host wait on the user's stream itself), then the sends are posted. Returns once
+  /// they are posted; the host waits only for the pack kernel, whose output MPI must read.
+  /// Host fields in the same object are packed on the CPU as in start().
+  void schedule_exchange(stream_t stream);
+  /// Stream-ordered exchange, step two: waits for the messages, enqueues the unpack kernel and
+  /// makes `stream` wait for it (an event). Returns without waiting for the unpack; work
+  /// enqueued on `stream` afterwards sees the halos. The next exchange on this object reuses
+  /// the buffers only after that unpack has run.
+  void schedule_wait(stream_t stream);
   /// Whether an exchange started by `start()` has not completed yet.
   bool in_flight() const;
   /// Peers, message sizes and copy counts of this rank, one line each.

@@ -56,7 +56,7 @@ std::string field_label(int k, const field_state<D>& f) {
 
 template <int D, class Domain>
 void validate_fields(const Domain& dom, const stencil<D>& st,
-                     const std::vector<const field_state<D>*>& fields) {
+                     const std::vector<const field_state<D>*>& fields, bool reverse = false) {
   const int me = dom.rank();
   for (int i = 0; i < D; ++i)
     require(st.lo[i] >= 0 && st.hi[i] >= 0,
@@ -68,9 +68,10 @@ void validate_fields(const Domain& dom, const stencil<D>& st,
     require(f != nullptr, "rank {}: field #{} is empty (default-constructed)", me, k);
     const auto label = field_label(k, *f);
     require(f->domain_id == dom.id(), "rank {}: {} belongs to another domain", me, label);
-    require(f->space == memory_space::host,
-            "rank {}: {} lives in {} memory; this exchange handles host fields only", me, label,
-            to_string(f->space));
+    require(f->space == memory_space::host || (!reverse && cuda_enabled()),
+            "rank {}: {} lives in {} memory; {}", me, label, to_string(f->space),
+            reverse ? "reverse exchanges handle host fields only so far"
+                    : "this halox was built without CUDA");
     require(f->blocks.size() == boxes.size(), "rank {}: {} has {} blocks, the rank owns {} boxes",
             me, label, f->blocks.size(), boxes.size());
     for (std::size_t b = 0; b < boxes.size(); ++b) {
@@ -115,7 +116,7 @@ exchange_program compile(const structured_plan<D>& plan,
         buffer_strides<D>(c, f->elem_bytes, bs);
         b.add(program_builder::send,
               make_copy_op(fr.base(), nullptr, R, f->elem_bytes, c, fs, bs, loop_order::by_src),
-              fr.bytes());
+              fr.bytes(), f->space == memory_space::device);
       }
   }
   for (const auto& peer : in) {
@@ -128,7 +129,7 @@ exchange_program compile(const structured_plan<D>& plan,
         buffer_strides<D>(c, fields[k]->elem_bytes, bs);
         auto op = make_copy_op(nullptr, fr.base(), R, fields[k]->elem_bytes, c, bs, fs, loop_order::by_dst);
         if (reverse && !reduce.empty()) op.reduce = reduce[k];
-        b.add(program_builder::recv, op, fr.bytes());
+        b.add(program_builder::recv, op, fr.bytes(), fields[k]->space == memory_space::device);
       }
   }
   for (std::size_t k = 0; k < fields.size(); ++k)
@@ -139,7 +140,8 @@ exchange_program compile(const structured_plan<D>& plan,
       dst.strides(fs2);
       auto op = make_copy_op(src.base(), dst.base(), R, fields[k]->elem_bytes, c, fs, fs2, loop_order::by_dst);
       if (reverse && !reduce.empty()) op.reduce = reduce[k];
-      b.program().local_ops.push_back(op);
+      if (fields[k]->space == memory_space::device) b.program().device_pack.push_back(op);
+      else b.program().local_ops.push_back(op);
     }
   b.program().ordered_unpack = reverse;
   return b.finish(fields.size());
@@ -194,7 +196,7 @@ halo_exchange make_reverse_exchange(const Domain& dom, const stencil<D>& st, red
   static_assert(sizeof...(T) >= 1, "make_reverse_exchange needs at least one field");
   const std::vector<const detail::field_state<D>*> states{fields.state().get()...};
   detail::agree(dom.comm(), [&] {
-    detail::validate_fields<D>(dom, st, states);
+    detail::validate_fields<D>(dom, st, states, true);
     int k = 0;
     (detail::check_reducible<T>(op, k++, fields.name(), dom.rank()), ...);
   });

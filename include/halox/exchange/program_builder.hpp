@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "halox/exchange/halo_exchange.hpp"
+#include "halox/pack/device_copy.hpp"
 
 namespace halox::detail {
 
@@ -27,8 +28,15 @@ class program_builder {
     ranges.push_back({st.copies.size(), 0, st.gathers.size(), 0});
   }
   /// Adds a strided step whose buffer side is the next `bytes` bytes of the open message; the
-  /// op's buffer pointer is filled in by `finish()`.
-  void add(side s, const copy_op& op, std::size_t bytes) {
+  /// op's buffer pointer is filled in by `finish()`. Device steps run in the fused kernels.
+  void add(side s, const copy_op& op, std::size_t bytes, bool on_device = false) {
+    align(s, op.elem);
+    if (on_device) {
+      (s == send ? p_.device_pack : p_.device_unpack).push_back(op);
+      device_off_[s].push_back(offset_[s]);
+      grow(s, bytes, 0, 0);
+      return;
+    }
     auto& st = s == send ? p_.pack : p_.unpack;
     st.copies.push_back(op);
     copy_off_[s].push_back(offset_[s]);
@@ -36,6 +44,7 @@ class program_builder {
   }
   /// Adds an index-list step, as `add` does for strided ones.
   void add(side s, const gather_op& op, std::size_t bytes) {
+    align(s, op.elem);
     auto& st = s == send ? p_.pack : p_.unpack;
     st.gathers.push_back(op);
     gather_off_[s].push_back(offset_[s]);
@@ -45,8 +54,15 @@ class program_builder {
 
   /// Allocates both buffers, points every step at its place, and writes the summary.
   exchange_program finish(std::size_t field_count) {
-    p_.send_buf = allocate(memory_space::host, offset_[send]);
-    p_.recv_buf = allocate(memory_space::host, offset_[recv]);
+    // With device steps the kernels write and read the messages in place: mapped pinned memory.
+    const bool mapped = !p_.device_pack.empty() || !p_.device_unpack.empty();
+    p_.send_buf = mapped ? allocate_mapped(offset_[send]) : allocate(memory_space::host, offset_[send]);
+    p_.recv_buf = mapped ? allocate_mapped(offset_[recv]) : allocate(memory_space::host, offset_[recv]);
+    // Device pack steps are the first device_off_[send].size() entries (local copies follow).
+    for (std::size_t k = 0; k < device_off_[send].size(); ++k)
+      p_.device_pack[k].dst = p_.send_buf.get() + device_off_[send][k];
+    for (std::size_t k = 0; k < device_off_[recv].size(); ++k)
+      p_.device_unpack[k].src = p_.recv_buf.get() + device_off_[recv][k];
     for (std::size_t k = 0; k < p_.pack.copies.size(); ++k)
       p_.pack.copies[k].dst = p_.send_buf.get() + copy_off_[send][k];
     for (std::size_t k = 0; k < p_.unpack.copies.size(); ++k)
@@ -60,16 +76,26 @@ class program_builder {
     for (const auto& m : p_.recvs) rb += m.bytes;
     p_.summary = fmt::format(
         "{} field(s); sends {} message(s) {} B; receives {} message(s) {} B; {} local copies; "
-        "{} pack / {} unpack steps",
+        "{} pack / {} unpack steps; {} / {} device copies (fused kernels)",
         field_count, p_.sends.size(), sb, p_.recvs.size(), rb, p_.local_ops.size(),
         p_.pack.copies.size() + p_.pack.gathers.size(),
-        p_.unpack.copies.size() + p_.unpack.gathers.size());
+        p_.unpack.copies.size() + p_.unpack.gathers.size(), p_.device_pack.size(),
+        p_.device_unpack.size());
     for (const auto& m : p_.sends) p_.summary += fmt::format("\n  send to {}: {} B", m.peer, m.bytes);
     for (const auto& m : p_.recvs) p_.summary += fmt::format("\n  recv from {}: {} B", m.peer, m.bytes);
     return std::move(p_);
   }
 
  private:
+  // Every step starts at a multiple of its element's alignment unit (the widest power of two
+  // up to 16 dividing the element size), so device kernels can copy in whole words. Both sides
+  // lay out the same steps, so they agree on the padding.
+  void align(side s, std::size_t elem) {
+    std::size_t unit = 16;
+    while (unit > 1 && elem % unit != 0) unit /= 2;
+    const std::size_t pad = (unit - offset_[s] % unit) % unit;
+    if (pad != 0) grow(s, pad, 0, 0);
+  }
   void grow(side s, std::size_t bytes, std::size_t copies, std::size_t gathers) {
     offset_[s] += bytes;
     auto& msgs = s == send ? p_.sends : p_.recvs;
@@ -81,7 +107,7 @@ class program_builder {
 
   exchange_program p_;
   std::size_t offset_[2] = {0, 0};
-  std::vector<std::size_t> copy_off_[2], gather_off_[2];
+  std::vector<std::size_t> copy_off_[2], gather_off_[2], device_off_[2];
 };
 
 }  // namespace halox::detail

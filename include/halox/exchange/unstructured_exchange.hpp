@@ -23,7 +23,8 @@ inline void validate_entity_fields(const unstructured& pat,
     require(f->domain_id == pat.id(), "rank {}: field #{} '{}' belongs to another pattern", me, k,
             f->name);
     require(f->space == memory_space::host,
-            "rank {}: field #{} '{}' lives in {} memory; this exchange handles host fields only",
+            "rank {}: field #{} '{}' lives in {} memory; unstructured exchanges handle host fields "
+            "only so far",
             me, k, f->name, to_string(f->space));
     require(f->count == pat.local_count(),
             "rank {}: field #{} '{}' has {} entities, the pattern has {} local entities", me, k,

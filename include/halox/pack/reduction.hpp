@@ -6,7 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "halox/domain/box.hpp"
+#include "halox/index.hpp"
 
 namespace halox {
 

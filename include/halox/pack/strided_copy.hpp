@@ -6,7 +6,7 @@
 #include <array>
 #include <cstddef>
 
-#include "halox/domain/box.hpp"
+#include "halox/index.hpp"
 #include "halox/pack/reduction.hpp"
 
 namespace halox::detail {

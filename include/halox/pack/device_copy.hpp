@@ -1,0 +1,48 @@
+#pragma once
+/// @file
+/// The GPU seam of the copy engine: fixed lists of copies run as one fused kernel launch each
+/// (pack: every region of every device field for every peer, plus local copies; unpack: every
+/// region received). Compiles without nvcc; the kernels live in src/pack/device_copy.cu.
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "halox/pack/strided_copy.hpp"
+
+namespace halox::detail {
+
+/// Runs two fixed copy lists on the GPU, each as one kernel launch on halox's own stream.
+///
+/// The stream is a blocking stream: work on the legacy default stream finishes before a launch
+/// starts. Descriptor tables live in device memory, uploaded once here.
+class device_copier {
+ public:
+  device_copier(const std::vector<copy_op>& pack, const std::vector<copy_op>& unpack);
+  ~device_copier();
+  device_copier(const device_copier&) = delete;
+  device_copier& operator=(const device_copier&) = delete;
+
+  /// Enqueues the pack list (no-op when empty). `rank` is for error messages.
+  void launch_pack(int rank);
+  /// Enqueues the unpack list (no-op when empty).
+  void launch_unpack(int rank);
+  /// Blocks until everything enqueued has run.
+  void synchronize(int rank);
+  /// True when everything enqueued has run. Never blocks.
+  bool ready(int rank);
+  /// Makes halox's stream wait for the work already on `user_stream` (no host wait).
+  void wait_for(void* user_stream, int rank);
+  /// Makes `user_stream` wait for the work enqueued so far (no host wait).
+  void signal(void* user_stream, int rank);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> p_;
+};
+
+/// Pinned host memory mapped into the device address space: the pack kernel writes messages
+/// straight into it and MPI reads them from there. Zero-initialised, 64-byte aligned.
+std::shared_ptr<std::byte> allocate_mapped(std::size_t bytes);
+
+}  // namespace halox::detail

@@ -1,0 +1,202 @@
+// Fused GPU pack/unpack: one launch runs every copy of a list. Blocks are dealt tiles of
+// elements; a block finds its copy by binary search over the tile prefix sums, then its threads
+// walk the tile (consecutive threads, consecutive elements: coalesced where regions are
+// contiguous). Grid-stride over tiles, so any halo size works.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "halox/error.hpp"
+#include "halox/pack/device_copy.hpp"
+
+namespace halox::detail {
+
+namespace {
+
+constexpr int max_rank = max_copy_rank;
+constexpr int block_threads = 256;
+constexpr long long tile_elems = block_threads * 4;
+
+// A copy_op as the kernel reads it.
+struct dev_op {
+  const unsigned char* src;
+  unsigned char* dst;
+  long long total;  // elements
+  long long count[max_rank], src_stride[max_rank], dst_stride[max_rank];
+  int rank;
+  int words;  // words of `unit` bytes per element
+  int unit;   // 1, 2, 4, 8 or 16
+};
+
+void check(cudaError_t rc, const char* call, int rank) {
+  if (rc != cudaSuccess)
+    fail("rank {}: {} failed: {} ({})", rank, call, cudaGetErrorString(rc), cudaGetErrorName(rc));
+}
+
+// The widest power of two (<= 16) that divides the element size, every stride and both bases.
+int unit_of(const copy_op& op) {
+  std::uint64_t bits = op.elem | reinterpret_cast<std::uintptr_t>(op.src) |
+                       reinterpret_cast<std::uintptr_t>(op.dst) | 16;
+  for (int k = 0; k < op.rank; ++k) bits |= std::uint64_t(op.src_stride[k]) | std::uint64_t(op.dst_stride[k]);
+  return int(bits & (~bits + 1));  // lowest set bit
+}
+
+template <class W>
+__device__ void copy_words(const unsigned char* s, unsigned char* d, int words) {
+  for (int w = 0; w < words; ++w) reinterpret_cast<W*>(d)[w] = reinterpret_cast<const W*>(s)[w];
+}
+
+__global__ void copy_kernel(const dev_op* ops, const long long* tile_start, int n_ops) {
+  const long long tiles = tile_start[n_ops];
+  for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    int lo = 0, hi = n_ops - 1;
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (tile_start[mid] <= tile) lo = mid;
+      else hi = mid - 1;
+    }
+    const dev_op& op = ops[lo];
+    const long long first = (tile - tile_start[lo]) * tile_elems;
+    const long long last = first + tile_elems < op.total ? first + tile_elems : op.total;
+    for (long long e = first + threadIdx.x; e < last; e += blockDim.x) {
+      long long rem = e;
+      const unsigned char* s = op.src;
+      unsigned char* d = op.dst;
+      for (int k = op.rank - 1; k > 0; --k) {
+        const long long c = op.count[k], i = rem % c;
+        rem /= c;
+        s += i * op.src_stride[k];
+        d += i * op.dst_stride[k];
+      }
+      s += rem * op.src_stride[0];
+      d += rem * op.dst_stride[0];
+      switch (op.unit) {
+        case 16: copy_words<uint4>(s, d, op.words); break;
+        case 8: copy_words<unsigned long long>(s, d, op.words); break;
+        case 4: copy_words<unsigned int>(s, d, op.words); break;
+        case 2: copy_words<unsigned short>(s, d, op.words); break;
+        default: copy_words<unsigned char>(s, d, op.words); break;
+      }
+    }
+  }
+}
+
+// One uploaded copy list.
+struct table {
+  dev_op* ops = nullptr;
+  long long* tile_start = nullptr;
+  int n = 0;
+  long long tiles = 0;
+
+  void upload(const std::vector<copy_op>& list, int rank) {
+    std::vector<dev_op> host;
+    std::vector<long long> start{0};
+    for (const auto& op : list) {
+      if (op.rank == 0) continue;  // empty copy
+      dev_op d{};
+      d.src = reinterpret_cast<const unsigned char*>(op.src);
+      d.dst = reinterpret_cast<unsigned char*>(op.dst);
+      d.rank = op.rank;
+      d.total = 1;
+      for (int k = 0; k < op.rank; ++k) {
+        d.count[k] = op.count[k];
+        d.src_stride[k] = op.src_stride[k];
+        d.dst_stride[k] = op.dst_stride[k];
+        d.total *= op.count[k];
+      }
+      d.unit = unit_of(op);
+      d.words = int(op.elem / std::size_t(d.unit));
+      host.push_back(d);
+      start.push_back(start.back() + (d.total + tile_elems - 1) / tile_elems);
+    }
+    n = int(host.size());
+    tiles = start.back();
+    if (n == 0) return;
+    check(cudaMalloc(&ops, host.size() * sizeof(dev_op)), "cudaMalloc(copy table)", rank);
+    check(cudaMalloc(&tile_start, start.size() * sizeof(long long)), "cudaMalloc(tile table)", rank);
+    check(cudaMemcpy(ops, host.data(), host.size() * sizeof(dev_op), cudaMemcpyHostToDevice),
+          "cudaMemcpy(copy table)", rank);
+    check(cudaMemcpy(tile_start, start.data(), start.size() * sizeof(long long), cudaMemcpyHostToDevice),
+          "cudaMemcpy(tile table)", rank);
+  }
+  void release() {
+    if (ops) (void)cudaFree(ops);
+    if (tile_start) (void)cudaFree(tile_start);
+  }
+  void launch(cudaStream_t s, int grid_cap, int rank, const char* what) const {
+    if (n == 0) return;
+    const int grid = int(std::min<long long>(tiles, grid_cap));
+    copy_kernel<<<grid, block_threads, 0, s>>>(ops, tile_start, n);
+    check(cudaGetLastError(), what, rank);
+  }
+};
+
+}  // namespace
+
+struct device_copier::impl {
+  table pack, unpack;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t done = nullptr, incoming = nullptr;
+  int grid_cap = 1024;
+};
+
+device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector<copy_op>& unpack)
+    : p_(std::make_unique<impl>()) {
+  int dev = 0, sms = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice", -1);
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute", -1);
+  p_->grid_cap = std::max(1, sms * 8);
+  check(cudaStreamCreate(&p_->stream), "cudaStreamCreate", -1);
+  check(cudaEventCreateWithFlags(&p_->done, cudaEventDisableTiming), "cudaEventCreate", -1);
+  check(cudaEventCreateWithFlags(&p_->incoming, cudaEventDisableTiming), "cudaEventCreate", -1);
+  p_->pack.upload(pack, -1);
+  p_->unpack.upload(unpack, -1);
+}
+
+device_copier::~device_copier() {
+  if (!p_) return;
+  if (p_->stream) (void)cudaStreamSynchronize(p_->stream);
+  p_->pack.release();
+  p_->unpack.release();
+  if (p_->done) (void)cudaEventDestroy(p_->done);
+  if (p_->incoming) (void)cudaEventDestroy(p_->incoming);
+  if (p_->stream) (void)cudaStreamDestroy(p_->stream);
+}
+
+void device_copier::launch_pack(int rank) {
+  p_->pack.launch(p_->stream, p_->grid_cap, rank, "pack kernel launch");
+  check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
+}
+void device_copier::launch_unpack(int rank) {
+  p_->unpack.launch(p_->stream, p_->grid_cap, rank, "unpack kernel launch");
+  check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
+}
+void device_copier::synchronize(int rank) {
+  check(cudaStreamSynchronize(p_->stream), "cudaStreamSynchronize (pack/unpack kernels)", rank);
+}
+bool device_copier::ready(int rank) {
+  const cudaError_t rc = cudaEventQuery(p_->done);
+  if (rc == cudaErrorNotReady) return false;
+  check(rc, "cudaEventQuery (pack/unpack kernels)", rank);
+  return true;
+}
+void device_copier::wait_for(void* user_stream, int rank) {
+  check(cudaEventRecord(p_->incoming, static_cast<cudaStream_t>(user_stream)), "cudaEventRecord(user stream)", rank);
+  check(cudaStreamWaitEvent(p_->stream, p_->incoming, 0), "cudaStreamWaitEvent", rank);
+}
+void device_copier::signal(void* user_stream, int rank) {
+  check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
+  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(user_stream), p_->done, 0), "cudaStreamWaitEvent(user stream)", rank);
+}
+
+std::shared_ptr<std::byte> allocate_mapped(std::size_t bytes) {
+  void* p = nullptr;
+  const std::size_t n = bytes == 0 ? 64 : bytes;
+  check(cudaHostAlloc(&p, n, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc(mapped)", -1);
+  std::memset(p, 0, n);
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { (void)cudaFreeHost(q); });
+}
+
+}  // namespace halox::detail

@@ -1,0 +1,25 @@
+// Builds without CUDA: no device field can exist, so these are never reached in a correct
+// program; they fail loudly if they are.
+#include "halox/error.hpp"
+#include "halox/pack/device_copy.hpp"
+
+namespace halox::detail {
+
+struct device_copier::impl {};
+
+device_copier::device_copier(const std::vector<copy_op>&, const std::vector<copy_op>&) {
+  fail("device copies requested but this halox was built without CUDA (HALOX_ENABLE_CUDA=OFF)");
+}
+device_copier::~device_copier() = default;
+void device_copier::launch_pack(int) {}
+void device_copier::launch_unpack(int) {}
+void device_copier::synchronize(int) {}
+bool device_copier::ready(int) { return true; }
+void device_copier::wait_for(void*, int) {}
+void device_copier::signal(void*, int) {}
+
+std::shared_ptr<std::byte> allocate_mapped(std::size_t) {
+  fail("mapped pinned memory requested but this halox was built without CUDA");
+}
+
+}  // namespace halox::detail

@@ -1,0 +1,20 @@
+// Test kernels for GPU exchange tests (C++17, no halox types: compiled by nvcc separately).
+#pragma once
+#include <cuda_runtime.h>
+
+namespace halox_test {
+
+/// A 3-D double field in device memory: allocation starting at global cell `lo` with extents
+/// `ext` and element strides `stride`; owned cells [owned_lo, owned_hi); global extents `n`.
+struct geom {
+  double* base;
+  long long lo[3], ext[3], stride[3], owned_lo[3], owned_hi[3], n[3];
+};
+
+/// Writes salt * 1e6 + (linear global index) into every owned cell, on `stream`.
+void stamp(const geom& g, double salt, cudaStream_t stream);
+/// Counts (atomically, into *errors) allocated cells that do not hold the value stamped into
+/// their periodic-wrapped source cell: every cell of a fully periodic box-stencil field.
+void verify(const geom& g, double salt, unsigned long long* errors, cudaStream_t stream);
+
+}  // namespace halox_test

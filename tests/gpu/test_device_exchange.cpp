@@ -1,0 +1,160 @@
+// GPU: device fields exchanged through the fused pack/unpack kernels, blocking, split-phase and
+// stream-ordered. Skips (exit 77) where no GPU is usable.
+#include <catch2/catch.hpp>
+#include <cuda_runtime.h>
+#include <halox/halox.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "../check.hpp"
+#include "kernels.hpp"
+
+namespace {
+
+// Runs before Catch's session: a machine without a GPU skips the whole program.
+const bool skip_without_gpu = [] {
+  if (halox::detail::device_count() == 0) {
+    std::printf("SKIP: %s\n", halox::detail::cuda_enabled() ? "no CUDA device" : "built without CUDA");
+    std::exit(77);
+  }
+  return true;
+}();
+
+void cuda(cudaError_t rc) {
+  if (rc != cudaSuccess) FAIL(cudaGetErrorString(rc));
+}
+
+template <class T, int D>
+std::size_t bytes_of(const halox::field<T, D>& f) {
+  return std::size_t(f.allocated_box().volume()) * std::size_t(f.components()) * sizeof(T);
+}
+
+// Device field + host mirror of identical layout: the reference checker runs on the mirror.
+template <class T, int D>
+struct mirrored {
+  halox::field<T, D> dev, host;
+  void upload() const { cuda(cudaMemcpy(dev.data(), host.data(), bytes_of(host), cudaMemcpyHostToDevice)); }
+  void download() const { cuda(cudaMemcpy(host.data(), dev.data(), bytes_of(host), cudaMemcpyDeviceToHost)); }
+};
+
+template <class T, class Dom, int D>
+mirrored<T, D> make_mirrored(const Dom& dom, const halox::stencil<D>& st, halox::field_options o) {
+  return {dom.template make_field<T>(st, halox::device, o), dom.template make_field<T>(st, halox::host, o)};
+}
+
+halox_test::geom geom_of(const halox::field<double, 3>& f, const halox::extents<3>& n) {
+  halox_test::geom g{};
+  g.base = f.data();
+  const auto a = f.allocated_box();
+  const auto o = f.owned_box();
+  for (int i = 0; i < 3; ++i) {
+    g.lo[i] = a.lo[i];
+    g.ext[i] = a.hi[i] - a.lo[i];
+    g.stride[i] = f.strides()[i];
+    g.owned_lo[i] = o.lo[i];
+    g.owned_hi[i] = o.hi[i];
+    g.n[i] = n[i];
+  }
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("device fields are allocated, padded and zeroed") {
+  boost::mpi::communicator world;
+  constexpr auto st = halox::stencil<3>::box(2);
+  const halox::cartesian<3> dom(world, {16, 12, 10}, halox::periodic{true, false, true});
+  auto u = dom.make_field<double>(st, halox::device, 2);
+  REQUIRE(u.space() == halox::memory_space::device);
+  REQUIRE(u.allocated_box() == halox::grow(u.owned_box(), st.lo, st.hi));
+  std::vector<double> h(std::size_t(u.allocated_box().volume()) * 2, 1.0);
+  cuda(cudaMemcpy(h.data(), u.data(), h.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  for (double x : h) REQUIRE(x == 0.0);
+}
+
+TEST_CASE("device and host fields of several types in one blocking exchange") {
+  boost::mpi::communicator world;
+  const halox::extents<3> n{13, 10, 9};
+  const auto per = GENERATE(halox::periodic<3>{true, true, true}, halox::periodic<3>{false, true, false});
+  const auto st = GENERATE(halox::stencil<3>::box(1), halox::stencil<3>::star({0, 1, 2}, {2, 0, 1}),
+                           halox::stencil<3>::box(2));
+  const halox::cartesian<3> dom(world, n, per);
+  halox::field_options planar;
+  planar.components = 2;
+  planar.component_layout = halox::components_layout::planar;
+  halox::field_options three;
+  three.components = 3;
+  auto a = make_mirrored<double>(dom, st, {});
+  auto b = make_mirrored<float>(dom, st, planar);
+  auto c = make_mirrored<hxt::triple>(dom, st, three);
+  auto h = dom.make_field<int>(st);  // a host field in the same exchange
+  hxt::fill(a.host, n, {1, 0});
+  hxt::fill(b.host, n, {2, 0});
+  hxt::fill(c.host, n, {3, 0});
+  hxt::fill(h, n, {4, 0});
+  a.upload(), b.upload(), c.upload();
+  auto ex = halox::make_exchange(dom, st, a.dev, h, b.dev, c.dev);
+  ex.exchange();
+  a.download(), b.download(), c.download();
+  HXT_REQUIRE_OK(hxt::check(a.host, st, n, per.flags, {1, 0}));
+  HXT_REQUIRE_OK(hxt::check(b.host, st, n, per.flags, {2, 0}));
+  HXT_REQUIRE_OK(hxt::check(c.host, st, n, per.flags, {3, 0}));
+  HXT_REQUIRE_OK(hxt::check(h, st, n, per.flags, {4, 0}));
+
+  // Again with changed data, split phase.
+  hxt::fill(a.host, n, {1, 5});
+  hxt::fill(h, n, {4, 5});
+  a.upload();
+  auto handle = ex.start();
+  while (!handle.test()) {
+  }
+  handle.wait();
+  a.download();
+  HXT_REQUIRE_OK(hxt::check(a.host, st, n, per.flags, {1, 5}));
+  HXT_REQUIRE_OK(hxt::check(h, st, n, per.flags, {4, 5}));
+}
+
+TEST_CASE("stream-ordered exchanges back to back with kernels writing and reading the halo") {
+  boost::mpi::communicator world;
+  const halox::extents<3> n{24, 20, 18};
+  constexpr auto st = halox::stencil<3>::box(1);
+  const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
+  auto u = dom.make_field<double>(st, halox::device);
+  auto v = dom.make_field<double>(st, halox::device);
+  auto ex_u = halox::make_exchange(dom, st, u);
+  auto ex_v = halox::make_exchange(dom, st, v);
+  cudaStream_t stream;
+  cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  unsigned long long* errors = nullptr;
+  cuda(cudaMalloc(&errors, sizeof(unsigned long long)));
+  cuda(cudaMemsetAsync(errors, 0, sizeof(unsigned long long), stream));
+  const auto gu = geom_of(u, n), gv = geom_of(v, n);
+  const int iterations = 300;
+  for (int s = 1; s <= iterations; ++s) {
+    // u and v alternate so two objects interleave on one stream, as a solver's steps do.
+    auto& ex = s % 2 ? ex_u : ex_v;
+    const auto& g = s % 2 ? gu : gv;
+    halox_test::stamp(g, s, stream);  // the "solver" writes new owned values
+    ex.schedule_exchange(stream);      // packing waits for the stamp kernel
+    ex.schedule_wait(stream);          // the verify kernel waits for the unpack
+    halox_test::verify(g, s, errors, stream);
+  }
+  unsigned long long bad = 0;
+  cuda(cudaMemcpyAsync(&bad, errors, sizeof bad, cudaMemcpyDeviceToHost, stream));
+  cuda(cudaStreamSynchronize(stream));
+  cuda(cudaFree(errors));
+  cuda(cudaStreamDestroy(stream));
+  const auto total = boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>());
+  REQUIRE(total == 0);
+}
+
+TEST_CASE("device fields in reverse or unstructured exchanges are rejected before anything moves") {
+  boost::mpi::communicator world;
+  constexpr auto st = halox::stencil<2>::box(1);
+  const halox::cartesian<2> dom(world, {8, 8}, halox::periodic{true, true});
+  auto u = dom.make_field<double>(st, halox::device);
+  REQUIRE_THROWS_WITH(halox::make_reverse_exchange(dom, st, halox::reduction::sum, u),
+                      Catch::Contains("reverse exchanges handle host fields only"));
+}
