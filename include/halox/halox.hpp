@@ -25,3 +25,4 @@
 #include "halox/pattern/stencil.hpp"
 #include "halox/pack/reduction.hpp"
 #include "halox/plan/structured_plan.hpp"
+#include "halox/transport/staging.hpp"

@@ -26,8 +26,10 @@ struct exchange_state {
         prog(std::move(p)),
         channels(MPI_Comm(comm), prog.sends, prog.send_buf.get(), prog.recvs, prog.recv_buf.get()),
         done(prog.recvs.size() + 1) {
-    if (!prog.device_pack.empty() || !prog.device_unpack.empty())
-      gpu = std::make_unique<device_copier>(prog.device_pack, prog.device_unpack);
+    if (!prog.device_pack.empty() || !prog.device_unpack.empty() || !prog.device_gather.empty() ||
+        !prog.device_scatter.empty())
+      gpu = std::make_unique<device_copier>(prog.device_pack, prog.device_gather,
+                                            prog.device_unpack, prog.device_scatter);
   }
 
   void pack(std::size_t m) const {

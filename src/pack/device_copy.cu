@@ -19,12 +19,19 @@ constexpr int max_rank = max_copy_rank;
 constexpr int block_threads = 256;
 constexpr long long tile_elems = block_threads * 4;
 
-// A copy_op as the kernel reads it.
+enum op_kind : int { strided = 0, gather_kind = 1, scatter_kind = 2 };
+
+// A copy_op or gather_op as the kernel reads it. Strided: `rank` dimensions of `count` with byte
+// strides. Gather/scatter: element e is component e % ncomp of entity idx[e / ncomp] of the
+// field (`src` for gather, `dst` for scatter), and element e of the contiguous buffer.
 struct dev_op {
   const unsigned char* src;
   unsigned char* dst;
   long long total;  // elements
   long long count[max_rank], src_stride[max_rank], dst_stride[max_rank];
+  const long long* idx;
+  long long ncomp, entity_stride, comp_stride, elem;
+  int kind;
   int rank;
   int words;  // words of `unit` bytes per element
   int unit;   // 1, 2, 4, 8 or 16
@@ -41,6 +48,12 @@ int unit_of(const copy_op& op) {
                        reinterpret_cast<std::uintptr_t>(op.dst) | 16;
   for (int k = 0; k < op.rank; ++k) bits |= std::uint64_t(op.src_stride[k]) | std::uint64_t(op.dst_stride[k]);
   return int(bits & (~bits + 1));  // lowest set bit
+}
+int unit_of(const gather_op& op) {
+  const std::uint64_t bits = op.elem | reinterpret_cast<std::uintptr_t>(op.field) |
+                             reinterpret_cast<std::uintptr_t>(op.buf) |
+                             std::uint64_t(op.entity_stride) | std::uint64_t(op.comp_stride) | 16;
+  return int(bits & (~bits + 1));
 }
 
 template <class W>
@@ -61,17 +74,24 @@ __global__ void copy_kernel(const dev_op* ops, const long long* tile_start, int 
     const long long first = (tile - tile_start[lo]) * tile_elems;
     const long long last = first + tile_elems < op.total ? first + tile_elems : op.total;
     for (long long e = first + threadIdx.x; e < last; e += blockDim.x) {
-      long long rem = e;
       const unsigned char* s = op.src;
       unsigned char* d = op.dst;
-      for (int k = op.rank - 1; k > 0; --k) {
-        const long long c = op.count[k], i = rem % c;
-        rem /= c;
-        s += i * op.src_stride[k];
-        d += i * op.dst_stride[k];
+      if (op.kind == strided) {
+        long long rem = e;
+        for (int k = op.rank - 1; k > 0; --k) {
+          const long long c = op.count[k], i = rem % c;
+          rem /= c;
+          s += i * op.src_stride[k];
+          d += i * op.dst_stride[k];
+        }
+        s += rem * op.src_stride[0];
+        d += rem * op.dst_stride[0];
+      } else {
+        const long long entity = op.idx[e / op.ncomp], c = e % op.ncomp;
+        const long long in_field = entity * op.entity_stride + c * op.comp_stride, in_buf = e * op.elem;
+        s += op.kind == gather_kind ? in_field : in_buf;
+        d += op.kind == gather_kind ? in_buf : in_field;
       }
-      s += rem * op.src_stride[0];
-      d += rem * op.dst_stride[0];
       switch (op.unit) {
         case 16: copy_words<uint4>(s, d, op.words); break;
         case 8: copy_words<unsigned long long>(s, d, op.words); break;
@@ -87,12 +107,50 @@ __global__ void copy_kernel(const dev_op* ops, const long long* tile_start, int 
 struct table {
   dev_op* ops = nullptr;
   long long* tile_start = nullptr;
+  long long* indices = nullptr;  // every index list the gathers/scatters use, back to back
   int n = 0;
   long long tiles = 0;
 
-  void upload(const std::vector<copy_op>& list, int rank) {
+  void upload(const std::vector<copy_op>& list, const std::vector<gather_op>& gathers,
+              op_kind gather_as, int rank) {
     std::vector<dev_op> host;
     std::vector<long long> start{0};
+    // Index lists, each uploaded once however many fields use it.
+    std::vector<long long> all_idx;
+    std::vector<std::pair<const index*, std::size_t>> seen;
+    std::vector<std::size_t> idx_at;
+    for (const auto& g : gathers) {
+      auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& p) { return p.first == g.idx; });
+      if (it == seen.end()) {
+        seen.push_back({g.idx, all_idx.size()});
+        all_idx.insert(all_idx.end(), g.idx, g.idx + g.n);
+        it = seen.end() - 1;
+      }
+      idx_at.push_back(it->second);
+    }
+    if (!all_idx.empty()) {
+      check(cudaMalloc(&indices, all_idx.size() * sizeof(long long)), "cudaMalloc(index lists)", rank);
+      check(cudaMemcpy(indices, all_idx.data(), all_idx.size() * sizeof(long long), cudaMemcpyHostToDevice),
+            "cudaMemcpy(index lists)", rank);
+    }
+    for (std::size_t k = 0; k < gathers.size(); ++k) {
+      const auto& g = gathers[k];
+      if (g.n == 0) continue;
+      dev_op d{};
+      d.kind = gather_as;
+      d.src = reinterpret_cast<const unsigned char*>(gather_as == gather_kind ? g.field : g.buf);
+      d.dst = reinterpret_cast<unsigned char*>(gather_as == gather_kind ? g.buf : g.field);
+      d.idx = indices + idx_at[k];
+      d.ncomp = g.ncomp;
+      d.entity_stride = g.entity_stride;
+      d.comp_stride = g.comp_stride;
+      d.elem = (long long)g.elem;
+      d.total = g.n * g.ncomp;
+      d.unit = unit_of(g);
+      d.words = int(g.elem / std::size_t(d.unit));
+      host.push_back(d);
+      start.push_back(start.back() + (d.total + tile_elems - 1) / tile_elems);
+    }
     for (const auto& op : list) {
       if (op.rank == 0) continue;  // empty copy
       dev_op d{};
@@ -122,6 +180,7 @@ struct table {
           "cudaMemcpy(tile table)", rank);
   }
   void release() {
+    if (indices) (void)cudaFree(indices);
     if (ops) (void)cudaFree(ops);
     if (tile_start) (void)cudaFree(tile_start);
   }
@@ -142,7 +201,8 @@ struct device_copier::impl {
   int grid_cap = 1024;
 };
 
-device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector<copy_op>& unpack)
+device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
+                             const std::vector<copy_op>& unpack, const std::vector<gather_op>& scatter)
     : p_(std::make_unique<impl>()) {
   int dev = 0, sms = 0;
   check(cudaGetDevice(&dev), "cudaGetDevice", -1);
@@ -151,8 +211,8 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
   check(cudaStreamCreate(&p_->stream), "cudaStreamCreate", -1);
   check(cudaEventCreateWithFlags(&p_->done, cudaEventDisableTiming), "cudaEventCreate", -1);
   check(cudaEventCreateWithFlags(&p_->incoming, cudaEventDisableTiming), "cudaEventCreate", -1);
-  p_->pack.upload(pack, -1);
-  p_->unpack.upload(unpack, -1);
+  p_->pack.upload(pack, gather, gather_kind, -1);
+  p_->unpack.upload(unpack, scatter, scatter_kind, -1);
 }
 
 device_copier::~device_copier() {

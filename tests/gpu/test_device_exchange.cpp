@@ -158,3 +158,46 @@ TEST_CASE("device fields in reverse or unstructured exchanges are rejected befor
   REQUIRE_THROWS_WITH(halox::make_reverse_exchange(dom, st, halox::reduction::sum, u),
                       Catch::Contains("reverse exchanges handle host fields only"));
 }
+
+TEST_CASE("unstructured device fields: ring plus long-range ghosts, both layouts, forced staging") {
+  boost::mpi::communicator world;
+  const int P = world.size(), r = world.rank();
+  const long n = 1000;  // owned entities per rank
+  auto gid = [&](int rank, long k) { return halox::global_id(rank) * 1'000'000'007LL + k; };
+  std::vector<halox::global_id> owned, ghosts;
+  for (long k = 0; k < n; ++k) owned.push_back(gid(r, k));
+  if (P > 1)
+    for (long k = 0; k < n; k += 7) ghosts.push_back(gid((r + 1 + int(k) % (P - 1)) % P, (k * 13) % n));
+  const char* policy = GENERATE("auto", "host_staged", "gpu_aware");
+  ::setenv("HALOX_STAGING", policy, 1);
+  halox::unstructured pat(world, owned, ghosts);
+  const auto layout = GENERATE(halox::entity_layout::entity_major, halox::entity_layout::component_major);
+  auto dev = pat.make_field<double>(2, layout, halox::device);
+  auto host = pat.make_field<double>(2, layout, halox::host);
+  const auto bytes = std::size_t(pat.local_count()) * 2 * sizeof(double);
+  for (long k = 0; k < pat.local_count(); ++k)
+    for (int c = 0; c < 2; ++c) host(k, c) = k < n ? double(owned[k]) * 2 + c : -1.0;
+  cuda(cudaMemcpy(dev.data(), host.data(), bytes, cudaMemcpyHostToDevice));
+  auto ex = halox::make_exchange(pat, dev);
+  ::unsetenv("HALOX_STAGING");
+  if (P > 1) REQUIRE_THAT(ex.describe(), Catch::Contains(std::string(policy) == "auto" ? "host_staged" : policy));
+  ex.exchange();
+  cuda(cudaMemcpy(host.data(), dev.data(), bytes, cudaMemcpyDeviceToHost));
+  long bad = 0;
+  for (long k = 0; k < pat.local_count(); ++k)
+    for (int c = 0; c < 2; ++c) {
+      const double want = k < n ? double(owned[k]) * 2 + c : double(ghosts[k - n]) * 2 + c;
+      bad += host(k, c) != want;
+    }
+  REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<long>()) == 0);
+}
+
+TEST_CASE("an unknown HALOX_STAGING is an input error on every rank") {
+  boost::mpi::communicator world;
+  constexpr auto st = halox::stencil<2>::box(1);
+  const halox::cartesian<2> dom(world, {8, 8}, halox::periodic{true, true});
+  auto u = dom.make_field<double>(st, halox::device);
+  ::setenv("HALOX_STAGING", "carrier_pigeon", 1);
+  REQUIRE_THROWS_WITH(halox::make_exchange(dom, st, u), Catch::Contains("carrier_pigeon"));
+  ::unsetenv("HALOX_STAGING");
+}

@@ -39,6 +39,8 @@ struct exchange_program {
   std::vector<copy_op> local_ops;
   /// Copies of device fields: packing and local copies (one fused launch), unpacking (one).
   std::vector<copy_op> device_pack, device_unpack;
+  std::vector<gather_op> device_gather, device_scatter;  ///< same launches, index lists
+  bool device_buffers = false;  ///< message buffers in device memory (gpu_aware staging)
   std::vector<std::vector<index>> index_lists;  ///< what gather steps point into
   /// Unpack in peer order after every message arrived (reverse exchanges: deterministic sums).
   bool ordered_unpack = false;

@@ -11,6 +11,7 @@
 
 #include "halox/exchange/halo_exchange.hpp"
 #include "halox/pack/device_copy.hpp"
+#include "halox/transport/staging.hpp"
 
 namespace halox::detail {
 
@@ -43,8 +44,14 @@ class program_builder {
     grow(s, bytes, 1, 0);
   }
   /// Adds an index-list step, as `add` does for strided ones.
-  void add(side s, const gather_op& op, std::size_t bytes) {
+  void add(side s, const gather_op& op, std::size_t bytes, bool on_device = false) {
     align(s, op.elem);
+    if (on_device) {
+      (s == send ? p_.device_gather : p_.device_scatter).push_back(op);
+      device_gather_off_[s].push_back(offset_[s]);
+      grow(s, bytes, 0, 0);
+      return;
+    }
     auto& st = s == send ? p_.pack : p_.unpack;
     st.gathers.push_back(op);
     gather_off_[s].push_back(offset_[s]);
@@ -54,15 +61,37 @@ class program_builder {
 
   /// Allocates both buffers, points every step at its place, and writes the summary.
   exchange_program finish(std::size_t field_count) {
-    // With device steps the kernels write and read the messages in place: mapped pinned memory.
-    const bool mapped = !p_.device_pack.empty() || !p_.device_unpack.empty();
-    p_.send_buf = mapped ? allocate_mapped(offset_[send]) : allocate(memory_space::host, offset_[send]);
-    p_.recv_buf = mapped ? allocate_mapped(offset_[recv]) : allocate(memory_space::host, offset_[recv]);
+    // With device steps the kernels write and read the messages in place: in device memory
+    // (gpu_aware with a CUDA-aware MPI) or mapped pinned host memory (host_staged).
+    const bool gpu = !p_.device_pack.empty() || !p_.device_unpack.empty() ||
+                     !p_.device_gather.empty() || !p_.device_scatter.empty();
+    std::string path = "host fields only: packed on the CPU";
+    if (gpu) {
+      auto choice = choose_staging(staging_from_env());
+      const bool host_steps = !p_.pack.copies.empty() || !p_.pack.gathers.empty() ||
+                              !p_.unpack.copies.empty() || !p_.unpack.gathers.empty();
+      if (choice.device_buffers && host_steps) {  // the CPU packs host fields into the buffers
+        choice.device_buffers = false;
+        choice.why += "; host fields share the messages: buffers in mapped pinned memory";
+      }
+      path = fmt::format("{} ({})", to_string(choice.policy), choice.why);
+      p_.device_buffers = choice.device_buffers;
+    }
+    auto buffer = [&](std::size_t bytes) {
+      if (!gpu) return allocate(memory_space::host, bytes);
+      return p_.device_buffers ? allocate(memory_space::device, bytes) : allocate_mapped(bytes);
+    };
+    p_.send_buf = buffer(offset_[send]);
+    p_.recv_buf = buffer(offset_[recv]);
     // Device pack steps are the first device_off_[send].size() entries (local copies follow).
     for (std::size_t k = 0; k < device_off_[send].size(); ++k)
       p_.device_pack[k].dst = p_.send_buf.get() + device_off_[send][k];
     for (std::size_t k = 0; k < device_off_[recv].size(); ++k)
       p_.device_unpack[k].src = p_.recv_buf.get() + device_off_[recv][k];
+    for (std::size_t k = 0; k < p_.device_gather.size(); ++k)
+      p_.device_gather[k].buf = p_.send_buf.get() + device_gather_off_[send][k];
+    for (std::size_t k = 0; k < p_.device_scatter.size(); ++k)
+      p_.device_scatter[k].buf = p_.recv_buf.get() + device_gather_off_[recv][k];
     for (std::size_t k = 0; k < p_.pack.copies.size(); ++k)
       p_.pack.copies[k].dst = p_.send_buf.get() + copy_off_[send][k];
     for (std::size_t k = 0; k < p_.unpack.copies.size(); ++k)
@@ -79,10 +108,13 @@ class program_builder {
         "{} pack / {} unpack steps; {} / {} device copies (fused kernels)",
         field_count, p_.sends.size(), sb, p_.recvs.size(), rb, p_.local_ops.size(),
         p_.pack.copies.size() + p_.pack.gathers.size(),
-        p_.unpack.copies.size() + p_.unpack.gathers.size(), p_.device_pack.size(),
-        p_.device_unpack.size());
-    for (const auto& m : p_.sends) p_.summary += fmt::format("\n  send to {}: {} B", m.peer, m.bytes);
-    for (const auto& m : p_.recvs) p_.summary += fmt::format("\n  recv from {}: {} B", m.peer, m.bytes);
+        p_.unpack.copies.size() + p_.unpack.gathers.size(),
+        p_.device_pack.size() + p_.device_gather.size(),
+        p_.device_unpack.size() + p_.device_scatter.size());
+    for (const auto& m : p_.sends)
+      p_.summary += fmt::format("\n  send to {}: {} B via {}", m.peer, m.bytes, path);
+    for (const auto& m : p_.recvs)
+      p_.summary += fmt::format("\n  recv from {}: {} B via {}", m.peer, m.bytes, path);
     return std::move(p_);
   }
 
@@ -107,7 +139,7 @@ class program_builder {
 
   exchange_program p_;
   std::size_t offset_[2] = {0, 0};
-  std::vector<std::size_t> copy_off_[2], gather_off_[2], device_off_[2];
+  std::vector<std::size_t> copy_off_[2], gather_off_[2], device_off_[2], device_gather_off_[2];
 };
 
 }  // namespace halox::detail

@@ -15,17 +15,19 @@ namespace halox {
 namespace detail {
 
 inline void validate_entity_fields(const unstructured& pat,
-                                   const std::vector<const entity_field_state*>& fields) {
+                                   const std::vector<const entity_field_state*>& fields,
+                                   bool reverse = false) {
   const int me = pat.rank();
+  (void)staging_from_env();  // a bad HALOX_STAGING is an input error like any other
   for (std::size_t k = 0; k < fields.size(); ++k) {
     const auto* f = fields[k];
     require(f != nullptr, "rank {}: field #{} is empty (default-constructed)", me, k);
     require(f->domain_id == pat.id(), "rank {}: field #{} '{}' belongs to another pattern", me, k,
             f->name);
-    require(f->space == memory_space::host,
-            "rank {}: field #{} '{}' lives in {} memory; unstructured exchanges handle host fields "
-            "only so far",
-            me, k, f->name, to_string(f->space));
+    require(f->space == memory_space::host || (!reverse && cuda_enabled()),
+            "rank {}: field #{} '{}' lives in {} memory; {}", me, k, f->name, to_string(f->space),
+            reverse ? "reverse exchanges handle host fields only so far"
+                    : "this halox was built without CUDA");
     require(f->count == pat.local_count(),
             "rank {}: field #{} '{}' has {} entities, the pattern has {} local entities", me, k,
             f->name, f->count, pat.local_count());
@@ -55,7 +57,8 @@ inline exchange_program compile(const unstructured& pat,
         op.entity_stride = f->entity_stride * index(f->elem_bytes);
         op.comp_stride = f->comp_stride * index(f->elem_bytes);
         if (combine && !reduce.empty()) op.reduce = reduce[k];
-        b.add(s, op, idx.size() * std::size_t(f->components) * f->elem_bytes);
+        b.add(s, op, idx.size() * std::size_t(f->components) * f->elem_bytes,
+              f->space == memory_space::device);
       }
     }
   };
@@ -88,7 +91,7 @@ halo_exchange make_reverse_exchange(const unstructured& pat, reduction op,
   static_assert(sizeof...(T) >= 1, "make_reverse_exchange needs at least one field");
   const std::vector<const detail::entity_field_state*> states{fields.state().get()...};
   detail::agree(pat.comm(), [&] {
-    detail::validate_entity_fields(pat, states);
+    detail::validate_entity_fields(pat, states, true);
     int k = 0;
     (detail::check_reducible<T>(op, k++, fields.name(), pat.rank()), ...);
   });

@@ -18,7 +18,10 @@ namespace halox::detail {
 /// starts. Descriptor tables live in device memory, uploaded once here.
 class device_copier {
  public:
-  device_copier(const std::vector<copy_op>& pack, const std::vector<copy_op>& unpack);
+  /// Uploads the pack launch (strided copies and index-list gathers) and the unpack launch
+  /// (strided copies and index-list scatters; their index lists are copied to the device).
+  device_copier(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
+                const std::vector<copy_op>& unpack, const std::vector<gather_op>& scatter);
   ~device_copier();
   device_copier(const device_copier&) = delete;
   device_copier& operator=(const device_copier&) = delete;

@@ -1,0 +1,36 @@
+#pragma once
+/// @file
+/// The staging policy: how messages of device fields reach MPI.
+
+#include <string>
+
+namespace halox {
+
+/// How the packed messages of device fields reach MPI.
+enum class staging {
+  automatic,   ///< gpu_aware when the MPI library reports CUDA support, else host_staged
+  gpu_aware,   ///< message buffers in device memory, handed to MPI as they are
+  host_staged  ///< message buffers in pinned host memory the pack kernel writes (mapped)
+};
+
+const char* to_string(staging s) noexcept;
+
+namespace detail {
+/// Whether the MPI library reports CUDA support: Open MPI's `MPIX_Query_cuda_support()`,
+/// MPICH's `MPIX_GPU_query_support()`, else false. Needs MPI initialised.
+bool mpi_cuda_aware() noexcept;
+/// The policy `HALOX_STAGING` asks for (`auto`, `gpu_aware`, `host_staged`; unset: automatic).
+/// Throws halox::error on any other value.
+staging staging_from_env();
+/// Where the message buffers of an exchange with device fields live under policy `s`, and why,
+/// for describe(): device memory only when gpu_aware meets a CUDA-aware MPI; otherwise mapped
+/// pinned host memory (which any MPI can read, so a forced gpu_aware still runs, for testing).
+struct staging_choice {
+  staging policy;       ///< resolved: gpu_aware or host_staged
+  bool device_buffers;  ///< buffers in device memory (else mapped pinned host memory)
+  std::string why;
+};
+staging_choice choose_staging(staging s);
+}  // namespace detail
+
+}  // namespace halox

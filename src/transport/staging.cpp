@@ -1,0 +1,66 @@
+#include "halox/transport/staging.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+
+#include "halox/error.hpp"
+
+namespace halox {
+
+const char* to_string(staging s) noexcept {
+  switch (s) {
+    case staging::automatic: return "auto";
+    case staging::gpu_aware: return "gpu_aware";
+    case staging::host_staged: return "host_staged";
+  }
+  return "?";
+}
+
+namespace detail {
+
+bool mpi_cuda_aware() noexcept {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#elif defined(MPIX_GPU_SUPPORT_CUDA)
+  int yes = 0;
+  return MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &yes) == MPI_SUCCESS && yes != 0;
+#else
+  return false;
+#endif
+}
+
+staging staging_from_env() {
+  const char* v = std::getenv("HALOX_STAGING");
+  if (v == nullptr || *v == '\0') return staging::automatic;
+  const std::string s = v;
+  if (s == "auto" || s == "automatic") return staging::automatic;
+  if (s == "gpu_aware") return staging::gpu_aware;
+  if (s == "host_staged") return staging::host_staged;
+  fail("HALOX_STAGING='{}' is not a staging policy; use auto, gpu_aware or host_staged", s);
+}
+
+staging_choice choose_staging(staging s) {
+  const bool aware = mpi_cuda_aware();
+  switch (s) {
+    case staging::gpu_aware:
+      return aware ? staging_choice{staging::gpu_aware, true, "forced; MPI is CUDA-aware"}
+                   : staging_choice{staging::gpu_aware, false,
+                                    "forced, but MPI is not CUDA-aware: buffers in mapped pinned "
+                                    "memory, which it can read"};
+    case staging::host_staged:
+      return {staging::host_staged, false, "forced; pack kernel writes mapped pinned memory"};
+    case staging::automatic: break;
+  }
+  return aware ? staging_choice{staging::gpu_aware, true, "automatic: MPI is CUDA-aware"}
+               : staging_choice{staging::host_staged, false,
+                                "automatic: MPI is not CUDA-aware; pack kernel writes mapped "
+                                "pinned memory"};
+}
+
+}  // namespace detail
+}  // namespace halox
