@@ -1,6 +1,7 @@
 #include "halox/domain/unstructured.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -101,11 +102,15 @@ unstructured::unstructured(const boost::mpi::communicator& comm, std::span<const
     }
   });
 
-  // 2. Owner discovery through the distributed directory.
-  if (opt.ghost_owners.empty()) {
+  // 2. Owner discovery through the distributed directory, when any rank with ghosts did not
+  // give their owners. The decision is collective: a rank with no ghosts passes no owners
+  // either, and every rank must take part in the directory's set-up messages.
+  const bool mine_unknown = !ghosts.empty() && opt.ghost_owners.empty();
+  if (boost::mpi::all_reduce(comm_, mine_unknown, std::logical_or<bool>())) {
     by_rank<global_id> reg, ask;
     for (global_id g : owned) reg[directory_rank(g, ranks)].push_back(g);
-    for (global_id g : ghosts) ask[directory_rank(g, ranks)].push_back(g);
+    if (mine_unknown)
+      for (global_id g : ghosts) ask[directory_rank(g, ranks)].push_back(g);
     std::unordered_map<global_id, int> directory;
     detail::agree(comm_, [&] {
       for (const auto& in : detail::sparse_exchange(raw, to_lists(std::move(reg)), tag_register))
@@ -132,6 +137,7 @@ unstructured::unstructured(const boost::mpi::communicator& comm, std::span<const
       for (std::size_t k = 0; k < ids.size(); ++k) owner_of[ids[k]] = r.data[k];
     }
     detail::agree(comm_, [&] {
+      if (!mine_unknown) return;  // given (or no ghosts)
       ghost_owner_.resize(ghosts.size());
       for (std::size_t k = 0; k < ghosts.size(); ++k) {
         const auto it = owner_of.find(ghosts[k]);
