@@ -1,7 +1,8 @@
 // heat3d: explicit 7-point heat equation on a periodic 3-D grid, halos exchanged by halox,
-// checked against a serial run of the same problem on rank 0.
+// checked against a serial run of the same problem on rank 0. With --device (a CUDA build) the
+// fields live in GPU memory and CUDA kernels update them, in stream order with the exchange.
 //
-//   mpirun -np 4 ./heat3d [--n 48] [--steps 40] [--no-overlap]
+//   mpirun -np 4 ./heat3d [--n 48] [--steps 40] [--no-overlap] [--device]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,6 +15,10 @@
 #include <boost/serialization/vector.hpp>
 #include <halox/halox.hpp>
 
+#ifdef HALOX_HEAT3D_DEVICE
+#include "heat3d_device.hpp"
+#endif
+
 namespace mpi = boost::mpi;
 using idx = halox::index;
 
@@ -23,7 +28,18 @@ struct options {
   idx n = 48;
   int steps = 40;
   bool overlap = true;
+  bool device = false;
 };
+
+struct timing {
+  double seconds = 0;     // the whole time-step loop
+  double exchange_s = 0;  // of which in halox's exchange calls (host time)
+};
+
+using clock_type = std::chrono::steady_clock;
+double since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
 
 constexpr double alpha = 0.1;  // diffusion number, stable below 1/6
 
@@ -34,7 +50,8 @@ double initial(idx i, idx j, idx k, idx n) {
          (i == n / 2 && j == n / 3 && k == n / 4 ? 10.0 : 0.0);
 }
 
-// The one update formula both runs use, so both round alike.
+// The one update formula both runs use, so both round alike (heat3d_device.cu repeats it for
+// the GPU, operation for operation).
 inline double update(double c, double xm, double xp, double ym, double yp, double zm, double zp) {
   return c + alpha * ((xm + xp) + (ym + yp) + (zm + zp) - 6.0 * c);
 }
@@ -81,23 +98,193 @@ halox::box<3> interior_of(const halox::box<3>& b) {
   return r;
 }
 
-// Updates the one-cell shell of `b` that `interior_of` leaves out, as up to six slabs.
-void sweep_shell(const halox::field<double, 3>& in, const halox::field<double, 3>& out,
-                 const halox::box<3>& b) {
+// The one-cell shell of `b` that `interior_of` leaves out, as up to six disjoint slabs.
+std::vector<halox::box<3>> shell_of(const halox::box<3>& b) {
+  std::vector<halox::box<3>> slabs;
   halox::box<3> rest = b;
   for (int d = 0; d < 3; ++d) {
-    if (rest.empty()) return;
+    if (rest.empty()) break;
     halox::box<3> low = rest, high = rest;
     low.hi[d] = std::min(rest.hi[d], rest.lo[d] + 1);
     high.lo[d] = std::max(low.hi[d], rest.hi[d] - 1);
-    sweep(in, out, low);
-    if (!high.empty()) sweep(in, out, high);
+    slabs.push_back(low);
+    if (!high.empty()) slabs.push_back(high);
     rest.lo[d] = low.hi[d];
     rest.hi[d] = high.lo[d];
   }
+  return slabs;
 }
 
-bool parse(int argc, char** argv, options& o, int rank) {
+void fill_initial(const halox::field<double, 3>& u, idx n) {
+  const auto b = u.owned_box();
+  for (idx i = b.lo[0]; i < b.hi[0]; ++i)
+    for (idx j = b.lo[1]; j < b.hi[1]; ++j)
+      for (idx k = b.lo[2]; k < b.hi[2]; ++k) u(i, j, k) = initial(i, j, k, n);
+}
+
+// CPU run: returns the final state.
+halox::field<double, 3> run_host(const halox::cartesian<3>& dom, const halox::stencil<3>& st,
+                                 const options& o, const mpi::communicator& world, timing& t) {
+  auto u = dom.make_field<double>(st), v = dom.make_field<double>(st);
+  fill_initial(u, o.n);
+  const auto b = u.owned_box();
+  const auto inner = interior_of(b);
+  const auto shell = shell_of(b);
+  // One exchange object per field: steps alternate which field holds the current state.
+  halox::halo_exchange ex_u = halox::make_exchange(dom, st, u),
+                       ex_v = halox::make_exchange(dom, st, v);
+
+  world.barrier();
+  const auto t0 = clock_type::now();
+  for (int s = 0; s < o.steps; ++s) {
+    const bool even = s % 2 == 0;
+    auto& in = even ? u : v;
+    auto& out = even ? v : u;
+    auto& ex = even ? ex_u : ex_v;
+    if (o.overlap) {
+      auto e0 = clock_type::now();
+      auto h = ex.start();
+      t.exchange_s += since(e0);
+      sweep(in, out, inner);  // reads no halo: overlaps the messages
+      e0 = clock_type::now();
+      h.wait();
+      t.exchange_s += since(e0);
+      for (const auto& slab : shell) sweep(in, out, slab);
+    } else {
+      const auto e0 = clock_type::now();
+      ex.exchange();
+      t.exchange_s += since(e0);
+      sweep(in, out, b);
+    }
+  }
+  world.barrier();
+  t.seconds = since(t0);
+  return o.steps % 2 == 0 ? u : v;
+}
+
+// Ends every rank of the job after an error on this one (the others would wait in MPI).
+[[noreturn]] void abort_run(const mpi::communicator& world, const std::exception& e) {
+  std::fprintf(stderr, "heat3d: rank %d: %s\n", world.rank(), e.what());
+  std::fflush(stderr);
+  mpi::environment::abort(1);
+  std::abort();  // not reached: MPI_Abort does not return
+}
+
+#ifdef HALOX_HEAT3D_DEVICE
+// Checks that every rank has a GPU (0) or says which has none (77, ctest's "skipped"), then
+// gives each rank of a node its own device, round robin. Collective.
+int select_gpu(const mpi::communicator& world) {
+  std::string why;
+  const int count = heat3d_device::device_count(why);
+  const int first_without =
+      mpi::all_reduce(world, count == 0 ? world.rank() : world.size(), mpi::minimum<int>());
+  if (first_without < world.size()) {
+    if (world.rank() == first_without) {
+      std::printf("heat3d: no CUDA device on rank %d (%s): --device skipped\n", world.rank(),
+                  why.c_str());
+      std::fflush(stdout);
+    }
+    return 77;
+  }
+  MPI_Comm node;  // the ranks sharing this node's GPUs
+  int local = 0;
+  if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node) !=
+          MPI_SUCCESS ||
+      MPI_Comm_rank(node, &local) != MPI_SUCCESS || MPI_Comm_free(&node) != MPI_SUCCESS)
+    throw halox::error("heat3d: could not find the ranks sharing this node");
+  heat3d_device::select_device(local % count);
+  return 0;
+}
+
+heat3d_device::grid grid_of(const halox::field<double, 3>& f) {
+  heat3d_device::grid g;
+  g.base = f.data();
+  const auto a = f.allocated_box();
+  for (int d = 0; d < 3; ++d) g.lo[d] = a.lo[d], g.stride[d] = f.strides()[d];
+  return g;
+}
+
+heat3d_device::parts parts_of(const std::vector<halox::box<3>>& boxes) {
+  heat3d_device::parts p;
+  if (boxes.size() > 6) throw halox::error("heat3d: more than six parts in one sweep");
+  for (const auto& b : boxes) {
+    auto& q = p.part[p.count++];
+    for (int d = 0; d < 3; ++d) q.lo[d] = b.lo[d], q.hi[d] = b.hi[d];
+  }
+  return p;
+}
+
+// GPU run: fields in device memory, the update as kernels on one stream, ordered with the
+// exchange by schedule_exchange/schedule_wait (no host synchronisation inside the loop).
+// Returns the final state copied into a host field of the same layout.
+halox::field<double, 3> run_device(const halox::cartesian<3>& dom, const halox::stencil<3>& st,
+                                   const options& o, const mpi::communicator& world, timing& t) {
+  // Host mirror: the same stencil gives the same allocated box and strides, so whole
+  // allocations copy as they are.
+  auto mirror = dom.make_field<double>(st);
+  auto u = dom.make_field<double>(st, halox::device), v = dom.make_field<double>(st, halox::device);
+  if (u.allocated_box() != mirror.allocated_box() || u.strides() != mirror.strides())
+    throw halox::error("heat3d: device and host fields differ in layout");
+  const std::size_t bytes = std::size_t(mirror.allocated_box().volume()) * sizeof(double);
+  fill_initial(mirror, o.n);
+  heat3d_device::copy_to_device(u.data(), mirror.data(), bytes);
+
+  const auto b = u.owned_box();
+  const auto whole = parts_of({b}), inner = parts_of({interior_of(b)}),
+             shell = parts_of(shell_of(b));
+  const heat3d_device::grid gu = grid_of(u), gv = grid_of(v);
+  halox::halo_exchange ex_u = halox::make_exchange(dom, st, u),
+                       ex_v = halox::make_exchange(dom, st, v);
+  // A CUDA failure below ends the job from inside this scope: unwinding would destroy an
+  // exchange in flight, whose destructor waits for messages that may never come.
+  try {
+    CUstream_st* const stream = heat3d_device::create_stream();
+
+    world.barrier();
+    const auto t0 = clock_type::now();
+    for (int s = 0; s < o.steps; ++s) {
+      const bool even = s % 2 == 0;
+      const auto& in = even ? gu : gv;
+      const auto& out = even ? gv : gu;
+      auto& ex = even ? ex_u : ex_v;
+      auto e0 = clock_type::now();
+      ex.schedule_exchange(stream);  // packs after the previous step's kernels
+      t.exchange_s += since(e0);
+      if (o.overlap) heat3d_device::sweep(in, out, inner, alpha, stream);  // reads no halo
+      e0 = clock_type::now();
+      ex.schedule_wait(stream);  // later work on `stream` sees the halos
+      t.exchange_s += since(e0);
+      heat3d_device::sweep(in, out, o.overlap ? shell : whole, alpha, stream);
+    }
+    heat3d_device::synchronize(stream);
+    world.barrier();
+    t.seconds = since(t0);
+
+    heat3d_device::copy_to_host(mirror.data(), (o.steps % 2 == 0 ? u : v).data(), bytes);
+    heat3d_device::destroy_stream(stream);
+  } catch (const std::exception& e) {
+    abort_run(world, e);
+  }
+  return mirror;
+}
+#else
+int select_gpu(const mpi::communicator& world) {
+  if (world.rank() == 0)
+    std::fprintf(
+        stderr,
+        "heat3d: --device needs a build with CUDA (configure with -DHALOX_ENABLE_CUDA=ON); "
+        "this one has none\n");
+  return 2;
+}
+
+halox::field<double, 3> run_device(const halox::cartesian<3>&, const halox::stencil<3>&,
+                                   const options&, const mpi::communicator&, timing&) {
+  throw halox::error("heat3d: built without CUDA");
+}
+#endif
+
+// Reads the options; returns -1 to run, else the exit code (0 after --help, 2 on a bad one).
+int parse(int argc, char** argv, options& o, int rank) {
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     auto value = [&]() -> const char* {
@@ -107,20 +294,29 @@ bool parse(int argc, char** argv, options& o, int rank) {
     if (arg == "--n") o.n = std::atoll(value());
     else if (arg == "--steps") o.steps = std::atoi(value());
     else if (arg == "--no-overlap") o.overlap = false;
+    else if (arg == "--device") o.device = true;
     else {
-      if (rank == 0)
+      const bool help = arg == "--help" || arg == "-h";
+      if (rank == 0) {
+        if (!help) std::fprintf(stderr, "heat3d: unknown option '%s'\n", arg.c_str());
         std::printf(
-            "usage: mpirun -np P heat3d [--n N] [--steps S] [--no-overlap]\n"
+            "usage: mpirun -np P heat3d [--n N] [--steps S] [--no-overlap] [--device]\n"
             "  Explicit 7-point heat equation on a periodic N^3 grid (default 48) for S steps\n"
             "  (default 40), halos exchanged with halox over P ranks; rank 0 repeats the run\n"
             "  serially and compares. --no-overlap uses blocking exchanges instead of\n"
             "  overlapping the interior update with the exchange.\n"
+            "  --device (CUDA builds): fields in GPU memory, one GPU per rank of a node (round\n"
+            "  robin), the update as CUDA kernels on one stream ordered with the exchange by\n"
+            "  schedule_exchange/schedule_wait; the interior kernel overlaps the messages unless\n"
+            "  --no-overlap. Exits 77 (skipped) where a rank has no CUDA device, 2 in a build\n"
+            "  without CUDA.\n"
             "  Last line: 'verified ...' when max |distributed - serial| <= 1e-12.\n");
-      return arg == "--help" || arg == "-h";
+      }
+      return help ? 0 : 2;
     }
   }
   if (o.n < 3 || o.steps < 0) throw halox::error("heat3d: need --n >= 3 and --steps >= 0");
-  return true;
+  return -1;
 }
 
 }  // namespace
@@ -129,54 +325,25 @@ int main(int argc, char** argv) {
   mpi::environment env(argc, argv);
   mpi::communicator world;
   options o;
-  bool run = false;
   try {
-    run = parse(argc, argv, o, world.rank());
+    if (const int code = parse(argc, argv, o, world.rank()); code >= 0) return code;
   } catch (const halox::error& e) {
     if (world.rank() == 0) std::fprintf(stderr, "%s\n", e.what());
     return 2;
   }
-  if (!run) return argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") ? 0 : 2;
 
   constexpr auto st = halox::stencil<3>::star(1);
   const halox::cartesian<3> dom(world, {o.n, o.n, o.n}, halox::periodic{true, true, true});
-  auto u = dom.make_field<double>(st), v = dom.make_field<double>(st);
-  const auto b = u.owned_box();
-  for (idx i = b.lo[0]; i < b.hi[0]; ++i)
-    for (idx j = b.lo[1]; j < b.hi[1]; ++j)
-      for (idx k = b.lo[2]; k < b.hi[2]; ++k) u(i, j, k) = initial(i, j, k, o.n);
-  // One exchange object per field: steps alternate which field holds the current state.
-  halox::halo_exchange ex_u = halox::make_exchange(dom, st, u), ex_v = halox::make_exchange(dom, st, v);
-
-  world.barrier();
-  const auto t0 = std::chrono::steady_clock::now();
-  double exchange_s = 0;
-  for (int s = 0; s < o.steps; ++s) {
-    const bool even = s % 2 == 0;
-    auto& in = even ? u : v;
-    auto& out = even ? v : u;
-    auto& ex = even ? ex_u : ex_v;
-    auto clock = [] { return std::chrono::steady_clock::now(); };
-    auto since = [&](auto t) { return std::chrono::duration<double>(clock() - t).count(); };
-    if (o.overlap) {
-      auto e0 = clock();
-      auto h = ex.start();
-      exchange_s += since(e0);
-      sweep(in, out, interior_of(b));  // reads no halo: overlaps the messages
-      e0 = clock();
-      h.wait();
-      exchange_s += since(e0);
-      sweep_shell(in, out, b);
-    } else {
-      const auto e0 = clock();
-      ex.exchange();
-      exchange_s += since(e0);
-      sweep(in, out, b);
-    }
+  timing t;
+  halox::field<double, 3> result;  // the final state, on the host
+  try {
+    if (o.device)
+      if (const int code = select_gpu(world); code != 0) return code;
+    result = o.device ? run_device(dom, st, o, world, t) : run_host(dom, st, o, world, t);
+  } catch (const std::exception& e) {
+    abort_run(world, e);
   }
-  world.barrier();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const auto& result = o.steps % 2 == 0 ? u : v;
+  const auto b = result.owned_box();
 
   // Gather the owned boxes on rank 0 and compare with the serial run.
   std::vector<double> mine;
@@ -199,11 +366,16 @@ int main(int argc, char** argv) {
             diff = std::max(diff, std::abs(all[r][p++] - ref[std::size_t((i * o.n + j) * o.n + k)]));
     }
     const double cells = double(o.n) * double(o.n) * double(o.n) * o.steps;
+    const char* mode = o.device ? (o.overlap ? "device, stream-ordered exchange overlapped"
+                                             : "device, stream-ordered exchange, no overlap")
+                                : (o.overlap ? "overlapped exchange" : "blocking exchange");
     std::printf("heat3d: %lld^3 cells, %d steps, %d ranks, process grid %dx%dx%d, %s\n",
                 static_cast<long long>(o.n), o.steps, world.size(), dom.grid().dims[0],
-                dom.grid().dims[1], dom.grid().dims[2], o.overlap ? "overlapped exchange" : "blocking exchange");
-    std::printf("throughput: %.3f Mcell-updates/s (%.4f s total, %.4f s in halo exchange on rank 0)\n",
-                cells / seconds / 1e6, seconds, exchange_s);
+                dom.grid().dims[1], dom.grid().dims[2], mode);
+    std::printf(
+        "throughput: %.3f Mcell-updates/s (%.4f s total, %.4f s in halo exchange calls on "
+        "rank 0)\n",
+        cells / t.seconds / 1e6, t.seconds, t.exchange_s);
     if (diff <= 1e-12) {
       std::printf("verified: max |distributed - serial| = %.3e <= 1e-12\n", diff);
     } else {
