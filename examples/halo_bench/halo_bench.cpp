@@ -20,11 +20,20 @@
 
 #include <boost/mpi.hpp>
 #include <halox/halox.hpp>
+#ifdef HALOX_BENCH_CUDA
+#include <cuda_runtime.h>
+#endif
 
 namespace mpi = boost::mpi;
 using idx = halox::index;
 
 namespace {
+
+#ifdef HALOX_BENCH_CUDA
+void cuda_check(cudaError_t rc) {
+  if (rc != cudaSuccess) throw halox::error(std::string("halo_bench: CUDA: ") + cudaGetErrorString(rc));
+}
+#endif
 
 struct options {
   std::vector<int> sizes{8, 64, 128};
@@ -33,6 +42,7 @@ struct options {
   std::vector<std::string> impls{"halox", "mpi_manual", "mpi_types"};
   int iters = 0;  // 0: chosen per case
   int warmup = 10;
+  bool device = false;
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -56,26 +66,44 @@ struct setup {
   std::vector<halox::field<double, 3>> f;
   halox::box<3> owned;
   halox::extents<3> global;
+  std::vector<halox::field<double, 3>> mirror;  // host copies of device fields (--device)
 
+  const halox::field<double, 3>& host_view(int k) const { return mirror.empty() ? f[k] : mirror[k]; }
   void fill() {
     for (int k = 0; k < int(f.size()); ++k) {
-      const auto a = f[k].allocated_box();
+      const auto& h = host_view(k);
+      const auto a = h.allocated_box();
       for (idx i = a.lo[0]; i < a.hi[0]; ++i)
         for (idx j = a.lo[1]; j < a.hi[1]; ++j)
           for (idx l = a.lo[2]; l < a.hi[2]; ++l)
-            f[k].at({i, j, l}) = owned.contains({i, j, l}) ? encode({i, j, l}, global, k) : -1.0;
+            h.at({i, j, l}) = owned.contains({i, j, l}) ? encode({i, j, l}, global, k) : -1.0;
     }
+    transfer(true);
   }
   // True when every halo cell of every field holds its source's value.
   bool check() const {
+    transfer(false);
     bool ok = true;
     for (int k = 0; k < int(f.size()); ++k) {
-      const auto a = f[k].allocated_box();
+      const auto& h = host_view(k);
+      const auto a = h.allocated_box();
       for (idx i = a.lo[0]; i < a.hi[0]; ++i)
         for (idx j = a.lo[1]; j < a.hi[1]; ++j)
-          for (idx l = a.lo[2]; l < a.hi[2]; ++l) ok = ok && f[k].at({i, j, l}) == encode({i, j, l}, global, k);
+          for (idx l = a.lo[2]; l < a.hi[2]; ++l) ok = ok && h.at({i, j, l}) == encode({i, j, l}, global, k);
     }
     return mpi::all_reduce(dom.comm(), ok, std::logical_and<bool>());
+  }
+  // Copies the mirrors to the device fields (or back).
+  void transfer(bool up) const {
+#ifdef HALOX_BENCH_CUDA
+    for (std::size_t k = 0; k < mirror.size(); ++k) {
+      const auto bytes = std::size_t(f[k].allocated_box().volume()) * sizeof(double);
+      cuda_check(up ? cudaMemcpy(f[k].data(), mirror[k].data(), bytes, cudaMemcpyHostToDevice)
+                    : cudaMemcpy(mirror[k].data(), f[k].data(), bytes, cudaMemcpyDeviceToHost));
+    }
+#else
+    (void)up;
+#endif
   }
   // Neighbour rank in direction d (periodic).
   int neighbour(const halox::direction<3>& d) const {
@@ -223,6 +251,66 @@ class mpi_types {
   std::vector<MPI_Request> reqs_;
 };
 
+#ifdef HALOX_BENCH_CUDA
+// One GPU, one rank, periodic: the halo is the domain's own image, so every region of every
+// field is one cudaMemcpy3DAsync from the owned cells to the opposite halo (no pack kernel).
+class memcpy3d {
+ public:
+  explicit memcpy3d(const setup& s) {
+    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    for (const auto& d : s.st.directions()) {
+      if (d == halox::direction<3>{}) continue;
+      const auto opposite = halox::direction<3>{-d[0], -d[1], -d[2]};
+      const auto src = s.send_region(d), dst = s.recv_region(opposite);
+      for (const auto& fld : s.f) {
+        const auto a = fld.allocated_box();
+        const auto e = a.size();
+        cudaMemcpy3DParms p{};
+        p.srcPtr = make_cudaPitchedPtr(fld.data(), std::size_t(e[2]) * sizeof(double), std::size_t(e[2]), std::size_t(e[1]));
+        p.dstPtr = p.srcPtr;
+        p.srcPos = make_cudaPos(std::size_t(src.lo[2] - a.lo[2]) * sizeof(double), std::size_t(src.lo[1] - a.lo[1]), std::size_t(src.lo[0] - a.lo[0]));
+        p.dstPos = make_cudaPos(std::size_t(dst.lo[2] - a.lo[2]) * sizeof(double), std::size_t(dst.lo[1] - a.lo[1]), std::size_t(dst.lo[0] - a.lo[0]));
+        const auto n = src.size();
+        p.extent = make_cudaExtent(std::size_t(n[2]) * sizeof(double), std::size_t(n[1]), std::size_t(n[0]));
+        p.kind = cudaMemcpyDeviceToDevice;
+        copies_.push_back(p);
+      }
+    }
+  }
+  ~memcpy3d() { (void)cudaStreamDestroy(stream_); }
+  void exchange() {
+    for (const auto& p : copies_) cuda_check(cudaMemcpy3DAsync(&p, stream_));
+    cuda_check(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  cudaStream_t stream_{};
+  std::vector<cudaMemcpy3DParms> copies_;
+};
+
+// Device-to-device copy bandwidth of this GPU (bytes read + written per second).
+double d2d_bandwidth_gbps() {
+  const std::size_t bytes = std::size_t(256) << 20;
+  void *a = nullptr, *b = nullptr;
+  cuda_check(cudaMalloc(&a, bytes));
+  cuda_check(cudaMalloc(&b, bytes));
+  cudaEvent_t t0, t1;
+  cuda_check(cudaEventCreate(&t0));
+  cuda_check(cudaEventCreate(&t1));
+  cuda_check(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+  cuda_check(cudaEventRecord(t0));
+  const int reps = 20;
+  for (int k = 0; k < reps; ++k) cuda_check(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
+  cuda_check(cudaEventRecord(t1));
+  cuda_check(cudaEventSynchronize(t1));
+  float ms = 0;
+  cuda_check(cudaEventElapsedTime(&ms, t0, t1));
+  cuda_check(cudaFree(a));
+  cuda_check(cudaFree(b));
+  return 2.0 * double(bytes) * reps / (double(ms) * 1e-3) / 1e9;
+}
+#endif
+
 // Median and minimum over `iters` exchanges of the slowest rank's time, in microseconds.
 std::pair<double, double> time_it(const mpi::communicator& comm, int warmup, int iters,
                                   const std::function<void()>& run) {
@@ -260,23 +348,39 @@ int main(int argc, char** argv) {
     else if (arg == "--iters") o.iters = ints().at(0);
     else if (arg == "--warmup") o.warmup = ints().at(0);
     else if (arg == "--impls") o.impls = split_list(v), ++a;
+    else if (arg == "--device") o.device = true;
     else {
       if (world.rank() == 0)
         std::printf("usage: mpirun -np P halo_bench [--sizes 8,64,128] [--widths 1,2] [--fields 3]\n"
                     "         [--impls halox,mpi_manual,mpi_types] [--iters N] [--warmup N]\n"
+                    "         [--device]   (GPU fields; impls halox and, at 1 rank, memcpy3d)\n"
                     "Prints one JSON object per case and implementation.\n");
       return arg == "--help" ? 0 : 2;
     }
   }
 
+  if (o.device) {
+#ifdef HALOX_BENCH_CUDA
+    const double bw = d2d_bandwidth_gbps();
+    if (world.rank() == 0)
+      std::printf("{\"impl\":\"cudaMemcpy_d2d\",\"case\":\"256 MiB\",\"ranks\":%d,\"GBps\":%.1f}\n",
+                  world.size(), bw);
+#else
+    if (world.rank() == 0) std::fprintf(stderr, "halo_bench: --device needs a build with CUDA\n");
+    return 2;
+#endif
+  }
   bool all_ok = true;
   for (int L : o.sizes)
     for (int w : o.widths) {
       const auto grid = halox::balanced_grid<3>(world.size(), {L, L, L});
       const halox::extents<3> global{idx(L) * grid.dims[0], idx(L) * grid.dims[1], idx(L) * grid.dims[2]};
       const halox::cartesian<3> dom(world, global, halox::periodic<3>::all(), grid);
-      setup s{dom, halox::stencil<3>::box(w), {}, {}, global};
-      for (int k = 0; k < o.fields; ++k) s.f.push_back(dom.make_field<double>(s.st));
+      setup s{dom, halox::stencil<3>::box(w), {}, {}, global, {}};
+      for (int k = 0; k < o.fields; ++k) {
+        s.f.push_back(dom.make_field<double>(s.st, o.device ? halox::device : halox::host));
+        if (o.device) s.mirror.push_back(dom.make_field<double>(s.st));
+      }
       s.owned = s.f[0].owned_box();
       const int iters = o.iters > 0 ? o.iters : L <= 16 ? 2000 : L <= 64 ? 200 : 50;
       for (const auto& impl : o.impls) {
@@ -284,6 +388,16 @@ int main(int argc, char** argv) {
         std::unique_ptr<halox::halo_exchange> hx;
         std::unique_ptr<mpi_manual> mm;
         std::unique_ptr<mpi_types> mt;
+#ifdef HALOX_BENCH_CUDA
+        std::unique_ptr<memcpy3d> m3;
+        if (impl == "memcpy3d" && o.device && world.size() == 1) {
+          m3 = std::make_unique<memcpy3d>(s);
+          run = [&] { m3->exchange(); };
+        } else
+#endif
+        if (o.device && impl != "halox") {
+          continue;  // host MPI implementations cannot read device fields
+        } else
         if (impl == "halox") {
           hx = std::make_unique<halox::halo_exchange>([&] {
             switch (o.fields) {
@@ -309,10 +423,10 @@ int main(int argc, char** argv) {
         all_ok = all_ok && ok;
         const auto [median, best] = time_it(world, o.warmup, iters, run);
         if (world.rank() == 0)
-          std::printf("{\"impl\":\"%s\",\"case\":\"%d^3 w%d\",\"ranks\":%d,\"local\":%d,\"width\":%d,"
+          std::printf("{\"impl\":\"%s\",\"case\":\"%d^3 w%d%s\",\"ranks\":%d,\"local\":%d,\"width\":%d,"
                       "\"fields\":%d,\"stencil\":\"box\",\"grid\":\"%dx%dx%d\",\"iters\":%d,"
                       "\"median_us\":%.2f,\"min_us\":%.2f,\"bytes\":%zu,\"verified\":%s}\n",
-                      impl.c_str(), L, w, world.size(), L, w, o.fields, grid.dims[0], grid.dims[1],
+                      impl.c_str(), L, w, o.device ? " device" : "", world.size(), L, w, o.fields, grid.dims[0], grid.dims[1],
                       grid.dims[2], iters, median, best, s.halo_bytes(), ok ? "true" : "false");
         std::fflush(stdout);
       }

@@ -76,7 +76,18 @@ __global__ void copy_kernel(const dev_op* ops, const long long* tile_start, int 
     for (long long e = first + threadIdx.x; e < last; e += blockDim.x) {
       const unsigned char* s = op.src;
       unsigned char* d = op.dst;
-      if (op.kind == strided) {
+      if (op.kind == strided && op.total <= 0xffffffffLL) {
+        // 32-bit division: several times cheaper than 64-bit on the GPU.
+        unsigned rem = unsigned(e);
+        for (int k = op.rank - 1; k > 0; --k) {
+          const unsigned c = unsigned(op.count[k]), i = rem % c;
+          rem /= c;
+          s += i * op.src_stride[k];
+          d += i * op.dst_stride[k];
+        }
+        s += rem * op.src_stride[0];
+        d += rem * op.dst_stride[0];
+      } else if (op.kind == strided) {
         long long rem = e;
         for (int k = op.rank - 1; k > 0; --k) {
           const long long c = op.count[k], i = rem % c;
