@@ -102,16 +102,14 @@ unstructured::unstructured(const boost::mpi::communicator& comm, std::span<const
     }
   });
 
-  // 2. Owner discovery through the distributed directory, when any rank with ghosts did not
-  // give their owners. The decision is collective: a rank with no ghosts passes no owners
-  // either, and every rank must take part in the directory's set-up messages.
-  const bool mine_unknown = !ghosts.empty() && opt.ghost_owners.empty();
-  if (boost::mpi::all_reduce(comm_, mine_unknown, std::logical_or<bool>())) {
-    by_rank<global_id> reg, ask;
+  // 2. The distributed directory: every rank registers its owned ids there, so an id owned by
+  // two ranks is caught even when owners are given. Owners are then looked up when any rank
+  // with ghosts did not give them. That decision is collective: a rank with no ghosts passes no
+  // owners either, and every rank must take part in the directory's set-up messages.
+  std::unordered_map<global_id, int> directory;
+  {
+    by_rank<global_id> reg;
     for (global_id g : owned) reg[directory_rank(g, ranks)].push_back(g);
-    if (mine_unknown)
-      for (global_id g : ghosts) ask[directory_rank(g, ranks)].push_back(g);
-    std::unordered_map<global_id, int> directory;
     detail::agree(comm_, [&] {
       for (const auto& in : detail::sparse_exchange(raw, to_lists(std::move(reg)), tag_register))
         for (global_id g : in.data) {
@@ -120,6 +118,12 @@ unstructured::unstructured(const boost::mpi::communicator& comm, std::span<const
                           std::min(it->second, in.rank), std::max(it->second, in.rank));
         }
     });
+  }
+  const bool mine_unknown = !ghosts.empty() && opt.ghost_owners.empty();
+  if (boost::mpi::all_reduce(comm_, mine_unknown, std::logical_or<bool>())) {
+    by_rank<global_id> ask;
+    if (mine_unknown)
+      for (global_id g : ghosts) ask[directory_rank(g, ranks)].push_back(g);
     const auto asked_order = ask;  // to map answers back to ghosts
     std::vector<detail::typed_list<int>> answers;
     for (const auto& q : detail::sparse_exchange(raw, to_lists(std::move(ask)), tag_query)) {
