@@ -29,13 +29,7 @@ class box_list : public domain_base<box_list<D>, D> {
  public:
   box_list(const boost::mpi::communicator& comm, const extents<D>& global, periodic<D> per,
            std::vector<owned_box<D>> boxes)
-      : comm_(comm), per_(per), boxes_(std::move(boxes)), id_(detail::next_domain_id()) {
-    rank_ = comm.rank();
-    for (int i = 0; i < D; ++i) {
-      detail::require(global[i] > 0, "rank {}: global extent {} in dimension {} must be positive",
-                      rank_, global[i], i);
-      global_.hi[i] = global[i];
-    }
+      : domain_base<box_list<D>, D>(comm, global, per), boxes_(std::move(boxes)) {
     validate();
     local_id_.resize(boxes_.size());
     std::vector<int> count(comm.size(), 0);
@@ -45,12 +39,6 @@ class box_list : public domain_base<box_list<D>, D> {
     }
   }
 
-  const boost::mpi::communicator& comm() const { return comm_; }
-  int rank() const { return rank_; }
-  int size() const { return comm_.size(); }
-  std::uint64_t id() const { return id_; }
-  const box<D>& global_box() const { return global_; }
-  const periodic<D>& periodicity() const { return per_; }
   const std::vector<box<D>>& local_boxes() const { return local_; }
   std::vector<box<D>> boxes_of(int r) const {
     std::vector<box<D>> out;
@@ -98,14 +86,13 @@ class box_list : public domain_base<box_list<D>, D> {
                     covered, global_.volume(), to_string(global_));
   }
 
-  boost::mpi::communicator comm_;
-  box<D> global_{};
-  periodic<D> per_{};
+  using base = domain_base<box_list<D>, D>;
+  using base::comm_;
+  using base::global_;
+  using base::rank_;
   std::vector<owned_box<D>> boxes_;
   std::vector<int> local_id_;
   std::vector<box<D>> local_;
-  int rank_ = 0;
-  std::uint64_t id_ = 0;
 };
 
 }  // namespace halox

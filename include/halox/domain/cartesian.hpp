@@ -29,13 +29,7 @@ class cartesian : public domain_base<cartesian<D>, D> {
   /// not match the rank count or would leave a rank without cells.
   cartesian(const boost::mpi::communicator& comm, const extents<D>& global,
             periodic<D> per = {}, std::optional<process_grid<D>> grid = std::nullopt)
-      : comm_(comm), per_(per), id_(detail::next_domain_id()) {
-    rank_ = comm.rank();
-    for (int i = 0; i < D; ++i) {
-      detail::require(global[i] > 0, "rank {}: global extent {} in dimension {} must be positive",
-                      rank_, global[i], i);
-      global_.hi[i] = global[i];
-    }
+      : domain_base<cartesian<D>, D>(comm, global, per) {
     if (grid) {
       long long product = 1;
       for (int i = 0; i < D; ++i) {
@@ -54,13 +48,6 @@ class cartesian : public domain_base<cartesian<D>, D> {
     local_.push_back(box_of(rank_));
   }
 
-  const boost::mpi::communicator& comm() const { return comm_; }
-  int rank() const { return rank_; }
-  int size() const { return comm_.size(); }
-  /// Identity shared by copies of this domain; fields remember it.
-  std::uint64_t id() const { return id_; }
-  const box<D>& global_box() const { return global_; }
-  const periodic<D>& periodicity() const { return per_; }
   const process_grid<D>& grid() const { return grid_; }
 
   /// Grid coordinates of rank `r`.
@@ -111,13 +98,11 @@ class cartesian : public domain_base<cartesian<D>, D> {
   }
 
  private:
-  boost::mpi::communicator comm_;
-  box<D> global_{};
-  periodic<D> per_{};
+  using base = domain_base<cartesian<D>, D>;
+  using base::global_;
+  using base::rank_;
   process_grid<D> grid_{};
   std::vector<box<D>> local_;
-  int rank_ = 0;
-  std::uint64_t id_ = 0;
 };
 
 }  // namespace halox

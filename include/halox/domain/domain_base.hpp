@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <boost/mpi/communicator.hpp>
+
 #include "halox/domain/box.hpp"
 #include "halox/error.hpp"
 #include "halox/field/field.hpp"
@@ -44,11 +46,20 @@ inline std::uint64_t next_domain_id() {
 }
 }  // namespace detail
 
-/// Field creation shared by all structured domains (`Derived` provides `local_boxes()`,
-/// `rank()` and `id()`).
+/// What all structured domains share: the communicator, the global box, periodicity,
+/// identity, and field creation (`Derived` provides `local_boxes()`).
 template <class Derived, int D>
 class domain_base {
  public:
+  const boost::mpi::communicator& comm() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return comm_.size(); }
+  /// Identity shared by copies of this domain; fields remember it.
+  std::uint64_t id() const { return id_; }
+  /// `[0, n_0) x ... x [0, n_{D-1})`.
+  const box<D>& global_box() const { return global_; }
+  const periodic<D>& periodicity() const { return per_; }
+
   /// A field owned by halox with halo padding equal to the stencil's widths, zero-initialised.
   template <class T>
   field<T, D> make_field(const stencil<D>& st, memory_space space = host,
@@ -98,7 +109,7 @@ class domain_base {
     detail::require(alloc == want,
                     "rank {}: field '{}' has extents {} but the owned box {} with padding "
                     "{}/{} needs {}",
-                    self().rank(), s->name, fmt::join(alloc, "x"), to_string(b),
+                    rank(), s->name, fmt::join(alloc, "x"), to_string(b),
                     fmt::join(pad_lo, ","), fmt::join(pad_hi, ","), fmt::join(want, "x"));
     detail::dense_strides<D>(alloc, o, m);
     m.data = reinterpret_cast<std::byte*>(check_pointer(data, *s));
@@ -118,9 +129,9 @@ class domain_base {
     set_padding(m, pad_lo, pad_hi, *s);
     for (int i = 0; i < D; ++i)
       detail::require(strides[i] > 0, "rank {}: field '{}' has stride {} in dimension {}",
-                      self().rank(), s->name, strides[i], i);
+                      rank(), s->name, strides[i], i);
     detail::require(o.components == 1 || component_stride > 0,
-                    "rank {}: field '{}' has component stride {}", self().rank(), s->name,
+                    "rank {}: field '{}' has component stride {}", rank(), s->name,
                     component_stride);
     m.stride = strides;
     m.comp_stride = component_stride;
@@ -137,7 +148,7 @@ class domain_base {
     auto s = new_state<T>(space, o);
     detail::require(blocks.size() == boxes.size(),
                     "rank {}: field '{}' wraps {} arrays but the rank owns {} boxes",
-                    self().rank(), s->name, blocks.size(), boxes.size());
+                    rank(), s->name, blocks.size(), boxes.size());
     for (std::size_t k = 0; k < boxes.size(); ++k) {
       detail::block_memory<D> m;
       m.owned = boxes[k];
@@ -149,6 +160,23 @@ class domain_base {
     return field<T, D>(std::move(s));
   }
 
+ protected:
+  /// Checks that every global extent is positive.
+  domain_base(const boost::mpi::communicator& comm, const extents<D>& global, periodic<D> per)
+      : comm_(comm), per_(per), rank_(comm.rank()), id_(detail::next_domain_id()) {
+    for (int i = 0; i < D; ++i) {
+      detail::require(global[i] > 0, "rank {}: global extent {} in dimension {} must be positive",
+                      rank_, global[i], i);
+      global_.hi[i] = global[i];
+    }
+  }
+
+  boost::mpi::communicator comm_;
+  box<D> global_{};
+  periodic<D> per_{};
+  int rank_ = 0;
+  std::uint64_t id_ = 0;
+
  private:
   const Derived& self() const { return static_cast<const Derived&>(*this); }
   static std::size_t round_up(std::size_t n) { return (n + 63) / 64 * 64; }
@@ -157,13 +185,13 @@ class domain_base {
   std::shared_ptr<detail::field_state<D>> new_state(memory_space space,
                                                     const field_options& o) const {
     auto s = std::make_shared<detail::field_state<D>>();
-    s->domain_id = self().id();
+    s->domain_id = id();
     s->space = space;
     s->elem_bytes = sizeof(T);
     s->components = o.components;
     s->name = o.name.empty() ? "(unnamed)" : o.name;
     detail::require(o.components >= 1, "rank {}: field '{}' needs at least one component, got {}",
-                    self().rank(), s->name, o.components);
+                    rank(), s->name, o.components);
     return s;
   }
   void set_padding(detail::block_memory<D>& m, const widths<D>& lo, const widths<D>& hi,
@@ -171,14 +199,14 @@ class domain_base {
     for (int i = 0; i < D; ++i) {
       detail::require(lo[i] >= 0 && hi[i] >= 0,
                       "rank {}: field '{}' has negative padding {}/{} in dimension {}",
-                      self().rank(), s.name, lo[i], hi[i], i);
+                      rank(), s.name, lo[i], hi[i], i);
       m.pad_lo[i] = lo[i];
       m.pad_hi[i] = hi[i];
     }
   }
   template <class T>
   T* check_pointer(T* p, const detail::field_state<D>& s) const {
-    detail::require(p != nullptr, "rank {}: field '{}' wraps a null pointer", self().rank(),
+    detail::require(p != nullptr, "rank {}: field '{}' wraps a null pointer", rank(),
                     s.name);
     return p;
   }
@@ -187,7 +215,7 @@ class domain_base {
     detail::require(boxes.size() == 1,
                     "rank {}: {}(pointer, ...) needs a rank that owns one box, this one owns {}; "
                     "wrap one array per box instead",
-                    self().rank(), what, boxes.size());
+                    rank(), what, boxes.size());
     return boxes[0];
   }
 };
