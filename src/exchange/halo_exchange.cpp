@@ -4,15 +4,21 @@
 
 #include "halox/error.hpp"
 #include "halox/pack/device_copy.hpp"
+#include "halox/transport/peer_ipc.hpp"
 
 namespace halox {
 
 namespace detail {
 
+namespace {
+const std::vector<message> no_messages;
+}
+
 struct exchange_state {
   boost::mpi::communicator comm;
   exchange_program prog;
-  mpi_channels channels;
+  std::unique_ptr<peer_ipc> ipc;  // null unless messages travel through CUDA IPC
+  mpi_channels channels;          // data messages (none under CUDA IPC)
   std::unique_ptr<device_copier> gpu;  // null without device fields
   bool unpack_pending = false;         // a scheduled unpack may still read the receive buffer
   std::vector<int> done;  // scratch for test()
@@ -24,7 +30,9 @@ struct exchange_state {
   exchange_state(const boost::mpi::communicator& c, exchange_program p)
       : comm(c),
         prog(std::move(p)),
-        channels(MPI_Comm(comm), prog.sends, prog.send_buf.get(), prog.recvs, prog.recv_buf.get()),
+        ipc(peer_ipc::attach(MPI_Comm(comm), prog)),
+        channels(MPI_Comm(comm), ipc ? no_messages : prog.sends, prog.send_buf.get(),
+                 ipc ? no_messages : prog.recvs, prog.recv_buf.get()),
         done(prog.recvs.size() + 1) {
     if (!prog.device_pack.empty() || !prog.device_unpack.empty() || !prog.device_gather.empty() ||
         !prog.device_scatter.empty())
@@ -50,14 +58,24 @@ struct exchange_state {
     const int me = comm.rank();
     if (gpu && unpack_pending) gpu->synchronize(me);  // the last unpack read the receive buffer
     unpack_pending = false;
-    channels.start_recvs();
-    if (gpu) {
+    if (ipc) {
+      ipc->start();  // our senders may now write into our receive buffer
+      if (gpu && after) gpu->wait_for(after, me);
+      ipc->wait_clear();
+      if (gpu) {
+        gpu->launch_pack(me);  // straight into the receivers' GPU memory, and local copies
+        gpu->synchronize(me);
+      }
+      ipc->signal_ready();
+    } else if (gpu) {
+      channels.start_recvs();
       if (after) gpu->wait_for(after, me);
       gpu->launch_pack(me);  // device fields of every message, and their local copies
       for (std::size_t m = 0; m < prog.sends.size(); ++m) pack(m);  // host fields, meanwhile
       gpu->synchronize(me);
       for (std::size_t m = 0; m < prog.sends.size(); ++m) channels.start_send(m);
     } else {
+      channels.start_recvs();
       for (std::size_t m = 0; m < prog.sends.size(); ++m) {
         pack(m);
         channels.start_send(m);
@@ -72,7 +90,9 @@ struct exchange_state {
   void wait(stream_t before = nullptr) {
     if (!in_flight) return;
     const int me = comm.rank();
-    if (prog.ordered_unpack) {
+    if (ipc) {
+      ipc->wait_ready();
+    } else if (prog.ordered_unpack) {
       while (channels.wait_recv() >= 0) {
       }
       for (std::size_t m = 0; m < prog.recvs.size(); ++m) unpack(m);
@@ -90,10 +110,16 @@ struct exchange_state {
       unpack_pending = false;
     }
     channels.wait_sends();
+    if (ipc) ipc->wait_sends();
     in_flight = false;
   }
   bool test() {
     if (!in_flight) return true;
+    if (ipc) {
+      if (!ipc->test_ready()) return false;
+      arrived = prog.recvs.size();
+      if (!ipc->test_sends()) return false;
+    }
     const int n = channels.test_recvs(done.data());
     arrived += std::size_t(n);
     if (!prog.ordered_unpack)
@@ -161,7 +187,11 @@ void halo_exchange::schedule_wait(stream_t stream) {
 }
 
 std::string halo_exchange::describe() const {
-  return fmt::format("rank {}: {}", s_->comm.rank(), s_->prog.summary);
+  const auto& p = s_->prog;
+  std::string out = fmt::format("rank {}: {}", s_->comm.rank(), p.summary);
+  for (const auto& m : p.sends) out += fmt::format("\n  send to {}: {} B via {}", m.peer, m.bytes, p.path);
+  for (const auto& m : p.recvs) out += fmt::format("\n  recv from {}: {} B via {}", m.peer, m.bytes, p.path);
+  return out;
 }
 
 void exchange_handle::wait() {

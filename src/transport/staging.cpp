@@ -17,6 +17,7 @@ const char* to_string(staging s) noexcept {
     case staging::automatic: return "auto";
     case staging::gpu_aware: return "gpu_aware";
     case staging::host_staged: return "host_staged";
+    case staging::peer_ipc: return "peer_ipc";
   }
   return "?";
 }
@@ -41,7 +42,8 @@ staging staging_from_env() {
   if (s == "auto" || s == "automatic") return staging::automatic;
   if (s == "gpu_aware") return staging::gpu_aware;
   if (s == "host_staged") return staging::host_staged;
-  fail("HALOX_STAGING='{}' is not a staging policy; use auto, gpu_aware or host_staged", s);
+  if (s == "peer_ipc") return staging::peer_ipc;
+  fail("HALOX_STAGING='{}' is not a staging policy; use auto, gpu_aware, host_staged or peer_ipc", s);
 }
 
 staging_choice choose_staging(staging s) {
@@ -54,6 +56,7 @@ staging_choice choose_staging(staging s) {
                                     "memory, which it can read"};
     case staging::host_staged:
       return {staging::host_staged, false, "forced; pack kernel writes mapped pinned memory"};
+    case staging::peer_ipc:  // where CUDA IPC cannot serve, messages go as automatic would
     case staging::automatic: break;
   }
   return aware ? staging_choice{staging::gpu_aware, true, "automatic: MPI is CUDA-aware"}

@@ -145,6 +145,8 @@ exchange_program compile(const structured_plan<D>& plan,
       else b.program().local_ops.push_back(op);
     }
   b.program().ordered_unpack = reverse;
+  for (const auto* f : fields)
+    (f->space == memory_space::device ? b.program().has_device_fields : b.program().has_host_fields) = true;
   return b.finish(fields.size());
 }
 

@@ -111,10 +111,7 @@ class program_builder {
         p_.unpack.copies.size() + p_.unpack.gathers.size(),
         p_.device_pack.size() + p_.device_gather.size(),
         p_.device_unpack.size() + p_.device_scatter.size());
-    for (const auto& m : p_.sends)
-      p_.summary += fmt::format("\n  send to {}: {} B via {}", m.peer, m.bytes, path);
-    for (const auto& m : p_.recvs)
-      p_.summary += fmt::format("\n  recv from {}: {} B via {}", m.peer, m.bytes, path);
+    p_.path = path;
     return std::move(p_);
   }
 

@@ -66,6 +66,8 @@ inline exchange_program compile(const unstructured& pat,
   add_side(program_builder::send, reverse ? pat.recvs() : pat.sends(), false);
   add_side(program_builder::recv, reverse ? pat.sends() : pat.recvs(), reverse);
   b.program().ordered_unpack = reverse;
+  for (const auto* f : fields)
+    (f->space == memory_space::device ? b.program().has_device_fields : b.program().has_host_fields) = true;
   return b.finish(fields.size());
 }
 

@@ -10,7 +10,8 @@ namespace halox {
 enum class staging {
   automatic,   ///< gpu_aware when the MPI library reports CUDA support, else host_staged
   gpu_aware,   ///< message buffers in device memory, handed to MPI as they are
-  host_staged  ///< message buffers in pinned host memory the pack kernel writes (mapped)
+  host_staged,  ///< message buffers in pinned host memory the pack kernel writes (mapped)
+  peer_ipc      ///< node-local GPUs: the pack kernel writes into the peer's GPU memory (CUDA IPC)
 };
 
 const char* to_string(staging s) noexcept;
@@ -19,7 +20,8 @@ namespace detail {
 /// Whether the MPI library reports CUDA support: Open MPI's `MPIX_Query_cuda_support()`,
 /// MPICH's `MPIX_GPU_query_support()`, else false. Needs MPI initialised.
 bool mpi_cuda_aware() noexcept;
-/// The policy `HALOX_STAGING` asks for (`auto`, `gpu_aware`, `host_staged`; unset: automatic).
+/// The policy `HALOX_STAGING` asks for (`auto`, `gpu_aware`, `host_staged`, `peer_ipc`; unset:
+/// automatic).
 /// Throws halox::error on any other value.
 staging staging_from_env();
 /// Where the message buffers of an exchange with device fields live under policy `s`, and why,

@@ -1,0 +1,49 @@
+#pragma once
+/// @file
+/// A prepared exchange, independent of dimension and value types: what the communication
+/// object runs. Plain data, C++17, no Boost: the CUDA seams read it too.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "halox/field/memory.hpp"
+#include "halox/pack/strided_copy.hpp"
+#include "halox/transport/mpi_channels.hpp"
+
+namespace halox::detail {
+
+/// A prepared exchange, independent of dimension and value types: messages, the copies that
+/// pack, unpack and copy locally, and the buffers they point into.
+struct exchange_program {
+  /// Copies of one kind: strided regions (structured) and index lists (unstructured).
+  struct steps {
+    std::vector<copy_op> copies;
+    std::vector<gather_op> gathers;
+  };
+  /// The steps of one message: `copies[c0, c0 + cn)` and `gathers[g0, g0 + gn)`.
+  struct op_range {
+    std::size_t c0 = 0, cn = 0, g0 = 0, gn = 0;
+  };
+  std::vector<message> sends, recvs;
+  std::vector<op_range> pack_range;    ///< per send message
+  std::vector<op_range> unpack_range;  ///< per receive message
+  steps pack, unpack;
+  std::vector<copy_op> local_ops;
+  /// Copies of device fields: packing and local copies (one fused launch), unpacking (one).
+  std::vector<copy_op> device_pack, device_unpack;
+  std::vector<gather_op> device_gather, device_scatter;  ///< same launches, index lists
+  bool device_buffers = false;  ///< message buffers in device memory (gpu_aware staging)
+  bool has_device_fields = false;  ///< the same on every rank: same field list everywhere
+  bool has_host_fields = false;
+  std::vector<std::vector<index>> index_lists;  ///< what gather steps point into
+  /// Unpack in peer order after every message arrived (reverse exchanges: deterministic sums).
+  bool ordered_unpack = false;
+  std::shared_ptr<std::byte> send_buf, recv_buf;  ///< 64-byte aligned host memory
+  std::vector<std::shared_ptr<void>> fields;  ///< keeps the fields' memory alive
+  std::string summary;  ///< what describe() prints first
+  std::string path;     ///< how messages travel, for describe()
+};
+
+}  // namespace halox::detail

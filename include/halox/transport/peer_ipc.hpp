@@ -1,0 +1,48 @@
+#pragma once
+/// @file
+/// Node-local direct transport for device fields: the pack kernel writes each message straight
+/// into the receiving rank's GPU memory through CUDA IPC; MPI carries only two empty messages
+/// per peer and exchange (clear-to-send, data-ready). Compiles without nvcc.
+
+#include <memory>
+
+#include <mpi.h>
+
+#include "halox/exchange/program.hpp"
+
+namespace halox::detail {
+
+class peer_ipc {
+ public:
+  /// Decides collectively whether this exchange runs over CUDA IPC and, if so, sets it up:
+  /// every rank's peers are on its node with GPUs that can reach each other (or the same GPU),
+  /// the exchange holds device fields only, and HALOX_STAGING is `auto` or `peer_ipc`. Then the
+  /// receive buffer moves to device memory, its IPC handle goes to the senders once, and their
+  /// pack steps are pointed into it. Returns null (nothing changed) otherwise. Collective over
+  /// `comm` whenever the program has device fields.
+  static std::unique_ptr<peer_ipc> attach(MPI_Comm comm, exchange_program& prog);
+  ~peer_ipc();
+  peer_ipc(const peer_ipc&) = delete;
+  peer_ipc& operator=(const peer_ipc&) = delete;
+
+  /// Posts this exchange's control receives and tells every sender that its buffer is free.
+  void start();
+  /// Waits until every receiver has said its buffer is free (before packing into it).
+  void wait_clear();
+  /// Tells every receiver that its data is in place (after the pack kernel finished).
+  void signal_ready();
+  /// Waits for (or tests) every sender's data-ready message.
+  void wait_ready();
+  bool test_ready();
+  /// Completes (or tests) this rank's own control sends.
+  void wait_sends();
+  bool test_sends();
+
+  struct impl;
+
+ private:
+  explicit peer_ipc(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> p_;
+};
+
+}  // namespace halox::detail
