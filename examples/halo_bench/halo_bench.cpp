@@ -361,6 +361,16 @@ int main(int argc, char** argv) {
 
   if (o.device) {
 #ifdef HALOX_BENCH_CUDA
+    // One GPU per rank where the node has enough (node-local rank modulo the GPU count):
+    // processes sharing a GPU are time-sliced, which costs far more than the exchange itself.
+    int gpus = 0;
+    cuda_check(cudaGetDeviceCount(&gpus));
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_Comm(world), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node);
+    int local = 0;
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    cuda_check(cudaSetDevice(local % gpus));
     const double bw = d2d_bandwidth_gbps();
     if (world.rank() == 0)
       std::printf("{\"impl\":\"cudaMemcpy_d2d\",\"case\":\"256 MiB\",\"ranks\":%d,\"GBps\":%.1f}\n",
@@ -385,6 +395,7 @@ int main(int argc, char** argv) {
       const int iters = o.iters > 0 ? o.iters : L <= 16 ? 2000 : L <= 64 ? 200 : 50;
       for (const auto& impl : o.impls) {
         std::function<void()> run;
+        std::vector<double> start_us, wait_us;  // halox only
         std::unique_ptr<halox::halo_exchange> hx;
         std::unique_ptr<mpi_manual> mm;
         std::unique_ptr<mpi_types> mt;
@@ -406,7 +417,15 @@ int main(int argc, char** argv) {
               default: return halox::make_exchange(dom, s.st, s.f[0], s.f[1], s.f[2]);
             }
           }());
-          run = [&] { hx->exchange(); };
+          // Split phase, timed per phase: where a slow exchange spends its time.
+          run = [&] {
+            const double t0 = MPI_Wtime();
+            auto h = hx->start();
+            const double t1 = MPI_Wtime();
+            h.wait();
+            start_us.push_back((t1 - t0) * 1e6);
+            wait_us.push_back((MPI_Wtime() - t1) * 1e6);
+          };
         } else if (impl == "mpi_manual") {
           mm = std::make_unique<mpi_manual>(s);
           run = [&] { mm->exchange(); };
@@ -422,12 +441,22 @@ int main(int argc, char** argv) {
         const bool ok = s.check();
         all_ok = all_ok && ok;
         const auto [median, best] = time_it(world, o.warmup, iters, run);
+        auto median_of = [](std::vector<double> v) {
+          if (v.empty()) return 0.0;
+          std::sort(v.begin(), v.end());
+          return v[v.size() / 2];
+        };
+        const std::string phases =
+            start_us.empty() ? std::string()
+                             : ",\"start_us\":" + std::to_string(median_of(start_us)) +
+                                   ",\"wait_us\":" + std::to_string(median_of(wait_us));
         if (world.rank() == 0)
           std::printf("{\"impl\":\"%s\",\"case\":\"%d^3 w%d%s\",\"ranks\":%d,\"local\":%d,\"width\":%d,"
                       "\"fields\":%d,\"stencil\":\"box\",\"grid\":\"%dx%dx%d\",\"iters\":%d,"
-                      "\"median_us\":%.2f,\"min_us\":%.2f,\"bytes\":%zu,\"verified\":%s}\n",
+                      "\"median_us\":%.2f,\"min_us\":%.2f,\"bytes\":%zu,\"verified\":%s%s}\n",
                       impl.c_str(), L, w, o.device ? " device" : "", world.size(), L, w, o.fields, grid.dims[0], grid.dims[1],
-                      grid.dims[2], iters, median, best, s.halo_bytes(), ok ? "true" : "false");
+                      grid.dims[2], iters, median, best, s.halo_bytes(), ok ? "true" : "false",
+                      phases.c_str());
         std::fflush(stdout);
       }
     }
