@@ -210,3 +210,32 @@ TEST_CASE("an unknown HALOX_STAGING is an input error on every rank") {
   REQUIRE_THROWS_WITH(halox::make_exchange(dom, st, u), Catch::Contains("carrier_pigeon"));
   ::unsetenv("HALOX_STAGING");
 }
+
+TEST_CASE("wrapped user device memory; exchange() orders after the legacy default stream") {
+  boost::mpi::communicator world;
+  const halox::extents<3> n{20, 18, 16};
+  constexpr auto st = halox::stencil<3>::box(1);
+  const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
+  const auto owned = dom.local_boxes()[0];
+  const auto alloc = halox::grow(owned, st.lo, st.hi).size();
+  double* raw = nullptr;  // memory from "another library"
+  cuda(cudaMalloc(&raw, std::size_t(alloc[0] * alloc[1] * alloc[2]) * sizeof(double)));
+  auto u = dom.wrap(raw, alloc, st.lo, st.hi, {}, halox::device);
+  REQUIRE(u.space() == halox::memory_space::device);
+  auto ex = halox::make_exchange(dom, st, u);
+  unsigned long long* errors = nullptr;
+  cuda(cudaMalloc(&errors, sizeof(unsigned long long)));
+  cuda(cudaMemset(errors, 0, sizeof(unsigned long long)));
+  const auto g = geom_of(u, n);
+  for (int s = 1; s <= 50; ++s) {
+    halox_test::stamp(g, s, nullptr);  // legacy default stream, no host synchronisation
+    ex.exchange();                     // documented: packing sees the legacy stream's work
+    halox_test::verify(g, s, errors, nullptr);
+  }
+  unsigned long long bad = 0;
+  cuda(cudaMemcpy(&bad, errors, sizeof bad, cudaMemcpyDeviceToHost));
+  cuda(cudaFree(errors));
+  cuda(cudaDeviceSynchronize());
+  REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>()) == 0);
+  cuda(cudaFree(raw));
+}
