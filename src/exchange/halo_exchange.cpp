@@ -71,6 +71,7 @@ struct exchange_state {
       channels.start_recvs();
       if (after) gpu->wait_for(after, me);
       gpu->launch_pack(me);  // device fields of every message, and their local copies
+      if (prog.copy_staging) gpu->copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
       for (std::size_t m = 0; m < prog.sends.size(); ++m) pack(m);  // host fields, meanwhile
       gpu->synchronize(me);
       for (std::size_t m = 0; m < prog.sends.size(); ++m) channels.start_send(m);
@@ -100,6 +101,7 @@ struct exchange_state {
       for (int m; (m = channels.wait_recv()) >= 0;) unpack(std::size_t(m));
     }
     if (gpu && !unpack_pending) {  // test() may have launched it already
+      if (prog.copy_staging) gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, me);
       gpu->launch_unpack(me);
       unpack_pending = true;
     }
@@ -131,6 +133,8 @@ struct exchange_state {
     }
     if (gpu) {
       if (!unpack_pending) {
+        if (prog.copy_staging)
+          gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, comm.rank());
         gpu->launch_unpack(comm.rank());
         unpack_pending = true;
       }

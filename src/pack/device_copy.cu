@@ -244,6 +244,10 @@ void device_copier::launch_unpack(int rank) {
   p_->unpack.launch(p_->stream, p_->grid_cap, rank, "unpack kernel launch");
   check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
 }
+void device_copier::copy(void* dst, const void* src, std::size_t bytes, int rank) {
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, p_->stream), "cudaMemcpyAsync (staging)", rank);
+}
 void device_copier::synchronize(int rank) {
   check(cudaStreamSynchronize(p_->stream), "cudaStreamSynchronize (pack/unpack kernels)", rank);
 }

@@ -133,7 +133,10 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
 
   // The receive buffer moves to device memory; unpack steps follow it.
   const std::size_t recv_size = extent_of(prog.recvs), send_size = extent_of(prog.sends);
-  const std::byte* old_recv = prog.recv_buf.get();
+  // The buffers the kernels use now (device copies under copy staging).
+  const std::byte* old_recv = prog.copy_staging ? prog.device_recv.get() : prog.recv_buf.get();
+  const std::byte* old_send = prog.copy_staging ? prog.device_send.get() : prog.send_buf.get();
+  prog.copy_staging = false;
   auto recv = allocate(memory_space::device, recv_size);
   for (auto& op : prog.device_unpack)
     if (inside(op.src, old_recv, recv_size)) op.src = recv.get() + (op.src - old_recv);
@@ -169,7 +172,6 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
     remote[k] = static_cast<std::byte*>(base) + in[k].offset;
   }
   // Pack steps write straight into the receivers' buffers.
-  const std::byte* old_send = prog.send_buf.get();
   auto rebase = [&](auto* ptr) -> std::byte* {
     const std::size_t off = std::size_t(reinterpret_cast<const std::byte*>(ptr) - old_send);
     for (std::size_t k = 0; k < prog.sends.size(); ++k)

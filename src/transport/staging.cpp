@@ -46,6 +46,13 @@ staging staging_from_env() {
   fail("HALOX_STAGING='{}' is not a staging policy; use auto, gpu_aware, host_staged or peer_ipc", s);
 }
 
+bool host_staging_copies() {
+  const char* v = std::getenv("HALOX_HOST_STAGING");
+  if (v == nullptr || *v == '\0' || std::string(v) == "mapped") return false;
+  if (std::string(v) == "copy") return true;
+  fail("HALOX_HOST_STAGING='{}' is not a host staging variant; use mapped or copy", v);
+}
+
 staging_choice choose_staging(staging s) {
   const bool aware = mpi_cuda_aware();
   switch (s) {

@@ -128,8 +128,15 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
   auto u = dom.make_field<double>(st, halox::device);
   auto v = dom.make_field<double>(st, halox::device);
+  // Every transport: auto (CUDA IPC on one node), and both host_staged variants.
+  const auto [policy, variant] = GENERATE(std::pair{"auto", "mapped"}, std::pair{"host_staged", "mapped"},
+                                          std::pair{"host_staged", "copy"});
+  ::setenv("HALOX_STAGING", policy, 1);
+  ::setenv("HALOX_HOST_STAGING", variant, 1);
   auto ex_u = halox::make_exchange(dom, st, u);
   auto ex_v = halox::make_exchange(dom, st, v);
+  ::unsetenv("HALOX_STAGING");
+  ::unsetenv("HALOX_HOST_STAGING");
   cudaStream_t stream;
   cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   unsigned long long* errors = nullptr;
@@ -137,6 +144,7 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   cuda(cudaMemsetAsync(errors, 0, sizeof(unsigned long long), stream));
   const auto gu = geom_of(u, n), gv = geom_of(v, n);
   const int iterations = 300;
+  INFO("HALOX_STAGING=" << policy << " HALOX_HOST_STAGING=" << variant);
   for (int s = 1; s <= iterations; ++s) {
     // u and v alternate so two objects interleave on one stream, as a solver's steps do.
     auto& ex = s % 2 ? ex_u : ex_v;
@@ -174,7 +182,9 @@ TEST_CASE("unstructured device fields: ring plus long-range ghosts, both layouts
   if (P > 1)
     for (long k = 0; k < n; k += 7) ghosts.push_back(gid((r + 1 + int(k) % (P - 1)) % P, (k * 13) % n));
   const char* policy = GENERATE("auto", "host_staged", "gpu_aware", "peer_ipc");
+  const char* variant = GENERATE("mapped", "copy");  // HALOX_HOST_STAGING
   ::setenv("HALOX_STAGING", policy, 1);
+  ::setenv("HALOX_HOST_STAGING", variant, 1);
   halox::unstructured pat(world, owned, ghosts);
   const auto layout = GENERATE(halox::entity_layout::entity_major, halox::entity_layout::component_major);
   auto dev = pat.make_field<double>(2, layout, halox::device);
@@ -185,6 +195,9 @@ TEST_CASE("unstructured device fields: ring plus long-range ghosts, both layouts
   cuda(cudaMemcpy(dev.data(), host.data(), bytes, cudaMemcpyHostToDevice));
   auto ex = halox::make_exchange(pat, dev);
   ::unsetenv("HALOX_STAGING");
+  ::unsetenv("HALOX_HOST_STAGING");
+  if (P > 1 && std::string(policy) == "host_staged" && std::string(variant) == "copy")
+    REQUIRE_THAT(ex.describe(), Catch::Contains("cudaMemcpyAsync"));
   // auto and peer_ipc take CUDA IPC where every peer's GPU is reachable (as on one node here),
   // else the MPI path auto would choose.
   const std::string path = std::string(policy) == "auto" ? "peer_ipc" : policy;

@@ -59,6 +59,7 @@ void validate_fields(const Domain& dom, const stencil<D>& st,
                      const std::vector<const field_state<D>*>& fields, bool reverse = false) {
   const int me = dom.rank();
   (void)staging_from_env();  // a bad HALOX_STAGING is an input error like any other
+  (void)host_staging_copies();
   for (int i = 0; i < D; ++i)
     require(st.lo[i] >= 0 && st.hi[i] >= 0,
             "rank {}: stencil widths {}/{} in dimension {} must not be negative", me, st.lo[i],

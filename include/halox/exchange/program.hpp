@@ -35,6 +35,11 @@ struct exchange_program {
   std::vector<copy_op> device_pack, device_unpack;
   std::vector<gather_op> device_gather, device_scatter;  ///< same launches, index lists
   bool device_buffers = false;  ///< message buffers in device memory (gpu_aware staging)
+  /// host_staged by copies: kernels use device_send/device_recv, copied to/from the host
+  /// buffers with cudaMemcpyAsync (`send_extent`/`recv_extent` bytes).
+  bool copy_staging = false;
+  std::shared_ptr<std::byte> device_send, device_recv;
+  std::size_t send_extent = 0, recv_extent = 0;
   bool has_device_fields = false;  ///< the same on every rank: same field list everywhere
   bool has_host_fields = false;
   std::vector<std::vector<index>> index_lists;  ///< what gather steps point into

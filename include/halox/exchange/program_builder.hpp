@@ -74,6 +74,14 @@ class program_builder {
         choice.device_buffers = false;
         choice.why += "; host fields share the messages: buffers in mapped pinned memory";
       }
+      // The other host_staged variant, for comparison (docs/performance.md): the kernels pack
+      // into device memory, one cudaMemcpyAsync per direction moves the messages through
+      // pinned host memory. Only without host fields (they pack into the host buffer).
+      if (choice.policy == staging::host_staged && !host_steps && host_staging_copies()) {
+        p_.copy_staging = true;
+        choice.why = "pack into device memory, cudaMemcpyAsync through pinned host memory "
+                     "(HALOX_HOST_STAGING=copy)";
+      }
       path = fmt::format("{} ({})", to_string(choice.policy), choice.why);
       p_.device_buffers = choice.device_buffers;
     }
@@ -83,15 +91,24 @@ class program_builder {
     };
     p_.send_buf = buffer(offset_[send]);
     p_.recv_buf = buffer(offset_[recv]);
+    if (p_.copy_staging) {
+      p_.device_send = allocate(memory_space::device, offset_[send]);
+      p_.device_recv = allocate(memory_space::device, offset_[recv]);
+      p_.send_extent = offset_[send];
+      p_.recv_extent = offset_[recv];
+    }
+    // Where the kernels find the messages: the message buffers, or their device copies.
+    std::byte* dsend = p_.copy_staging ? p_.device_send.get() : p_.send_buf.get();
+    std::byte* drecv = p_.copy_staging ? p_.device_recv.get() : p_.recv_buf.get();
     // Device pack steps are the first device_off_[send].size() entries (local copies follow).
     for (std::size_t k = 0; k < device_off_[send].size(); ++k)
-      p_.device_pack[k].dst = p_.send_buf.get() + device_off_[send][k];
+      p_.device_pack[k].dst = dsend + device_off_[send][k];
     for (std::size_t k = 0; k < device_off_[recv].size(); ++k)
-      p_.device_unpack[k].src = p_.recv_buf.get() + device_off_[recv][k];
+      p_.device_unpack[k].src = drecv + device_off_[recv][k];
     for (std::size_t k = 0; k < p_.device_gather.size(); ++k)
-      p_.device_gather[k].buf = p_.send_buf.get() + device_gather_off_[send][k];
+      p_.device_gather[k].buf = dsend + device_gather_off_[send][k];
     for (std::size_t k = 0; k < p_.device_scatter.size(); ++k)
-      p_.device_scatter[k].buf = p_.recv_buf.get() + device_gather_off_[recv][k];
+      p_.device_scatter[k].buf = drecv + device_gather_off_[recv][k];
     for (std::size_t k = 0; k < p_.pack.copies.size(); ++k)
       p_.pack.copies[k].dst = p_.send_buf.get() + copy_off_[send][k];
     for (std::size_t k = 0; k < p_.unpack.copies.size(); ++k)

@@ -30,6 +30,8 @@ class device_copier {
   void launch_pack(int rank);
   /// Enqueues the unpack list (no-op when empty).
   void launch_unpack(int rank);
+  /// Enqueues a copy of `bytes` bytes (any direction; pinned host memory on one side).
+  void copy(void* dst, const void* src, std::size_t bytes, int rank);
   /// Blocks until everything enqueued has run.
   void synchronize(int rank);
   /// True when everything enqueued has run. Never blocks.

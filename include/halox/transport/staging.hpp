@@ -33,6 +33,10 @@ struct staging_choice {
   std::string why;
 };
 staging_choice choose_staging(staging s);
+/// `HALOX_HOST_STAGING=copy`: host_staged packs into device memory and copies through pinned
+/// memory instead of letting the kernels write mapped pinned memory (`mapped`, the default).
+/// Throws halox::error on any other value.
+bool host_staging_copies();
 }  // namespace detail
 
 }  // namespace halox
