@@ -35,9 +35,10 @@ struct exchange_state {
                  ipc ? no_messages : prog.recvs, prog.recv_buf.get()),
         done(prog.recvs.size() + 1) {
     if (!prog.device_pack.empty() || !prog.device_unpack.empty() || !prog.device_gather.empty() ||
-        !prog.device_scatter.empty())
+        !prog.device_scatter.empty() || !prog.device_local_ordered.empty())
       gpu = std::make_unique<device_copier>(prog.device_pack, prog.device_gather,
-                                            prog.device_unpack, prog.device_scatter);
+                                            prog.device_unpack, prog.device_scatter,
+                                            prog.device_local_ordered, prog.ordered_device_unpack);
   }
 
   void pack(std::size_t m) const {

@@ -32,6 +32,7 @@ struct dev_op {
   const long long* idx;
   long long ncomp, entity_stride, comp_stride, elem;
   int kind;
+  int red_op, red_type;  // device_reduce: combine into dst instead of copying
   int rank;
   int words;  // words of `unit` bytes per element
   int unit;   // 1, 2, 4, 8 or 16
@@ -54,6 +55,24 @@ int unit_of(const gather_op& op) {
                              reinterpret_cast<std::uintptr_t>(op.buf) |
                              std::uint64_t(op.entity_stride) | std::uint64_t(op.comp_stride) | 16;
   return int(bits & (~bits + 1));
+}
+
+template <class T>
+__device__ void combine(const unsigned char* s, unsigned char* d, int op) {
+  const T b = *reinterpret_cast<const T*>(s);
+  T& a = *reinterpret_cast<T*>(d);
+  a = op == 1 ? T(a + b) : op == 2 ? (b < a ? b : a) : (a < b ? b : a);
+}
+
+__device__ void combine_elem(const unsigned char* s, unsigned char* d, int op, int type) {
+  switch (type) {
+    case 1: return combine<double>(s, d, op);
+    case 2: return combine<float>(s, d, op);
+    case 3: return combine<int>(s, d, op);
+    case 4: return combine<long long>(s, d, op);
+    case 5: return combine<unsigned>(s, d, op);
+    default: return combine<unsigned long long>(s, d, op);
+  }
 }
 
 template <class W>
@@ -102,6 +121,10 @@ __global__ void copy_kernel(const dev_op* ops, const long long* tile_start, int 
         const long long in_field = entity * op.entity_stride + c * op.comp_stride, in_buf = e * op.elem;
         s += op.kind == gather_kind ? in_field : in_buf;
         d += op.kind == gather_kind ? in_buf : in_field;
+      }
+      if (op.red_op != 0) {
+        combine_elem(s, d, op.red_op, op.red_type);
+        continue;
       }
       switch (op.unit) {
         case 16: copy_words<uint4>(s, d, op.words); break;
@@ -157,6 +180,8 @@ struct table {
       d.comp_stride = g.comp_stride;
       d.elem = (long long)g.elem;
       d.total = g.n * g.ncomp;
+      d.red_op = g.dev_reduce.op;
+      d.red_type = g.dev_reduce.type;
       d.unit = unit_of(g);
       d.words = int(g.elem / std::size_t(d.unit));
       host.push_back(d);
@@ -177,6 +202,8 @@ struct table {
       }
       d.unit = unit_of(op);
       d.words = int(op.elem / std::size_t(d.unit));
+      d.red_op = op.dev_reduce.op;
+      d.red_type = op.dev_reduce.type;
       host.push_back(d);
       start.push_back(start.back() + (d.total + tile_elems - 1) / tile_elems);
     }
@@ -207,13 +234,15 @@ struct table {
 
 struct device_copier::impl {
   table pack, unpack;
+  std::vector<table> local_steps, unpack_steps;  // one launch each, in order (reverse)
   cudaStream_t stream = nullptr;
   cudaEvent_t done = nullptr, incoming = nullptr;
   int grid_cap = 1024;
 };
 
 device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
-                             const std::vector<copy_op>& unpack, const std::vector<gather_op>& scatter)
+                             const std::vector<copy_op>& unpack, const std::vector<gather_op>& scatter,
+                             const std::vector<copy_op>& ordered_local, bool ordered)
     : p_(std::make_unique<impl>()) {
   int dev = 0, sms = 0;
   check(cudaGetDevice(&dev), "cudaGetDevice", -1);
@@ -223,7 +252,22 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
   check(cudaEventCreateWithFlags(&p_->done, cudaEventDisableTiming), "cudaEventCreate", -1);
   check(cudaEventCreateWithFlags(&p_->incoming, cudaEventDisableTiming), "cudaEventCreate", -1);
   p_->pack.upload(pack, gather, gather_kind, -1);
-  p_->unpack.upload(unpack, scatter, scatter_kind, -1);
+  for (const auto& op : ordered_local) {
+    p_->local_steps.emplace_back();
+    p_->local_steps.back().upload({op}, {}, gather_kind, -1);
+  }
+  if (!ordered) {
+    p_->unpack.upload(unpack, scatter, scatter_kind, -1);
+  } else {
+    for (const auto& op : unpack) {
+      p_->unpack_steps.emplace_back();
+      p_->unpack_steps.back().upload({op}, {}, scatter_kind, -1);
+    }
+    for (const auto& g : scatter) {
+      p_->unpack_steps.emplace_back();
+      p_->unpack_steps.back().upload({}, {g}, scatter_kind, -1);
+    }
+  }
 }
 
 device_copier::~device_copier() {
@@ -231,6 +275,8 @@ device_copier::~device_copier() {
   if (p_->stream) (void)cudaStreamSynchronize(p_->stream);
   p_->pack.release();
   p_->unpack.release();
+  for (auto& t : p_->local_steps) t.release();
+  for (auto& t : p_->unpack_steps) t.release();
   if (p_->done) (void)cudaEventDestroy(p_->done);
   if (p_->incoming) (void)cudaEventDestroy(p_->incoming);
   if (p_->stream) (void)cudaStreamDestroy(p_->stream);
@@ -238,10 +284,12 @@ device_copier::~device_copier() {
 
 void device_copier::launch_pack(int rank) {
   p_->pack.launch(p_->stream, p_->grid_cap, rank, "pack kernel launch");
+  for (const auto& t : p_->local_steps) t.launch(p_->stream, p_->grid_cap, rank, "local copy launch");
   check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
 }
 void device_copier::launch_unpack(int rank) {
   p_->unpack.launch(p_->stream, p_->grid_cap, rank, "unpack kernel launch");
+  for (const auto& t : p_->unpack_steps) t.launch(p_->stream, p_->grid_cap, rank, "unpack step launch");
   check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
 }
 void device_copier::copy(void* dst, const void* src, std::size_t bytes, int rank) {

@@ -8,7 +8,8 @@ namespace halox::detail {
 struct device_copier::impl {};
 
 device_copier::device_copier(const std::vector<copy_op>&, const std::vector<gather_op>&,
-                             const std::vector<copy_op>&, const std::vector<gather_op>&) {
+                             const std::vector<copy_op>&, const std::vector<gather_op>&,
+                             const std::vector<copy_op>&, bool) {
   fail("device copies requested but this halox was built without CUDA (HALOX_ENABLE_CUDA=OFF)");
 }
 device_copier::~device_copier() = default;

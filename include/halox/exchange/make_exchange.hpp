@@ -56,7 +56,7 @@ std::string field_label(int k, const field_state<D>& f) {
 
 template <int D, class Domain>
 void validate_fields(const Domain& dom, const stencil<D>& st,
-                     const std::vector<const field_state<D>*>& fields, bool reverse = false) {
+                     const std::vector<const field_state<D>*>& fields) {
   const int me = dom.rank();
   (void)staging_from_env();  // a bad HALOX_STAGING is an input error like any other
   (void)host_staging_copies();
@@ -70,10 +70,9 @@ void validate_fields(const Domain& dom, const stencil<D>& st,
     require(f != nullptr, "rank {}: field #{} is empty (default-constructed)", me, k);
     const auto label = field_label(k, *f);
     require(f->domain_id == dom.id(), "rank {}: {} belongs to another domain", me, label);
-    require(f->space == memory_space::host || (!reverse && cuda_enabled()),
-            "rank {}: {} lives in {} memory; {}", me, label, to_string(f->space),
-            reverse ? "reverse exchanges handle host fields only so far"
-                    : "this halox was built without CUDA");
+    require(f->space == memory_space::host || cuda_enabled(),
+            "rank {}: {} lives in {} memory; this halox was built without CUDA", me, label,
+            to_string(f->space));
     require(f->blocks.size() == boxes.size(), "rank {}: {} has {} blocks, the rank owns {} boxes",
             me, label, f->blocks.size(), boxes.size());
     for (std::size_t b = 0; b < boxes.size(); ++b) {
@@ -97,7 +96,7 @@ void validate_fields(const Domain& dom, const stencil<D>& st,
 template <int D>
 exchange_program compile(const structured_plan<D>& plan,
                          const std::vector<const field_state<D>*>& fields, bool reverse = false,
-                         const std::vector<reduce_fn>& reduce = {}) {
+                         const std::vector<combiner>& reduce = {}) {
   program_builder b;
   constexpr int R = D + 1;
   index c[R], fs[R], bs[R], fs2[R];
@@ -130,7 +129,7 @@ exchange_program compile(const structured_plan<D>& plan,
         fr.strides(fs);
         buffer_strides<D>(c, fields[k]->elem_bytes, bs);
         auto op = make_copy_op(nullptr, fr.base(), R, fields[k]->elem_bytes, c, bs, fs, loop_order::by_dst);
-        if (reverse && !reduce.empty()) op.reduce = reduce[k];
+        if (reverse && !reduce.empty()) op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
         b.add(program_builder::recv, op, fr.bytes(), fields[k]->space == memory_space::device);
       }
   }
@@ -141,11 +140,13 @@ exchange_program compile(const structured_plan<D>& plan,
       src.strides(fs);
       dst.strides(fs2);
       auto op = make_copy_op(src.base(), dst.base(), R, fields[k]->elem_bytes, c, fs, fs2, loop_order::by_dst);
-      if (reverse && !reduce.empty()) op.reduce = reduce[k];
-      if (fields[k]->space == memory_space::device) b.program().device_pack.push_back(op);
-      else b.program().local_ops.push_back(op);
+      if (reverse && !reduce.empty()) op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
+      if (fields[k]->space != memory_space::device) b.program().local_ops.push_back(op);
+      else if (reverse) b.program().device_local_ordered.push_back(op);
+      else b.program().device_pack.push_back(op);
     }
   b.program().ordered_unpack = reverse;
+  b.program().ordered_device_unpack = reverse;
   for (const auto* f : fields)
     (f->space == memory_space::device ? b.program().has_device_fields : b.program().has_host_fields) = true;
   return b.finish(fields.size());
@@ -164,9 +165,13 @@ halo_exchange finish_exchange(const boost::mpi::communicator& comm, exchange_pro
 
 /// Rejects a combining reduction on a non-arithmetic field.
 template <class T>
-void check_reducible(reduction op, int k, const std::string& name, int rank) {
+void check_reducible(reduction op, int k, const std::string& name, int rank, memory_space space) {
   require(op == reduction::replace || std::is_arithmetic_v<T>,
           "rank {}: field #{} '{}': reduction '{}' needs an arithmetic value type; use replace",
+          rank, k, name, to_string(op));
+  require(op == reduction::replace || space == memory_space::host || device_type_code<T>() != 0,
+          "rank {}: field #{} '{}': reduction '{}' on device memory supports double, float and "
+          "32/64-bit integers",
           rank, k, name, to_string(op));
 }
 }  // namespace detail
@@ -200,11 +205,11 @@ halo_exchange make_reverse_exchange(const Domain& dom, const stencil<D>& st, red
   static_assert(sizeof...(T) >= 1, "make_reverse_exchange needs at least one field");
   const std::vector<const detail::field_state<D>*> states{fields.state().get()...};
   detail::agree(dom.comm(), [&] {
-    detail::validate_fields<D>(dom, st, states, true);
+    detail::validate_fields<D>(dom, st, states);
     int k = 0;
-    (detail::check_reducible<T>(op, k++, fields.name(), dom.rank()), ...);
+    (detail::check_reducible<T>(op, k++, fields.name(), dom.rank(), fields.space()), ...);
   });
-  const std::vector<detail::reduce_fn> fns{detail::reducer<T>(op)...};
+  const std::vector<detail::combiner> fns{detail::combiner_for<T>(op)...};
   return detail::finish_exchange(
       dom.comm(), detail::compile<D>(make_plan<D>(dom, st), states, true, fns), fields...);
 }

@@ -34,6 +34,10 @@ struct exchange_program {
   /// Copies of device fields: packing and local copies (one fused launch), unpacking (one).
   std::vector<copy_op> device_pack, device_unpack;
   std::vector<gather_op> device_gather, device_scatter;  ///< same launches, index lists
+  /// Reverse exchanges of device fields: several contributions may land on one owned cell, so
+  /// local copies and unpack steps run one launch each, in the fixed order (deterministic).
+  std::vector<copy_op> device_local_ordered;
+  bool ordered_device_unpack = false;
   bool device_buffers = false;  ///< message buffers in device memory (gpu_aware staging)
   /// host_staged by copies: kernels use device_send/device_recv, copied to/from the host
   /// buffers with cudaMemcpyAsync (`send_extent`/`recv_extent` bytes).

@@ -64,7 +64,8 @@ class program_builder {
     // With device steps the kernels write and read the messages in place: in device memory
     // (gpu_aware with a CUDA-aware MPI) or mapped pinned host memory (host_staged).
     const bool gpu = !p_.device_pack.empty() || !p_.device_unpack.empty() ||
-                     !p_.device_gather.empty() || !p_.device_scatter.empty();
+                     !p_.device_gather.empty() || !p_.device_scatter.empty() ||
+                     !p_.device_local_ordered.empty();
     std::string path = "host fields only: packed on the CPU";
     if (gpu) {
       auto choice = choose_staging(staging_from_env());

@@ -15,8 +15,7 @@ namespace halox {
 namespace detail {
 
 inline void validate_entity_fields(const unstructured& pat,
-                                   const std::vector<const entity_field_state*>& fields,
-                                   bool reverse = false) {
+                                   const std::vector<const entity_field_state*>& fields) {
   const int me = pat.rank();
   (void)staging_from_env();  // a bad HALOX_STAGING is an input error like any other
   (void)host_staging_copies();
@@ -25,10 +24,9 @@ inline void validate_entity_fields(const unstructured& pat,
     require(f != nullptr, "rank {}: field #{} is empty (default-constructed)", me, k);
     require(f->domain_id == pat.id(), "rank {}: field #{} '{}' belongs to another pattern", me, k,
             f->name);
-    require(f->space == memory_space::host || (!reverse && cuda_enabled()),
-            "rank {}: field #{} '{}' lives in {} memory; {}", me, k, f->name, to_string(f->space),
-            reverse ? "reverse exchanges handle host fields only so far"
-                    : "this halox was built without CUDA");
+    require(f->space == memory_space::host || cuda_enabled(),
+            "rank {}: field #{} '{}' lives in {} memory; this halox was built without CUDA", me, k,
+            f->name, to_string(f->space));
     require(f->count == pat.local_count(),
             "rank {}: field #{} '{}' has {} entities, the pattern has {} local entities", me, k,
             f->name, f->count, pat.local_count());
@@ -39,7 +37,7 @@ inline void validate_entity_fields(const unstructured& pat,
 /// go back to their owners and are combined with `reduce` (per field).
 inline exchange_program compile(const unstructured& pat,
                                 const std::vector<const entity_field_state*>& fields,
-                                bool reverse = false, const std::vector<reduce_fn>& reduce = {}) {
+                                bool reverse = false, const std::vector<combiner>& reduce = {}) {
   program_builder b;
   auto& lists = b.program().index_lists;
   auto add_side = [&](program_builder::side s, const std::vector<index_list>& peers, bool combine) {
@@ -57,7 +55,7 @@ inline exchange_program compile(const unstructured& pat,
         op.ncomp = f->components;
         op.entity_stride = f->entity_stride * index(f->elem_bytes);
         op.comp_stride = f->comp_stride * index(f->elem_bytes);
-        if (combine && !reduce.empty()) op.reduce = reduce[k];
+        if (combine && !reduce.empty()) op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
         b.add(s, op, idx.size() * std::size_t(f->components) * f->elem_bytes,
               f->space == memory_space::device);
       }
@@ -67,6 +65,7 @@ inline exchange_program compile(const unstructured& pat,
   add_side(program_builder::send, reverse ? pat.recvs() : pat.sends(), false);
   add_side(program_builder::recv, reverse ? pat.sends() : pat.recvs(), reverse);
   b.program().ordered_unpack = reverse;
+  b.program().ordered_device_unpack = reverse;
   for (const auto* f : fields)
     (f->space == memory_space::device ? b.program().has_device_fields : b.program().has_host_fields) = true;
   return b.finish(fields.size());
@@ -94,11 +93,11 @@ halo_exchange make_reverse_exchange(const unstructured& pat, reduction op,
   static_assert(sizeof...(T) >= 1, "make_reverse_exchange needs at least one field");
   const std::vector<const detail::entity_field_state*> states{fields.state().get()...};
   detail::agree(pat.comm(), [&] {
-    detail::validate_entity_fields(pat, states, true);
+    detail::validate_entity_fields(pat, states);
     int k = 0;
-    (detail::check_reducible<T>(op, k++, fields.name(), pat.rank()), ...);
+    (detail::check_reducible<T>(op, k++, fields.name(), pat.rank(), fields.space()), ...);
   });
-  const std::vector<detail::reduce_fn> fns{detail::reducer<T>(op)...};
+  const std::vector<detail::combiner> fns{detail::combiner_for<T>(op)...};
   return detail::finish_exchange(pat.comm(), detail::compile(pat, states, true, fns), fields...);
 }
 

@@ -20,8 +20,12 @@ class device_copier {
  public:
   /// Uploads the pack launch (strided copies and index-list gathers) and the unpack launch
   /// (strided copies and index-list scatters; their index lists are copied to the device).
+  /// `ordered` (reverse exchanges, where several contributions may combine into one cell): the
+  /// unpack steps run one launch each, in list order, and so do `ordered_local` (after the
+  /// fused pack launch); each single step never writes a cell twice.
   device_copier(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
-                const std::vector<copy_op>& unpack, const std::vector<gather_op>& scatter);
+                const std::vector<copy_op>& unpack, const std::vector<gather_op>& scatter,
+                const std::vector<copy_op>& ordered_local = {}, bool ordered = false);
   ~device_copier();
   device_copier(const device_copier&) = delete;
   device_copier& operator=(const device_copier&) = delete;

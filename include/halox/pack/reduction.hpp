@@ -47,6 +47,24 @@ void reduce_run(std::byte* dst, const std::byte* src, index n, index ds, index s
   }
 }
 
+/// How a GPU kernel combines: `op` 0 copy (replace), 1 sum, 2 min, 3 max; `type` 1 double,
+/// 2 float, 3 int32, 4 int64, 5 uint32, 6 uint64 (0: no device reduction for this type).
+struct device_reduce {
+  int op = 0;
+  int type = 0;
+};
+
+template <class T>
+constexpr int device_type_code() {
+  if constexpr (std::is_same_v<T, double>) return 1;
+  else if constexpr (std::is_same_v<T, float>) return 2;
+  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) == 4) return 3;
+  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) == 8) return 4;
+  else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T> && sizeof(T) == 4) return 5;
+  else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T> && sizeof(T) == 8) return 6;
+  else return 0;
+}
+
 /// The combining function for value type `T` (nullptr for `replace`: a plain copy).
 template <class T>
 reduce_fn reducer(reduction r) {
@@ -60,6 +78,18 @@ reduce_fn reducer(reduction r) {
     }
   }
   return nullptr;  // callers reject non-arithmetic types before asking
+}
+
+
+/// Both ways to combine values of `T` under `r`: on the host and in the GPU kernels.
+struct combiner {
+  reduce_fn host = nullptr;
+  device_reduce device;
+};
+template <class T>
+combiner combiner_for(reduction r) {
+  const int op = r == reduction::replace ? 0 : r == reduction::sum ? 1 : r == reduction::min ? 2 : 3;
+  return {reducer<T>(r), {op, device_type_code<T>()}};
 }
 
 }  // namespace detail

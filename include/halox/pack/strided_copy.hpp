@@ -25,6 +25,7 @@ struct copy_op {
   std::array<index, max_copy_rank> src_stride{};
   std::array<index, max_copy_rank> dst_stride{};
   reduce_fn reduce = nullptr;  ///< combine into dst instead of overwriting it (reverse exchange)
+  device_reduce dev_reduce;    ///< the same, for the GPU kernels
 };
 
 /// Which side's memory order chooses the loop order (the side that is a user field).
@@ -51,6 +52,7 @@ struct gather_op {
   index comp_stride = 0;    ///< bytes between components
   std::byte* buf = nullptr;
   reduce_fn reduce = nullptr;  ///< unpack combines instead of overwriting (reverse exchange)
+  device_reduce dev_reduce;    ///< the same, for the GPU kernels
 };
 
 /// field[idx[e]] → buffer
