@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Draws the figures of docs/performance.md from the committed halo_bench JSON.
+
+    /usr/bin/python3 docs/bench/plot.py      # needs Debian's python3-matplotlib
+
+Writes docs/bench/cpu-2ranks.png and docs/bench/gpu-2xh200.png next to this script.
+"""
+import json
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load(name):
+    with open(os.path.join(HERE, name)) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def bars(ax, cases, series, ylabel, title):
+    width = 0.8 / len(series)
+    for k, (label, values) in enumerate(series):
+        xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(cases))]
+        ax.bar(xs, values, width, label=label)
+    ax.set_xticks(range(len(cases)))
+    ax.set_xticklabels(cases)
+    ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper center", ncol=2, bbox_to_anchor=(0.5, -0.1))
+    ax.grid(axis="y", which="both", alpha=0.3)
+
+
+def cpu():
+    rows = load("h100-host-cpu-2ranks.jsonl")
+    cases = []
+    for r in rows:
+        if r["case"] not in cases:
+            cases.append(r["case"])
+    impls = ["halox", "mpi_manual", "mpi_types"]
+    med = {(r["impl"], r["case"]): r["median_us"] for r in rows}
+    fig, ax = plt.subplots(figsize=(8, 5.2))
+    bars(ax, cases, [(i, [med[(i, c)] for c in cases]) for i in impls], "median µs per exchange",
+         "CPU, 2 ranks, 3 double fields, box stencil (H100 host, Xeon)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(HERE, "cpu-2ranks.png"), dpi=110)
+
+
+def gpu():
+    ipc = {r["case"]: r["median_us"] for r in load("h200x2-peer-ipc.jsonl") if "median_us" in r}
+    mapped = {r["case"]: r["median_us"] for r in load("h200x2-host-staged-mapped.jsonl") if "median_us" in r}
+    copy = {r["case"]: r["median_us"] for r in load("h200x2-host-staged-copy.jsonl") if "median_us" in r}
+    cases = list(ipc)
+    ref = {"64^3 w1 device": 710.0, "256^3 w2 device": 590.0}  # the issue's library figures
+    series = [("halox peer_ipc", [ipc[c] for c in cases]),
+              ("halox host_staged (mapped)", [mapped[c] for c in cases]),
+              ("halox host_staged (copy)", [copy[c] for c in cases]),
+              ("NCCL-based library (issue)", [ref.get(c, float("nan")) for c in cases])]
+    fig, ax = plt.subplots(figsize=(8, 5.2))
+    bars(ax, [c.replace(" device", "") for c in cases], series, "median µs per exchange",
+         "2 ranks on 2 H200s, 3 double fields, box stencil, full exchange")
+    targets = {"64^3 w1": 20.0, "256^3 w2": 60.0}
+    for i, c in enumerate(cases):
+        t = targets.get(c.replace(" device", ""))
+        if t:
+            ax.hlines(t, i - 0.45, i + 0.45, colors="k", linestyles="dashed")
+    ax.set_ylim(bottom=10)
+    ax.text(0.01, 0.02, "dashed: issue targets", transform=ax.transAxes, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(HERE, "gpu-2xh200.png"), dpi=110)
+
+
+if __name__ == "__main__":
+    cpu()
+    gpu()
