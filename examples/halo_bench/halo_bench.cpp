@@ -22,6 +22,8 @@
 #include <halox/halox.hpp>
 #ifdef HALOX_BENCH_CUDA
 #include <cuda_runtime.h>
+
+#include "region_kernel.hpp"
 #endif
 
 namespace mpi = boost::mpi;
@@ -288,6 +290,37 @@ class memcpy3d {
   std::vector<cudaMemcpy3DParms> copies_;
 };
 
+// One GPU, one rank, periodic, like memcpy3d: one kernel launch per region per field, from the
+// owned cells straight to the opposite halo (what a library without fused kernels launches).
+class per_region_kernels {
+ public:
+  explicit per_region_kernels(const setup& s) {
+    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    for (const auto& d : s.st.directions()) {
+      if (d == halox::direction<3>{}) continue;
+      const auto opposite = halox::direction<3>{-d[0], -d[1], -d[2]};
+      const auto src = s.send_region(d), dst = s.recv_region(opposite);
+      for (const auto& fld : s.f)
+        regions_.push_back({fld.pointer(src.lo), fld.pointer(dst.lo), src.size(), fld.strides()});
+    }
+  }
+  ~per_region_kernels() { (void)cudaStreamDestroy(stream_); }
+  void exchange() {
+    for (const auto& r : regions_)
+      cuda_check(halo_bench::copy_region(r.src, r.dst, r.n[0], r.n[1], r.n[2], r.stride[0], r.stride[1], stream_));
+    cuda_check(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  struct region {
+    const double* src;
+    double* dst;
+    halox::extents<3> n, stride;
+  };
+  cudaStream_t stream_{};
+  std::vector<region> regions_;
+};
+
 // Device-to-device copy bandwidth of this GPU (bytes read + written per second).
 double d2d_bandwidth_gbps() {
   const std::size_t bytes = std::size_t(256) << 20;
@@ -353,7 +386,8 @@ int main(int argc, char** argv) {
       if (world.rank() == 0)
         std::printf("usage: mpirun -np P halo_bench [--sizes 8,64,128] [--widths 1,2] [--fields 3]\n"
                     "         [--impls halox,mpi_manual,mpi_types] [--iters N] [--warmup N]\n"
-                    "         [--device]   (GPU fields; impls halox and, at 1 rank, memcpy3d)\n"
+                    "         [--device]   (GPU fields; impls halox and, at 1 rank, memcpy3d and\n"
+                    "                       per_region_kernels)\n"
                     "Prints one JSON object per case and implementation.\n");
       return arg == "--help" ? 0 : 2;
     }
@@ -401,9 +435,13 @@ int main(int argc, char** argv) {
         std::unique_ptr<mpi_types> mt;
 #ifdef HALOX_BENCH_CUDA
         std::unique_ptr<memcpy3d> m3;
+        std::unique_ptr<per_region_kernels> prk;
         if (impl == "memcpy3d" && o.device && world.size() == 1) {
           m3 = std::make_unique<memcpy3d>(s);
           run = [&] { m3->exchange(); };
+        } else if (impl == "per_region_kernels" && o.device && world.size() == 1) {
+          prk = std::make_unique<per_region_kernels>(s);
+          run = [&] { prk->exchange(); };
         } else
 #endif
         if (o.device && impl != "halox") {

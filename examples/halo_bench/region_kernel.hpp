@@ -1,0 +1,11 @@
+// One kernel per region: the baseline a halo library without fused kernels runs (C++17, no
+// halox types: compiled by nvcc separately from halo_bench.cpp).
+#pragma once
+#include <cuda_runtime.h>
+
+namespace halo_bench {
+/// Copies an n0 x n1 x n2 block of doubles from `src` to `dst`, both with element strides
+/// s0, s1 (and 1 in the last dimension), in one kernel launch on `stream`.
+cudaError_t copy_region(const double* src, double* dst, long long n0, long long n1, long long n2,
+                        long long s0, long long s1, cudaStream_t stream);
+}  // namespace halo_bench
