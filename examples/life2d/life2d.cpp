@@ -26,7 +26,7 @@ using board = halox::field<cell, 2>;
 namespace {
 
 struct options {
-  idx nx = 256, ny = 192;  // not divisible by most rank counts: uneven blocks
+  idx nx = 256, ny = 192;  // unequal blocks over 3, 5, 6, 7, ... ranks
   int steps = 200;
   std::uint64_t seed = 1;
   int progress = 50;  // steps between progress lines on rank 0; 0: none
