@@ -397,3 +397,34 @@ TEST_CASE("make_plan: random tilings over several simulated ranks") {
     if (dim == 3) run(std::integral_constant<int, 3>{});
   }
 }
+
+TEST_CASE("split_interior: interior plus shell tile the box exactly, interior reads no halo") {
+  const auto check = [](const halox::box<3>& b, const halox::stencil<3>& st) {
+    const auto parts = halox::split_interior(b, st);
+    std::vector<int> hits(std::size_t(b.volume()), 0);
+    auto mark = [&](const halox::box<3>& p) {
+      REQUIRE(halox::intersect(p, b) == p);  // inside b
+      for (auto i = p.lo[0]; i < p.hi[0]; ++i)
+        for (auto j = p.lo[1]; j < p.hi[1]; ++j)
+          for (auto k = p.lo[2]; k < p.hi[2]; ++k)
+            ++hits[std::size_t(((i - b.lo[0]) * (b.hi[1] - b.lo[1]) + (j - b.lo[1])) * (b.hi[2] - b.lo[2]) + (k - b.lo[2]))];
+    };
+    if (!parts.interior.empty()) mark(parts.interior);
+    for (const auto& s : parts.shell) mark(s);
+    for (int h : hits) REQUIRE(h == 1);
+    REQUIRE(parts.shell.size() <= 6);
+    // Interior cells: every offset within the widths stays inside b.
+    if (!parts.interior.empty())
+      for (int d = 0; d < 3; ++d) {
+        REQUIRE(parts.interior.lo[d] - st.lo[d] >= b.lo[d]);
+        REQUIRE(parts.interior.hi[d] + st.hi[d] <= b.hi[d]);
+      }
+  };
+  check({{0, 0, 0}, {6, 5, 4}}, halox::stencil<3>::box(1));
+  check({{3, -2, 7}, {9, 4, 8}}, halox::stencil<3>::star({0, 2, 1}, {2, 0, 1}));
+  check({{0, 0, 0}, {2, 2, 2}}, halox::stencil<3>::box(2));  // no interior at all
+  check({{0, 0, 0}, {1, 9, 3}}, halox::stencil<3>::star(1));
+  const auto whole = halox::split_interior<3>({{0, 0, 0}, {4, 4, 4}}, halox::stencil<3>::box(0));
+  REQUIRE(whole.shell.empty());
+  REQUIRE(whole.interior == halox::box<3>{{0, 0, 0}, {4, 4, 4}});
+}

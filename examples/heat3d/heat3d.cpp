@@ -91,29 +91,6 @@ void sweep(const halox::field<double, 3>& in, const halox::field<double, 3>& out
     }
 }
 
-// The owned box minus a one-cell shell: cells whose update reads no halo.
-halox::box<3> interior_of(const halox::box<3>& b) {
-  halox::box<3> r = b;
-  for (int d = 0; d < 3; ++d) r.lo[d] += 1, r.hi[d] -= 1;
-  return r;
-}
-
-// The one-cell shell of `b` that `interior_of` leaves out, as up to six disjoint slabs.
-std::vector<halox::box<3>> shell_of(const halox::box<3>& b) {
-  std::vector<halox::box<3>> slabs;
-  halox::box<3> rest = b;
-  for (int d = 0; d < 3; ++d) {
-    if (rest.empty()) break;
-    halox::box<3> low = rest, high = rest;
-    low.hi[d] = std::min(rest.hi[d], rest.lo[d] + 1);
-    high.lo[d] = std::max(low.hi[d], rest.hi[d] - 1);
-    slabs.push_back(low);
-    if (!high.empty()) slabs.push_back(high);
-    rest.lo[d] = low.hi[d];
-    rest.hi[d] = high.lo[d];
-  }
-  return slabs;
-}
 
 void fill_initial(const halox::field<double, 3>& u, idx n) {
   const auto b = u.owned_box();
@@ -128,8 +105,7 @@ halox::field<double, 3> run_host(const halox::cartesian<3>& dom, const halox::st
   auto u = dom.make_field<double>(st), v = dom.make_field<double>(st);
   fill_initial(u, o.n);
   const auto b = u.owned_box();
-  const auto inner = interior_of(b);
-  const auto shell = shell_of(b);
+  const auto [inner, shell] = halox::split_interior(b, st);  // overlap: interior, then shell
   // One exchange object per field: steps alternate which field holds the current state.
   halox::halo_exchange ex_u = halox::make_exchange(dom, st, u),
                        ex_v = halox::make_exchange(dom, st, v);
@@ -230,8 +206,8 @@ halox::field<double, 3> run_device(const halox::cartesian<3>& dom, const halox::
   heat3d_device::copy_to_device(u.data(), mirror.data(), bytes);
 
   const auto b = u.owned_box();
-  const auto whole = parts_of({b}), inner = parts_of({interior_of(b)}),
-             shell = parts_of(shell_of(b));
+  const auto split = halox::split_interior(b, st);
+  const auto whole = parts_of({b}), inner = parts_of({split.interior}), shell = parts_of(split.shell);
   const heat3d_device::grid gu = grid_of(u), gv = grid_of(v);
   halox::halo_exchange ex_u = halox::make_exchange(dom, st, u),
                        ex_v = halox::make_exchange(dom, st, v);

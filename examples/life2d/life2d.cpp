@@ -99,29 +99,6 @@ void sweep(const board& in, const board& out, const halox::box<2>& part) {
   }
 }
 
-// The owned box minus a one-cell rim: cells whose update reads no halo (possibly empty).
-halox::box<2> interior_of(const halox::box<2>& b) {
-  halox::box<2> r = b;
-  for (int d = 0; d < 2; ++d) r.lo[d] += 1, r.hi[d] -= 1;
-  return r;
-}
-
-// The one-cell rim of `b` that `interior_of` leaves out, as up to four disjoint strips.
-std::vector<halox::box<2>> rim_of(const halox::box<2>& b) {
-  std::vector<halox::box<2>> strips;
-  halox::box<2> rest = b;
-  for (int d = 0; d < 2; ++d) {
-    if (rest.empty()) break;
-    halox::box<2> low = rest, high = rest;
-    low.hi[d] = std::min(rest.hi[d], rest.lo[d] + 1);
-    high.lo[d] = std::max(low.hi[d], rest.hi[d] - 1);
-    strips.push_back(low);
-    if (!high.empty()) strips.push_back(high);
-    rest.lo[d] = low.hi[d];
-    rest.hi[d] = high.lo[d];
-  }
-  return strips;
-}
 
 // Runs the distributed game; returns the final board.
 board run(const halox::cartesian<2>& dom, const options& o, const mpi::communicator& world,
@@ -131,8 +108,7 @@ board run(const halox::cartesian<2>& dom, const options& o, const mpi::communica
   const auto b = u.owned_box();
   for (idx i = b.lo[0]; i < b.hi[0]; ++i)
     for (idx j = b.lo[1]; j < b.hi[1]; ++j) u(i, j) = initial(i, j, o.ny, o.seed);
-  const auto inner = interior_of(b);
-  const auto rim = rim_of(b);
+  const auto [inner, rim] = halox::split_interior(b, st);  // overlap: interior, then rim
   // One exchange object per field: steps alternate which field holds the current board.
   halox::halo_exchange ex_u = halox::make_exchange(dom, st, u),
                        ex_v = halox::make_exchange(dom, st, v);

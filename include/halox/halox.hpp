@@ -14,6 +14,7 @@
 #include "halox/domain/box_list.hpp"
 #include "halox/domain/cartesian.hpp"
 #include "halox/domain/decomposition.hpp"
+#include "halox/domain/interior.hpp"
 #include "halox/error.hpp"
 #include "halox/exchange/halo_exchange.hpp"
 #include "halox/exchange/make_exchange.hpp"
