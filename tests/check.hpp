@@ -81,8 +81,7 @@ struct tag {
 };
 
 template <int D>
-std::int64_t key(const halox::extents<D>& n, const halox::extents<D>& g, int c, int ncomp,
-                 tag t) {
+std::int64_t key(const halox::extents<D>& n, const halox::extents<D>& g, int c, int ncomp, tag t) {
   std::int64_t lin = 0, vol = 1;
   for (int i = 0; i < D; ++i) lin = lin * n[i] + g[i], vol *= n[i];
   return ((std::int64_t(t.salt) * 8 + t.id) * vol + lin) * ncomp + c;
@@ -106,7 +105,8 @@ void fill(const halox::field<T, D>& f, const std::type_identity_t<halox::extents
 
 /// Sets only the owned cells (halo left as is), e.g. to change data between exchanges.
 template <class T, int D>
-void fill_owned(const halox::field<T, D>& f, const std::type_identity_t<halox::extents<D>>& n, tag t) {
+void fill_owned(const halox::field<T, D>& f, const std::type_identity_t<halox::extents<D>>& n,
+                tag t) {
   for (int b = 0; b < f.block_count(); ++b)
     for_cells<D>(f.owned_box(b), [&](const auto& g) {
       for (int c = 0; c < f.components(); ++c)
@@ -128,8 +128,7 @@ struct result {
 /// non-periodic boundary).
 template <int D>
 bool source_of(const halox::extents<D>& g, const halox::box<D>& o, const halox::stencil<D>& st,
-               const halox::extents<D>& n, const std::array<bool, D>& per,
-               halox::extents<D>& src) {
+               const halox::extents<D>& n, const std::array<bool, D>& per, halox::extents<D>& src) {
   halox::direction<D> d{};
   for (int i = 0; i < D; ++i) {
     if (g[i] < o.lo[i]) {
@@ -173,8 +172,8 @@ result check(const halox::field<T, D>& f, const halox::stencil<D>& st,
       const bool halo = !owned && source_of<D>(g, o, st, n, per, src);
       if (owned) src = g;
       for (int c = 0; c < f.components(); ++c) {
-        const T want = owned || halo ? VT::make(key<D>(n, src, c, f.components(), t))
-                                     : VT::sentinel();
+        const T want =
+            owned || halo ? VT::make(key<D>(n, src, c, f.components(), t)) : VT::sentinel();
         if (halo) ++r.filled;
         if (!owned && !halo) ++r.untouched;
         const T got = f.at(g, c, b);
@@ -182,9 +181,12 @@ result check(const halox::field<T, D>& f, const halox::stencil<D>& st,
           if (++r.bad <= 8) {
             std::ostringstream os;
             os << "field " << t.id << " block " << b << " cell " << str<D>(g) << " comp " << c;
-            if (owned) os << " (owned)";
-            else if (halo) os << " (halo of " << str<D>(src) << ")";
-            else os << " (must stay untouched)";
+            if (owned)
+              os << " (owned)";
+            else if (halo)
+              os << " (halo of " << str<D>(src) << ")";
+            else
+              os << " (must stay untouched)";
             os << ": got " << VT::str(got) << ", want " << VT::str(want) << "\n";
             r.report += os.str();
           }
@@ -229,11 +231,11 @@ inline long long bad_everywhere(const result& r) {
 
 /// Collective check of a result: the failing rank reports its first mismatches, every rank
 /// fails together.
-#define HXT_REQUIRE_OK(expr)                                    \
-  do {                                                          \
-    const ::hxt::result hxt_r_ = (expr);                        \
-    const long long hxt_all_ = ::hxt::bad_everywhere(hxt_r_);   \
-    INFO(hxt_r_.report);                                        \
-    CHECK(hxt_r_.bad == 0);                                     \
-    REQUIRE(hxt_all_ == 0);                                     \
+#define HXT_REQUIRE_OK(expr)                                  \
+  do {                                                        \
+    const ::hxt::result hxt_r_ = (expr);                      \
+    const long long hxt_all_ = ::hxt::bad_everywhere(hxt_r_); \
+    INFO(hxt_r_.report);                                      \
+    CHECK(hxt_r_.bad == 0);                                   \
+    REQUIRE(hxt_all_ == 0);                                   \
   } while (0)

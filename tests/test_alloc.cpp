@@ -27,30 +27,66 @@ void* counted(std::size_t n, std::size_t align, bool nothrow) {
 }
 }  // namespace
 
-void* operator new(std::size_t n) { return counted(n, 0, false); }
-void* operator new[](std::size_t n) { return counted(n, 0, false); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted(n, 0, true); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted(n, 0, true); }
-void* operator new(std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a), false); }
-void* operator new[](std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a), false); }
+void* operator new(std::size_t n) {
+  return counted(n, 0, false);
+}
+void* operator new[](std::size_t n) {
+  return counted(n, 0, false);
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return counted(n, 0, true);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return counted(n, 0, true);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted(n, std::size_t(a), false);
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted(n, std::size_t(a), false);
+}
 void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
   return counted(n, std::size_t(a), true);
 }
 void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
   return counted(n, std::size_t(a), true);
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
 
 namespace mpi = boost::mpi;
 
@@ -113,7 +149,8 @@ TEST_CASE("no allocation per exchange: box_list 2-D, several boxes per rank") {
   std::vector<halox::owned_box<2>> boxes;
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 2; ++j)
-      boxes.push_back({halox::box<2>{{3 * i, 4 * j}, {3 * i + 3, 4 * j + 4}}, (i + 3 * j) % world.size()});
+      boxes.push_back(
+          {halox::box<2>{{3 * i, 4 * j}, {3 * i + 3, 4 * j + 4}}, (i + 3 * j) % world.size()});
   halox::box_list<2> dom(world, {9, 8}, halox::periodic{true, true}, boxes);
   steady_state(dom, halox::stencil<2>::star(2));
 }

@@ -195,7 +195,8 @@ struct fake_domain {
   template <class F>
   void for_each_owner(const box<D>& q, F&& f) const {
     for (std::size_t k = 0; k < boxes.size(); ++k)
-      if (!halox::intersect(q, boxes[k].cells).empty()) f(boxes[k].owner, local_id[k], boxes[k].cells);
+      if (!halox::intersect(q, boxes[k].cells).empty())
+        f(boxes[k].owner, local_id[k], boxes[k].cells);
   }
 };
 
@@ -407,7 +408,9 @@ TEST_CASE("split_interior: interior plus shell tile the box exactly, interior re
       for (auto i = p.lo[0]; i < p.hi[0]; ++i)
         for (auto j = p.lo[1]; j < p.hi[1]; ++j)
           for (auto k = p.lo[2]; k < p.hi[2]; ++k)
-            ++hits[std::size_t(((i - b.lo[0]) * (b.hi[1] - b.lo[1]) + (j - b.lo[1])) * (b.hi[2] - b.lo[2]) + (k - b.lo[2]))];
+            ++hits[std::size_t(((i - b.lo[0]) * (b.hi[1] - b.lo[1]) + (j - b.lo[1])) *
+                                   (b.hi[2] - b.lo[2]) +
+                               (k - b.lo[2]))];
     };
     if (!parts.interior.empty()) mark(parts.interior);
     for (const auto& s : parts.shell) mark(s);

@@ -12,9 +12,9 @@ using halox::box;
 using idx = halox::index;
 
 // Both the type and the message (the expression runs twice; collective calls stay matched).
-#define REQUIRE_HALOX_ERROR(expr, text)    \
-  do {                                     \
-    REQUIRE_THROWS_AS(expr, halox::error); \
+#define REQUIRE_HALOX_ERROR(expr, text)               \
+  do {                                                \
+    REQUIRE_THROWS_AS(expr, halox::error);            \
     REQUIRE_THROWS_WITH(expr, Catch::Contains(text)); \
   } while (0)
 
@@ -35,7 +35,8 @@ TEST_CASE("wrap: extents that do not match box plus padding; bad pointers, strid
   REQUIRE_HALOX_ERROR(dom.wrap<double>(mem.data(), good, st2.lo, {1, 2}),
                       fmt::format("needs {}x{}", good[0], good[1] + 1));
   REQUIRE_HALOX_ERROR(dom.wrap<double>(nullptr, good, st2.lo, st2.hi), "null pointer");
-  REQUIRE_HALOX_ERROR(dom.wrap<double>(mem.data(), good, {1, -2}, st2.hi), "negative padding -2/1 in dimension 1");
+  REQUIRE_HALOX_ERROR(dom.wrap<double>(mem.data(), good, {1, -2}, st2.hi),
+                      "negative padding -2/1 in dimension 1");
   REQUIRE_HALOX_ERROR(dom.wrap<double>(mem.data(), good, {-2, 1}, st2.hi), "-2/1 in dimension 0");
   halox::field_options zero;
   zero.components = 0;
@@ -46,13 +47,15 @@ TEST_CASE("wrap: extents that do not match box plus padding; bad pointers, strid
                       "stride 0 in dimension 1");
   halox::field_options two;
   two.components = 2;
-  REQUIRE_HALOX_ERROR(dom.wrap_strided<double>(mem.data(), st2.lo, st2.hi, {2 * good[1], 2}, -4, two),
-                      "component stride -4");
+  REQUIRE_HALOX_ERROR(
+      dom.wrap_strided<double>(mem.data(), st2.lo, st2.hi, {2 * good[1], 2}, -4, two),
+      "component stride -4");
   REQUIRE(mem == before);
 }
 
-TEST_CASE("make_exchange: padding narrower than the stencil, negative widths, empty fields, "
-          "fields of another domain") {
+TEST_CASE(
+    "make_exchange: padding narrower than the stencil, negative widths, empty fields, "
+    "fields of another domain") {
   mpi::communicator world;
   halox::cartesian<2> dom(world, {8, 6}, halox::periodic{true, false});
   halox::cartesian<2> other(world, {8, 6}, halox::periodic{true, false});
@@ -68,19 +71,23 @@ TEST_CASE("make_exchange: padding narrower than the stencil, negative widths, em
   const auto s2 = hxt::snapshot(good);
   const auto s3 = hxt::snapshot(foreign);
 
-  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, halox::stencil<2>::box(2), good, narrow),
-                      "field #1 '(unnamed)' has padding 1/1 in dimension 0 but the stencil's halo is 2/2");
+  REQUIRE_HALOX_ERROR(
+      halox::make_exchange(dom, halox::stencil<2>::box(2), good, narrow),
+      "field #1 '(unnamed)' has padding 1/1 in dimension 0 but the stencil's halo is 2/2");
   REQUIRE_HALOX_ERROR(halox::make_exchange(dom, halox::stencil<2>::star({1, 1}, {1, 3}), narrow),
                       "padding 1/1 in dimension 1 but the stencil's halo is 1/3");
   REQUIRE_HALOX_ERROR(halox::make_exchange(dom, halox::stencil<2>::star({1, -1}, {1, 1}), narrow),
                       "stencil widths -1/1 in dimension 1 must not be negative");
   REQUIRE_HALOX_ERROR(halox::make_exchange(dom, halox::stencil<2>::box(1), good, foreign),
                       "field #1 '(unnamed)' belongs to another domain");
-  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, halox::stencil<2>::box(1), good, halox::field<float, 2>{}),
-                      "field #1 is empty (default-constructed)");
-  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, halox::stencil<2>::box(1), halox::field<double, 2>{}),
-                      "field #0 is empty");
-  REQUIRE_HALOX_ERROR(dom.make_field<double>(halox::stencil<2>::star(-1)), "negative padding -1/-1");
+  REQUIRE_HALOX_ERROR(
+      halox::make_exchange(dom, halox::stencil<2>::box(1), good, halox::field<float, 2>{}),
+      "field #1 is empty (default-constructed)");
+  REQUIRE_HALOX_ERROR(
+      halox::make_exchange(dom, halox::stencil<2>::box(1), halox::field<double, 2>{}),
+      "field #0 is empty");
+  REQUIRE_HALOX_ERROR(dom.make_field<double>(halox::stencil<2>::star(-1)),
+                      "negative padding -1/-1");
   REQUIRE(hxt::snapshot(narrow) == s1);
   REQUIRE(hxt::snapshot(good) == s2);
   REQUIRE(hxt::snapshot(foreign) == s3);
@@ -95,11 +102,13 @@ TEST_CASE("make_exchange: an error on one rank only makes every rank throw") {
   halox::cartesian<2> dom(world, {8, 6}, halox::periodic{true, true});
   constexpr auto st = halox::stencil<2>::box(1);
   // only rank 0 passes a field with too little padding
-  auto f = world.rank() == 0 ? dom.make_field<double>(halox::widths<2>{1, 0}, {1, 1}, halox::host, {})
-                             : dom.make_field<double>(st);
+  auto f = world.rank() == 0
+               ? dom.make_field<double>(halox::widths<2>{1, 0}, {1, 1}, halox::host, {})
+               : dom.make_field<double>(st);
   hxt::fill(dom, f, {0, 0});
   const auto before = hxt::snapshot(f);
-  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, st, f), "rank 0: field #0 '(unnamed)' has padding 0/1");
+  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, st, f),
+                      "rank 0: field #0 '(unnamed)' has padding 0/1");
   std::string msg;  // every rank but the failing one says where the input was rejected
   try {
     (void)halox::make_exchange(dom, st, f);
@@ -113,16 +122,19 @@ TEST_CASE("make_exchange: an error on one rank only makes every rank throw") {
   REQUIRE(hxt::snapshot(f) == before);
   // only the last rank passes a field of another domain (the lowest failing rank is reported)
   halox::cartesian<2> other(world, {8, 6}, halox::periodic{true, true});
-  auto g = world.rank() == world.size() - 1 ? other.make_field<double>(st) : dom.make_field<double>(st);
+  auto g =
+      world.rank() == world.size() - 1 ? other.make_field<double>(st) : dom.make_field<double>(st);
   hxt::fill(dom, g, {1, 0});
   const auto gb = hxt::snapshot(g);
-  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, st, g),
-                      fmt::format("rank {}: field #0 '(unnamed)' belongs to another domain", world.size() - 1));
+  REQUIRE_HALOX_ERROR(
+      halox::make_exchange(dom, st, g),
+      fmt::format("rank {}: field #0 '(unnamed)' belongs to another domain", world.size() - 1));
   REQUIRE(hxt::snapshot(g) == gb);
   // two ranks failing: everybody reports the lowest
   if (world.size() >= 2) {
-    auto h = world.rank() >= 1 ? dom.make_field<double>(halox::widths<2>{0, 0}, {0, 0}, halox::host, {})
-                               : dom.make_field<double>(st);
+    auto h = world.rank() >= 1
+                 ? dom.make_field<double>(halox::widths<2>{0, 0}, {0, 0}, halox::host, {})
+                 : dom.make_field<double>(st);
     REQUIRE_HALOX_ERROR(halox::make_exchange(dom, st, h), "rank 1: field #0");
   }
 }
@@ -130,17 +142,20 @@ TEST_CASE("make_exchange: an error on one rank only makes every rank throw") {
 TEST_CASE("domains: non-positive extents, bad process grids, too many ranks") {
   mpi::communicator world;
   const int p = world.size();
-  REQUIRE_HALOX_ERROR(halox::cartesian<2>(world, {5, 0}), "global extent 0 in dimension 1 must be positive");
+  REQUIRE_HALOX_ERROR(halox::cartesian<2>(world, {5, 0}),
+                      "global extent 0 in dimension 1 must be positive");
   REQUIRE_HALOX_ERROR(halox::cartesian<3>(world, {5, 4, -3}), "global extent -3 in dimension 2");
   REQUIRE_HALOX_ERROR(halox::cartesian<1>(world, {-1}), "global extent -1 in dimension 0");
-  REQUIRE_HALOX_ERROR(halox::cartesian<2>(world, {20, 20}, {}, halox::process_grid<2>{{p + 1, 1}}),
-                      fmt::format("process grid {}x1 holds {} ranks but the communicator has {}", p + 1, p + 1, p));
+  REQUIRE_HALOX_ERROR(
+      halox::cartesian<2>(world, {20, 20}, {}, halox::process_grid<2>{{p + 1, 1}}),
+      fmt::format("process grid {}x1 holds {} ranks but the communicator has {}", p + 1, p + 1, p));
   REQUIRE_HALOX_ERROR(halox::cartesian<2>(world, {20, 20}, {}, halox::process_grid<2>{{0, p}}),
                       fmt::format("process grid 0x{} has 0 ranks in dimension 0", p));
   REQUIRE_HALOX_ERROR(halox::cartesian<2>(world, {20, 20}, {}, halox::process_grid<2>{{p, -1}}),
                       "has -1 ranks in dimension 1");
-  REQUIRE_HALOX_ERROR(halox::cartesian<3>(world, {20, 3, 20}, {}, halox::process_grid<3>{{1, 4, p}}),
-                      "has 4 ranks in dimension 1 of extent 3");
+  REQUIRE_HALOX_ERROR(
+      halox::cartesian<3>(world, {20, 3, 20}, {}, halox::process_grid<3>{{1, 4, p}}),
+      "has 4 ranks in dimension 1 of extent 3");
   if (p > 1) {
     REQUIRE_HALOX_ERROR(halox::cartesian<1>(world, {p - 1}),
                         fmt::format("{} ranks cannot each own a cell", p));
@@ -154,21 +169,25 @@ TEST_CASE("box_list: overlapping, not covering, empty, bad owner, outside the gl
   using ob = halox::owned_box<2>;
   const halox::extents<2> n{6, 4};
   const halox::periodic<2> per{true, false};
-  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {ob{{{0, 0}, {4, 4}}, 0}, ob{{{3, 0}, {6, 4}}, 0}}),
-                      "boxes #0 [0,4)x[0,4) and #1 [3,6)x[0,4) overlap");
-  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per,
-                                         {ob{{{0, 0}, {3, 4}}, 0}, ob{{{4, 0}, {6, 4}}, p - 1}}),
-                      "cover 20 of the 24 cells");
-  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per,
-                                         {ob{{{0, 0}, {6, 4}}, 0}, ob{{{2, 1}, {2, 3}}, 0}}),
-                      "box #1 [2,2)x[1,3) is empty");
-  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {ob{{{0, 0}, {6, 2}}, 0}, ob{{{0, 2}, {6, 4}}, p}}),
-                      fmt::format("box #1 has owner rank {} outside [0, {})", p, p));
-  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {ob{{{0, 0}, {6, 2}}, -1}, ob{{{0, 2}, {6, 4}}, 0}}),
-                      "owner rank -1");
+  REQUIRE_HALOX_ERROR(
+      halox::box_list<2>(world, n, per, {ob{{{0, 0}, {4, 4}}, 0}, ob{{{3, 0}, {6, 4}}, 0}}),
+      "boxes #0 [0,4)x[0,4) and #1 [3,6)x[0,4) overlap");
+  REQUIRE_HALOX_ERROR(
+      halox::box_list<2>(world, n, per, {ob{{{0, 0}, {3, 4}}, 0}, ob{{{4, 0}, {6, 4}}, p - 1}}),
+      "cover 20 of the 24 cells");
+  REQUIRE_HALOX_ERROR(
+      halox::box_list<2>(world, n, per, {ob{{{0, 0}, {6, 4}}, 0}, ob{{{2, 1}, {2, 3}}, 0}}),
+      "box #1 [2,2)x[1,3) is empty");
+  REQUIRE_HALOX_ERROR(
+      halox::box_list<2>(world, n, per, {ob{{{0, 0}, {6, 2}}, 0}, ob{{{0, 2}, {6, 4}}, p}}),
+      fmt::format("box #1 has owner rank {} outside [0, {})", p, p));
+  REQUIRE_HALOX_ERROR(
+      halox::box_list<2>(world, n, per, {ob{{{0, 0}, {6, 2}}, -1}, ob{{{0, 2}, {6, 4}}, 0}}),
+      "owner rank -1");
   REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {ob{{{0, 0}, {6, 5}}, 0}}),
                       "box #0 [0,6)x[0,5) reaches outside the global box [0,6)x[0,4)");
-  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {ob{{{-1, 0}, {5, 4}}, 0}}), "reaches outside");
+  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {ob{{{-1, 0}, {5, 4}}, 0}}),
+                      "reaches outside");
   REQUIRE_HALOX_ERROR(halox::box_list<2>(world, {6, 0}, per, {}), "global extent 0 in dimension 1");
   REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {}), "cover 0 of the 24 cells");
 
@@ -197,7 +216,8 @@ TEST_CASE("a second start() while in flight throws and changes nothing") {
   auto h = ex.start();
   hxt::fill(dom, f, {0, 0});  // halo back to sentinels: a second start must not write them
   const auto snap = hxt::snapshot(f);
-  REQUIRE_HALOX_ERROR((void)ex.start(), "start() called while this object's previous exchange is still in flight");
+  REQUIRE_HALOX_ERROR((void)ex.start(),
+                      "start() called while this object's previous exchange is still in flight");
   REQUIRE(hxt::snapshot(f) == snap);
   REQUIRE(ex.in_flight());
   h.wait();

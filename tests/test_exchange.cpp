@@ -55,7 +55,8 @@ std::vector<halox::process_grid<D>> all_grids(int size, const halox::extents<D>&
 
 // One field of T made by the domain, filled, exchanged once, checked.
 template <class T = double, class Dom, int D>
-hxt::result exchange_once(const Dom& dom, const halox::stencil<D>& st, halox::field_options o = {}) {
+hxt::result exchange_once(const Dom& dom, const halox::stencil<D>& st,
+                          halox::field_options o = {}) {
   auto f = dom.template make_field<T>(st, halox::host, o);
   hxt::fill(dom, f, {0, 0});
   auto ex = halox::make_exchange(dom, st, f);
@@ -93,9 +94,8 @@ TEST_CASE("1-D exchanges") {
 TEST_CASE("2-D exchanges: star, box, asymmetric widths, every periodicity") {
   mpi::communicator world;
   const std::vector<halox::stencil<2>> stencils = {
-      halox::stencil<2>::star(1), halox::stencil<2>::box(1),
-      halox::stencil<2>::box({0, 0}, {2, 2}), halox::stencil<2>::star({2, 1}, {0, 3}),
-      halox::stencil<2>::from_offsets({{1, -1}, {-2, 0}})};
+      halox::stencil<2>::star(1), halox::stencil<2>::box(1), halox::stencil<2>::box({0, 0}, {2, 2}),
+      halox::stencil<2>::star({2, 1}, {0, 3}), halox::stencil<2>::from_offsets({{1, -1}, {-2, 0}})};
   for (int m = 0; m < 4; ++m) {
     const auto per = periodic_mask<2>(m);
     halox::cartesian<2> dom(world, {9, 7}, per);
@@ -194,7 +194,8 @@ TEST_CASE("several fields of different types in one exchange") {
   constexpr auto st = halox::stencil<3>::box({1, 2, 1}, {2, 1, 1});
   halox::cartesian<3> dom(world, {7, 6, 5}, halox::periodic{true, false, true});
   halox::field_options planar2{2, halox::components_layout::planar, halox::layout::row_major, "f"};
-  halox::field_options inter3{3, halox::components_layout::interleaved, halox::layout::column_major, "i"};
+  halox::field_options inter3{3, halox::components_layout::interleaved, halox::layout::column_major,
+                              "i"};
   auto a = dom.make_field<double>(st);
   auto b = dom.make_field<float>(st, halox::host, planar2);
   auto c = dom.make_field<int>(st, halox::host, inter3);
@@ -233,8 +234,10 @@ TEST_CASE("components interleaved and planar, row- and column-major") {
         auto f = dom.make_field<float>(st, halox::host, o);
         const auto a = f.allocated_box().size();
         // the layout is what was asked for
-        if (order == halox::layout::row_major) REQUIRE(f.strides()[0] > f.strides()[1]);
-        else REQUIRE(f.strides()[0] < f.strides()[1]);
+        if (order == halox::layout::row_major)
+          REQUIRE(f.strides()[0] > f.strides()[1]);
+        else
+          REQUIRE(f.strides()[0] < f.strides()[1]);
         if (nc > 1 && cl == halox::components_layout::planar)
           REQUIRE(f.component_stride() == a[0] * a[1]);
         if (nc > 1 && cl == halox::components_layout::interleaved) {
@@ -359,8 +362,10 @@ TEST_CASE("2 ranks periodic: the same peer on both sides; 1 rank periodic: itsel
     ex.exchange();
     REQUIRE_OK(hxt::check(dom, f, halox::stencil<1>::star(2), {0, 0}));
     // one message per peer, even when the peer is on both sides
-    if (pair.size() == 2) REQUIRE_THAT(ex.describe(), Catch::Contains("sends 1 message(s)"));
-    else REQUIRE_THAT(ex.describe(), Catch::Contains("sends 0 message(s)"));
+    if (pair.size() == 2)
+      REQUIRE_THAT(ex.describe(), Catch::Contains("sends 1 message(s)"));
+    else
+      REQUIRE_THAT(ex.describe(), Catch::Contains("sends 0 message(s)"));
   }
   {
     halox::cartesian<2> dom(pair, {4, 6}, halox::periodic{true, true},
@@ -522,9 +527,10 @@ TEST_CASE("box_list: 12 unequal boxes assigned round-robin") {
     // several fields, several blocks
     constexpr auto st = halox::stencil<2>::box(1);
     auto a = dom.make_field<int>(st, halox::host, 3);
-    auto b = dom.make_field<hxt::triple>(
-        st, halox::host,
-        halox::field_options{1, halox::components_layout::interleaved, halox::layout::column_major, "b"});
+    auto b =
+        dom.make_field<hxt::triple>(st, halox::host,
+                                    halox::field_options{1, halox::components_layout::interleaved,
+                                                         halox::layout::column_major, "b"});
     REQUIRE(a.block_count() == mine);
     auto ex = halox::make_exchange(dom, st, a, b);
     for (int it = 0; it < 2; ++it) {
@@ -540,10 +546,9 @@ TEST_CASE("box_list: 12 unequal boxes assigned round-robin") {
 TEST_CASE("box_list: user memory per box, and ranks that own no box") {
   mpi::communicator world;
   // 3 boxes only: with more than 3 ranks some ranks own nothing but still take part.
-  const std::vector<halox::owned_box<2>> boxes = {
-      {box<2>{{0, 0}, {5, 3}}, 2 % world.size()},
-      {box<2>{{5, 0}, {6, 3}}, 0},
-      {box<2>{{0, 3}, {6, 7}}, (world.size() - 1)}};
+  const std::vector<halox::owned_box<2>> boxes = {{box<2>{{0, 0}, {5, 3}}, 2 % world.size()},
+                                                  {box<2>{{5, 0}, {6, 3}}, 0},
+                                                  {box<2>{{0, 3}, {6, 7}}, (world.size() - 1)}};
   halox::box_list<2> dom(world, {6, 7}, halox::periodic{true, true}, boxes);
   constexpr auto st = halox::stencil<2>::box({1, 2}, {2, 1});
   std::vector<std::vector<double>> mem;

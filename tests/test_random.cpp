@@ -25,7 +25,9 @@ namespace {
 
 using rng_t = std::mt19937_64;
 
-int pick(rng_t& rng, int n) { return int(rng() % std::uint64_t(n)); }
+int pick(rng_t& rng, int n) {
+  return int(rng() % std::uint64_t(n));
+}
 
 template <int D>
 void grids(int size, int dim, std::array<int, D>& cur, const halox::extents<D>& n,
@@ -67,10 +69,14 @@ struct type_tag {
 template <class F>
 void with_type(int k, F&& f) {
   switch (k) {
-    case 0: return f(type_tag<double>{});
-    case 1: return f(type_tag<int>{});
-    case 2: return f(type_tag<float>{});
-    default: return f(type_tag<hxt::triple>{});
+    case 0:
+      return f(type_tag<double>{});
+    case 1:
+      return f(type_tag<int>{});
+    case 2:
+      return f(type_tag<float>{});
+    default:
+      return f(type_tag<hxt::triple>{});
   }
 }
 const char* type_name(int k) {
@@ -85,17 +91,21 @@ struct field_spec {
 };
 
 template <int D, class Dom, class... T>
-void exchange_fields(const Dom& dom, const halox::stencil<D>& st, const std::vector<field_spec>& specs,
-                     bool split_phase, const halox::field<T, D>&... fields) {
+void exchange_fields(const Dom& dom, const halox::stencil<D>& st,
+                     const std::vector<field_spec>& specs, bool split_phase,
+                     const halox::field<T, D>&... fields) {
   auto ex = halox::make_exchange(dom, st, fields...);
   const auto n = dom.global_box().hi;
   for (int salt = 0; salt < 2; ++salt) {
     int id = 0;
-    if (salt == 0) (hxt::fill<T, D>(fields, n, {id++, salt}), ...);
-    else (hxt::fill_owned<T, D>(fields, n, {id++, salt}), ...);
+    if (salt == 0)
+      (hxt::fill<T, D>(fields, n, {id++, salt}), ...);
+    else
+      (hxt::fill_owned<T, D>(fields, n, {id++, salt}), ...);
     if (split_phase) {
       auto h = ex.start();
-      if (salt == 0) h.wait();
+      if (salt == 0)
+        h.wait();
       else
         while (!h.test()) {
         }
@@ -211,9 +221,10 @@ void run_config(const mpi::communicator& world, rng_t& rng, std::ostringstream& 
   if (specs.size() == 3) specs[1].type = 2, specs[2].type = 3;
   for (const auto& s : specs)
     desc << " | " << type_name(s.type) << " x" << s.opt.components
-         << (s.opt.component_layout == halox::components_layout::planar ? " planar" : " interleaved")
-         << (s.opt.order == halox::layout::column_major ? " col-major" : " row-major") << " extra pad "
-         << s.extra_lo << "/" << s.extra_hi;
+         << (s.opt.component_layout == halox::components_layout::planar ? " planar"
+                                                                        : " interleaved")
+         << (s.opt.order == halox::layout::column_major ? " col-major" : " row-major")
+         << " extra pad " << s.extra_lo << "/" << s.extra_hi;
   const bool split_phase = pick(rng, 2) == 1;
   desc << (split_phase ? " split-phase" : " blocking");
 
@@ -252,8 +263,9 @@ TEST_CASE("random configurations") {
   unsigned long long seed = 0;
   if (world.rank() == 0) {
     const char* env = std::getenv("HALOX_TEST_SEED");
-    seed = env && *env ? std::strtoull(env, nullptr, 10)
-                       : (unsigned long long)(std::chrono::system_clock::now().time_since_epoch().count());
+    seed = env && *env
+               ? std::strtoull(env, nullptr, 10)
+               : (unsigned long long)(std::chrono::system_clock::now().time_since_epoch().count());
     std::cout << "test_random: " << world.size() << " ranks, seed " << seed
               << " (replay: HALOX_TEST_SEED=" << seed << ")" << std::endl;
   }
@@ -265,9 +277,15 @@ TEST_CASE("random configurations") {
     std::ostringstream desc;
     desc << "configuration #" << t << ": ";
     switch (1 + pick(rng, 3)) {
-      case 1: run_config<1>(world, rng, desc); break;
-      case 2: run_config<2>(world, rng, desc); break;
-      default: run_config<3>(world, rng, desc); break;
+      case 1:
+        run_config<1>(world, rng, desc);
+        break;
+      case 2:
+        run_config<2>(world, rng, desc);
+        break;
+      default:
+        run_config<3>(world, rng, desc);
+        break;
     }
   }
 }

@@ -39,8 +39,8 @@ static_assert(diag.lo == halox::widths<2>{0, 0} && diag.hi == halox::widths<2>{1
 
 constexpr auto five = stencil<2>::from_offsets({{0, 0}, {-1, 0}, {1, 0}, {0, -1}, {0, 1}});
 static_assert(five == stencil<2>::star(1));
-constexpr auto nine =
-    stencil<2>::from_offsets({{-1, -1}, {-1, 0}, {-1, 1}, {0, -1}, {0, 0}, {0, 1}, {1, -1}, {1, 0}, {1, 1}});
+constexpr auto nine = stencil<2>::from_offsets(
+    {{-1, -1}, {-1, 0}, {-1, 1}, {0, -1}, {0, 0}, {0, 1}, {1, -1}, {1, 0}, {1, 1}});
 static_assert(nine == stencil<2>::box(1));
 
 constexpr auto wide = stencil<3>::from_offsets({{-3, 0, 0}, {0, 2, 0}, {0, 0, 1}, {0, 0, -1}});
@@ -112,7 +112,8 @@ TEST_CASE("stencil as a template argument") {
   STATIC_REQUIRE(kernel<up>::neighbors == 2);
   STATIC_REQUIRE(kernel<up>::reach == 2);
   // Distinct stencils are distinct instantiations.
-  STATIC_REQUIRE(!std::is_same_v<kernel<halox::stencil<2>::star(1)>, kernel<halox::stencil<2>::box(1)>>);
+  STATIC_REQUIRE(
+      !std::is_same_v<kernel<halox::stencil<2>::star(1)>, kernel<halox::stencil<2>::box(1)>>);
   CHECK(kernel<halox::stencil<2>::star(1)>::halo_cells(5, 7) == 2 * 7 + 2 * 5);
   CHECK(kernel<halox::stencil<2>::box(1)>::halo_cells(5, 7) == 7 * 9 - 5 * 7);
   CHECK(kernel<up>::halo_cells(5, 7) == 2 * 7 + 2 * 5);

@@ -33,7 +33,8 @@ namespace {
 
 #ifdef HALOX_BENCH_CUDA
 void cuda_check(cudaError_t rc) {
-  if (rc != cudaSuccess) throw halox::error(std::string("halo_bench: CUDA: ") + cudaGetErrorString(rc));
+  if (rc != cudaSuccess)
+    throw halox::error(std::string("halo_bench: CUDA: ") + cudaGetErrorString(rc));
 }
 #endif
 
@@ -70,7 +71,9 @@ struct setup {
   halox::extents<3> global;
   std::vector<halox::field<double, 3>> mirror;  // host copies of device fields (--device)
 
-  const halox::field<double, 3>& host_view(int k) const { return mirror.empty() ? f[k] : mirror[k]; }
+  const halox::field<double, 3>& host_view(int k) const {
+    return mirror.empty() ? f[k] : mirror[k];
+  }
   void fill() {
     for (int k = 0; k < int(f.size()); ++k) {
       const auto& h = host_view(k);
@@ -91,7 +94,8 @@ struct setup {
       const auto a = h.allocated_box();
       for (idx i = a.lo[0]; i < a.hi[0]; ++i)
         for (idx j = a.lo[1]; j < a.hi[1]; ++j)
-          for (idx l = a.lo[2]; l < a.hi[2]; ++l) ok = ok && h.at({i, j, l}) == encode({i, j, l}, global, k);
+          for (idx l = a.lo[2]; l < a.hi[2]; ++l)
+            ok = ok && h.at({i, j, l}) == encode({i, j, l}, global, k);
     }
     return mpi::all_reduce(dom.comm(), ok, std::logical_and<bool>());
   }
@@ -213,10 +217,12 @@ class mpi_types {
     const int nd = int(dirs_.size());
     for (int k = 0; k < nd; ++k) {
       const auto opposite = halox::direction<3>{-dirs_[k][0], -dirs_[k][1], -dirs_[k][2]};
-      MPI_Irecv(MPI_BOTTOM, 1, recv_t_[k], s_.neighbour(opposite), k, MPI_Comm(s_.dom.comm()), &reqs_[k]);
+      MPI_Irecv(MPI_BOTTOM, 1, recv_t_[k], s_.neighbour(opposite), k, MPI_Comm(s_.dom.comm()),
+                &reqs_[k]);
     }
     for (int k = 0; k < nd; ++k)
-      MPI_Isend(MPI_BOTTOM, 1, send_t_[k], s_.neighbour(dirs_[k]), k, MPI_Comm(s_.dom.comm()), &reqs_[nd + k]);
+      MPI_Isend(MPI_BOTTOM, 1, send_t_[k], s_.neighbour(dirs_[k]), k, MPI_Comm(s_.dom.comm()),
+                &reqs_[nd + k]);
     MPI_Waitall(int(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
   }
 
@@ -268,12 +274,16 @@ class memcpy3d {
         const auto a = fld.allocated_box();
         const auto e = a.size();
         cudaMemcpy3DParms p{};
-        p.srcPtr = make_cudaPitchedPtr(fld.data(), std::size_t(e[2]) * sizeof(double), std::size_t(e[2]), std::size_t(e[1]));
+        p.srcPtr = make_cudaPitchedPtr(fld.data(), std::size_t(e[2]) * sizeof(double),
+                                       std::size_t(e[2]), std::size_t(e[1]));
         p.dstPtr = p.srcPtr;
-        p.srcPos = make_cudaPos(std::size_t(src.lo[2] - a.lo[2]) * sizeof(double), std::size_t(src.lo[1] - a.lo[1]), std::size_t(src.lo[0] - a.lo[0]));
-        p.dstPos = make_cudaPos(std::size_t(dst.lo[2] - a.lo[2]) * sizeof(double), std::size_t(dst.lo[1] - a.lo[1]), std::size_t(dst.lo[0] - a.lo[0]));
+        p.srcPos = make_cudaPos(std::size_t(src.lo[2] - a.lo[2]) * sizeof(double),
+                                std::size_t(src.lo[1] - a.lo[1]), std::size_t(src.lo[0] - a.lo[0]));
+        p.dstPos = make_cudaPos(std::size_t(dst.lo[2] - a.lo[2]) * sizeof(double),
+                                std::size_t(dst.lo[1] - a.lo[1]), std::size_t(dst.lo[0] - a.lo[0]));
         const auto n = src.size();
-        p.extent = make_cudaExtent(std::size_t(n[2]) * sizeof(double), std::size_t(n[1]), std::size_t(n[0]));
+        p.extent = make_cudaExtent(std::size_t(n[2]) * sizeof(double), std::size_t(n[1]),
+                                   std::size_t(n[0]));
         p.kind = cudaMemcpyDeviceToDevice;
         copies_.push_back(p);
       }
@@ -307,7 +317,8 @@ class per_region_kernels {
   ~per_region_kernels() { (void)cudaStreamDestroy(stream_); }
   void exchange() {
     for (const auto& r : regions_)
-      cuda_check(halo_bench::copy_region(r.src, r.dst, r.n[0], r.n[1], r.n[2], r.stride[0], r.stride[1], stream_));
+      cuda_check(halo_bench::copy_region(r.src, r.dst, r.n[0], r.n[1], r.n[2], r.stride[0],
+                                         r.stride[1], stream_));
     cuda_check(cudaStreamSynchronize(stream_));
   }
 
@@ -375,20 +386,28 @@ int main(int argc, char** argv) {
       ++a;
       return r;
     };
-    if (arg == "--sizes") o.sizes = ints();
-    else if (arg == "--widths") o.widths = ints();
-    else if (arg == "--fields") o.fields = ints().at(0);
-    else if (arg == "--iters") o.iters = ints().at(0);
-    else if (arg == "--warmup") o.warmup = ints().at(0);
-    else if (arg == "--impls") o.impls = split_list(v), ++a;
-    else if (arg == "--device") o.device = true;
+    if (arg == "--sizes")
+      o.sizes = ints();
+    else if (arg == "--widths")
+      o.widths = ints();
+    else if (arg == "--fields")
+      o.fields = ints().at(0);
+    else if (arg == "--iters")
+      o.iters = ints().at(0);
+    else if (arg == "--warmup")
+      o.warmup = ints().at(0);
+    else if (arg == "--impls")
+      o.impls = split_list(v), ++a;
+    else if (arg == "--device")
+      o.device = true;
     else {
       if (world.rank() == 0)
-        std::printf("usage: mpirun -np P halo_bench [--sizes 8,64,128] [--widths 1,2] [--fields 3]\n"
-                    "         [--impls halox,mpi_manual,mpi_types] [--iters N] [--warmup N]\n"
-                    "         [--device]   (GPU fields; impls halox and, at 1 rank, memcpy3d and\n"
-                    "                       per_region_kernels)\n"
-                    "Prints one JSON object per case and implementation.\n");
+        std::printf(
+            "usage: mpirun -np P halo_bench [--sizes 8,64,128] [--widths 1,2] [--fields 3]\n"
+            "         [--impls halox,mpi_manual,mpi_types] [--iters N] [--warmup N]\n"
+            "         [--device]   (GPU fields; impls halox and, at 1 rank, memcpy3d and\n"
+            "                       per_region_kernels)\n"
+            "Prints one JSON object per case and implementation.\n");
       return arg == "--help" ? 0 : 2;
     }
   }
@@ -418,7 +437,8 @@ int main(int argc, char** argv) {
   for (int L : o.sizes)
     for (int w : o.widths) {
       const auto grid = halox::balanced_grid<3>(world.size(), {L, L, L});
-      const halox::extents<3> global{idx(L) * grid.dims[0], idx(L) * grid.dims[1], idx(L) * grid.dims[2]};
+      const halox::extents<3> global{idx(L) * grid.dims[0], idx(L) * grid.dims[1],
+                                     idx(L) * grid.dims[2]};
       const halox::cartesian<3> dom(world, global, halox::periodic<3>::all(), grid);
       setup s{dom, halox::stencil<3>::box(w), {}, {}, global, {}};
       for (int k = 0; k < o.fields; ++k) {
@@ -444,15 +464,17 @@ int main(int argc, char** argv) {
           run = [&] { prk->exchange(); };
         } else
 #endif
-        if (o.device && impl != "halox") {
+            if (o.device && impl != "halox") {
           continue;  // host MPI implementations cannot read device fields
-        } else
-        if (impl == "halox") {
+        } else if (impl == "halox") {
           hx = std::make_unique<halox::halo_exchange>([&] {
             switch (o.fields) {
-              case 1: return halox::make_exchange(dom, s.st, s.f[0]);
-              case 2: return halox::make_exchange(dom, s.st, s.f[0], s.f[1]);
-              default: return halox::make_exchange(dom, s.st, s.f[0], s.f[1], s.f[2]);
+              case 1:
+                return halox::make_exchange(dom, s.st, s.f[0]);
+              case 2:
+                return halox::make_exchange(dom, s.st, s.f[0], s.f[1]);
+              default:
+                return halox::make_exchange(dom, s.st, s.f[0], s.f[1], s.f[2]);
             }
           }());
           // Split phase, timed per phase: where a slow exchange spends its time.
@@ -484,17 +506,18 @@ int main(int argc, char** argv) {
           std::sort(v.begin(), v.end());
           return v[v.size() / 2];
         };
-        const std::string phases =
-            start_us.empty() ? std::string()
-                             : ",\"start_us\":" + std::to_string(median_of(start_us)) +
-                                   ",\"wait_us\":" + std::to_string(median_of(wait_us));
+        const std::string phases = start_us.empty()
+                                       ? std::string()
+                                       : ",\"start_us\":" + std::to_string(median_of(start_us)) +
+                                             ",\"wait_us\":" + std::to_string(median_of(wait_us));
         if (world.rank() == 0)
-          std::printf("{\"impl\":\"%s\",\"case\":\"%d^3 w%d%s\",\"ranks\":%d,\"local\":%d,\"width\":%d,"
-                      "\"fields\":%d,\"stencil\":\"box\",\"grid\":\"%dx%dx%d\",\"iters\":%d,"
-                      "\"median_us\":%.2f,\"min_us\":%.2f,\"bytes\":%zu,\"verified\":%s%s}\n",
-                      impl.c_str(), L, w, o.device ? " device" : "", world.size(), L, w, o.fields, grid.dims[0], grid.dims[1],
-                      grid.dims[2], iters, median, best, s.halo_bytes(), ok ? "true" : "false",
-                      phases.c_str());
+          std::printf(
+              "{\"impl\":\"%s\",\"case\":\"%d^3 w%d%s\",\"ranks\":%d,\"local\":%d,\"width\":%d,"
+              "\"fields\":%d,\"stencil\":\"box\",\"grid\":\"%dx%dx%d\",\"iters\":%d,"
+              "\"median_us\":%.2f,\"min_us\":%.2f,\"bytes\":%zu,\"verified\":%s%s}\n",
+              impl.c_str(), L, w, o.device ? " device" : "", world.size(), L, w, o.fields,
+              grid.dims[0], grid.dims[1], grid.dims[2], iters, median, best, s.halo_bytes(),
+              ok ? "true" : "false", phases.c_str());
         std::fflush(stdout);
       }
     }

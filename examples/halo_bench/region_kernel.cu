@@ -3,8 +3,8 @@
 namespace halo_bench {
 
 namespace {
-__global__ void copy_kernel(const double* src, double* dst, long long n0, long long n1, long long n2,
-                            long long s0, long long s1) {
+__global__ void copy_kernel(const double* src, double* dst, long long n0, long long n1,
+                            long long n2, long long s0, long long s1) {
   const long long total = n0 * n1 * n2;
   for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total;
        t += (long long)gridDim.x * blockDim.x) {

@@ -69,9 +69,9 @@ std::vector<double> serial_run(idx n, int steps) {
     for (idx i = 0; i < n; ++i)
       for (idx j = 0; j < n; ++j)
         for (idx k = 0; k < n; ++k)
-          v[at(i, j, k)] = update(u[at(i, j, k)], u[at(i - 1, j, k)], u[at(i + 1, j, k)],
-                                  u[at(i, j - 1, k)], u[at(i, j + 1, k)], u[at(i, j, k - 1)],
-                                  u[at(i, j, k + 1)]);
+          v[at(i, j, k)] =
+              update(u[at(i, j, k)], u[at(i - 1, j, k)], u[at(i + 1, j, k)], u[at(i, j - 1, k)],
+                     u[at(i, j + 1, k)], u[at(i, j, k - 1)], u[at(i, j, k + 1)]);
     std::swap(u, v);
   }
   return u;
@@ -90,7 +90,6 @@ void sweep(const halox::field<double, 3>& in, const halox::field<double, 3>& out
                       c[k + s[2]]);
     }
 }
-
 
 void fill_initial(const halox::field<double, 3>& u, idx n) {
   const auto b = u.owned_box();
@@ -207,7 +206,8 @@ halox::field<double, 3> run_device(const halox::cartesian<3>& dom, const halox::
 
   const auto b = u.owned_box();
   const auto split = halox::split_interior(b, st);
-  const auto whole = parts_of({b}), inner = parts_of({split.interior}), shell = parts_of(split.shell);
+  const auto whole = parts_of({b}), inner = parts_of({split.interior}),
+             shell = parts_of(split.shell);
   const heat3d_device::grid gu = grid_of(u), gv = grid_of(v);
   halox::halo_exchange ex_u = halox::make_exchange(dom, st, u),
                        ex_v = halox::make_exchange(dom, st, v);
@@ -267,10 +267,14 @@ int parse(int argc, char** argv, options& o, int rank) {
       if (a + 1 >= argc) throw halox::error("heat3d: " + arg + " needs a value");
       return argv[++a];
     };
-    if (arg == "--n") o.n = std::atoll(value());
-    else if (arg == "--steps") o.steps = std::atoi(value());
-    else if (arg == "--no-overlap") o.overlap = false;
-    else if (arg == "--device") o.device = true;
+    if (arg == "--n")
+      o.n = std::atoll(value());
+    else if (arg == "--steps")
+      o.steps = std::atoi(value());
+    else if (arg == "--no-overlap")
+      o.overlap = false;
+    else if (arg == "--device")
+      o.device = true;
     else {
       const bool help = arg == "--help" || arg == "-h";
       if (rank == 0) {
@@ -339,7 +343,8 @@ int main(int argc, char** argv) {
       for (idx i = rb.lo[0]; i < rb.hi[0]; ++i)
         for (idx j = rb.lo[1]; j < rb.hi[1]; ++j)
           for (idx k = rb.lo[2]; k < rb.hi[2]; ++k)
-            diff = std::max(diff, std::abs(all[r][p++] - ref[std::size_t((i * o.n + j) * o.n + k)]));
+            diff =
+                std::max(diff, std::abs(all[r][p++] - ref[std::size_t((i * o.n + j) * o.n + k)]));
     }
     const double cells = double(o.n) * double(o.n) * double(o.n) * o.steps;
     const char* mode = o.device ? (o.overlap ? "device, stream-ordered exchange overlapped"

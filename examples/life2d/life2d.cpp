@@ -99,7 +99,6 @@ void sweep(const board& in, const board& out, const halox::box<2>& part) {
   }
 }
 
-
 // Runs the distributed game; returns the final board.
 board run(const halox::cartesian<2>& dom, const options& o, const mpi::communicator& world,
           timing& t) {

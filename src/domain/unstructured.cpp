@@ -62,16 +62,16 @@ unstructured::unstructured(const boost::mpi::communicator& comm, std::span<const
       for (index k = 0; k < n_owned; ++k) owned_local_.push_back(k);
     } else {
       detail::require(index(opt.owned_local.size()) == n_owned,
-                      "rank {}: {} owned local indices for {} owned ids", me, opt.owned_local.size(),
-                      n_owned);
+                      "rank {}: {} owned local indices for {} owned ids", me,
+                      opt.owned_local.size(), n_owned);
       owned_local_.assign(opt.owned_local.begin(), opt.owned_local.end());
     }
     if (opt.ghost_local.empty()) {
       for (index k = 0; k < n_ghost; ++k) ghost_local_.push_back(n_owned + k);
     } else {
       detail::require(index(opt.ghost_local.size()) == n_ghost,
-                      "rank {}: {} ghost local indices for {} ghost ids", me, opt.ghost_local.size(),
-                      n_ghost);
+                      "rank {}: {} ghost local indices for {} ghost ids", me,
+                      opt.ghost_local.size(), n_ghost);
       ghost_local_.assign(opt.ghost_local.begin(), opt.ghost_local.end());
     }
     std::vector<char> used(std::size_t(std::max<index>(local_count_, 0)), 0);
@@ -94,10 +94,10 @@ unstructured::unstructured(const boost::mpi::communicator& comm, std::span<const
                       "rank {}: {} ghost owners for {} ghost ids", me, opt.ghost_owners.size(),
                       ghosts.size());
       for (std::size_t k = 0; k < ghosts.size(); ++k)
-        detail::require(opt.ghost_owners[k] >= 0 && opt.ghost_owners[k] < ranks &&
-                            opt.ghost_owners[k] != me,
-                        "rank {}: ghost id {} has owner rank {}, not another rank in [0, {})", me,
-                        ghosts[k], opt.ghost_owners[k], ranks);
+        detail::require(
+            opt.ghost_owners[k] >= 0 && opt.ghost_owners[k] < ranks && opt.ghost_owners[k] != me,
+            "rank {}: ghost id {} has owner rank {}, not another rank in [0, {})", me, ghosts[k],
+            opt.ghost_owners[k], ranks);
       ghost_owner_.assign(opt.ghost_owners.begin(), opt.ghost_owners.end());
     }
   });

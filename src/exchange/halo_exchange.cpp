@@ -17,14 +17,14 @@ const std::vector<message> no_messages;
 struct exchange_state {
   boost::mpi::communicator comm;
   exchange_program prog;
-  std::unique_ptr<peer_ipc> ipc;  // null unless messages travel through CUDA IPC
-  mpi_channels channels;          // data messages (none under CUDA IPC)
+  std::unique_ptr<peer_ipc> ipc;       // null unless messages travel through CUDA IPC
+  mpi_channels channels;               // data messages (none under CUDA IPC)
   std::unique_ptr<device_copier> gpu;  // null without device fields
   bool unpack_pending = false;         // a scheduled unpack may still read the receive buffer
-  std::vector<int> done;  // scratch for test()
-  std::size_t arrived = 0;  // receive messages complete so far
-  bool ordered_done = false;  // test() has unpacked an ordered exchange
-  std::uint64_t generation = 0;  // counts start()s, so stale handles know they are done
+  std::vector<int> done;               // scratch for test()
+  std::size_t arrived = 0;             // receive messages complete so far
+  bool ordered_done = false;           // test() has unpacked an ordered exchange
+  std::uint64_t generation = 0;        // counts start()s, so stale handles know they are done
   bool in_flight = false;
 
   exchange_state(const boost::mpi::communicator& c, exchange_program p)
@@ -72,7 +72,8 @@ struct exchange_state {
       channels.start_recvs();
       if (after) gpu->wait_for(after, me);
       gpu->launch_pack(me);  // device fields of every message, and their local copies
-      if (prog.copy_staging) gpu->copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
+      if (prog.copy_staging)
+        gpu->copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
       for (std::size_t m = 0; m < prog.sends.size(); ++m) pack(m);  // host fields, meanwhile
       gpu->synchronize(me);
       for (std::size_t m = 0; m < prog.sends.size(); ++m) channels.start_send(m);
@@ -102,7 +103,8 @@ struct exchange_state {
       for (int m; (m = channels.wait_recv()) >= 0;) unpack(std::size_t(m));
     }
     if (gpu && !unpack_pending) {  // test() may have launched it already
-      if (prog.copy_staging) gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, me);
+      if (prog.copy_staging)
+        gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, me);
       gpu->launch_unpack(me);
       unpack_pending = true;
     }
@@ -165,7 +167,10 @@ halo_exchange::~halo_exchange() {
 halo_exchange::halo_exchange(halo_exchange&&) noexcept = default;
 halo_exchange& halo_exchange::operator=(halo_exchange&& o) noexcept {
   if (this != &o) {
-    if (s_) try { s_->wait(); } catch (...) {}
+    if (s_) try {
+        s_->wait();
+      } catch (...) {
+      }
     s_ = std::move(o.s_);
   }
   return *this;
@@ -181,27 +186,35 @@ exchange_handle halo_exchange::start() {
   return exchange_handle(s_.get(), s_->generation);
 }
 
-bool halo_exchange::in_flight() const { return s_->in_flight; }
+bool halo_exchange::in_flight() const {
+  return s_->in_flight;
+}
 
-void halo_exchange::schedule_exchange(stream_t stream) { s_->start(stream); }
+void halo_exchange::schedule_exchange(stream_t stream) {
+  s_->start(stream);
+}
 
 void halo_exchange::schedule_wait(stream_t stream) {
   detail::require(s_->in_flight, "rank {}: schedule_wait() without a scheduled exchange in flight",
-          s_->comm.rank());
+                  s_->comm.rank());
   s_->wait(stream);
 }
 
 std::string halo_exchange::describe() const {
   const auto& p = s_->prog;
   std::string out = fmt::format("rank {}: {}", s_->comm.rank(), p.summary);
-  for (const auto& m : p.sends) out += fmt::format("\n  send to {}: {} B via {}", m.peer, m.bytes, p.path);
-  for (const auto& m : p.recvs) out += fmt::format("\n  recv from {}: {} B via {}", m.peer, m.bytes, p.path);
+  for (const auto& m : p.sends)
+    out += fmt::format("\n  send to {}: {} B via {}", m.peer, m.bytes, p.path);
+  for (const auto& m : p.recvs)
+    out += fmt::format("\n  recv from {}: {} B via {}", m.peer, m.bytes, p.path);
   return out;
 }
 
 void exchange_handle::wait() {
   if (generation_ == s_->generation) s_->wait();
 }
-bool exchange_handle::test() { return generation_ != s_->generation || s_->test(); }
+bool exchange_handle::test() {
+  return generation_ != s_->generation || s_->test();
+}
 
 }  // namespace halox

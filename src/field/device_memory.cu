@@ -11,11 +11,14 @@ namespace halox::detail {
 namespace {
 void check_cuda(cudaError_t rc, const char* call, std::size_t bytes) {
   if (rc != cudaSuccess)
-    fail("{} ({} bytes) failed: {} ({})", call, bytes, cudaGetErrorString(rc), cudaGetErrorName(rc));
+    fail("{} ({} bytes) failed: {} ({})", call, bytes, cudaGetErrorString(rc),
+         cudaGetErrorName(rc));
 }
 }  // namespace
 
-bool cuda_enabled() noexcept { return true; }
+bool cuda_enabled() noexcept {
+  return true;
+}
 
 int device_count() noexcept {
   int n = 0;
@@ -36,7 +39,8 @@ std::shared_ptr<std::byte> allocate_device(std::size_t bytes) {
   }
   // cudaFree's status cannot be reported from a deleter; a failure here means the context is
   // already gone (process teardown), where there is nothing left to free.
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { (void)cudaFree(q); });
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
+                                    [](std::byte* q) { (void)cudaFree(q); });
 }
 
 }  // namespace halox::detail

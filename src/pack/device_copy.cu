@@ -47,7 +47,8 @@ void check(cudaError_t rc, const char* call, int rank) {
 int unit_of(const copy_op& op) {
   std::uint64_t bits = op.elem | reinterpret_cast<std::uintptr_t>(op.src) |
                        reinterpret_cast<std::uintptr_t>(op.dst) | 16;
-  for (int k = 0; k < op.rank; ++k) bits |= std::uint64_t(op.src_stride[k]) | std::uint64_t(op.dst_stride[k]);
+  for (int k = 0; k < op.rank; ++k)
+    bits |= std::uint64_t(op.src_stride[k]) | std::uint64_t(op.dst_stride[k]);
   return int(bits & (~bits + 1));  // lowest set bit
 }
 int unit_of(const gather_op& op) {
@@ -66,12 +67,18 @@ __device__ void combine(const unsigned char* s, unsigned char* d, int op) {
 
 __device__ void combine_elem(const unsigned char* s, unsigned char* d, int op, int type) {
   switch (type) {
-    case 1: return combine<double>(s, d, op);
-    case 2: return combine<float>(s, d, op);
-    case 3: return combine<int>(s, d, op);
-    case 4: return combine<long long>(s, d, op);
-    case 5: return combine<unsigned>(s, d, op);
-    default: return combine<unsigned long long>(s, d, op);
+    case 1:
+      return combine<double>(s, d, op);
+    case 2:
+      return combine<float>(s, d, op);
+    case 3:
+      return combine<int>(s, d, op);
+    case 4:
+      return combine<long long>(s, d, op);
+    case 5:
+      return combine<unsigned>(s, d, op);
+    default:
+      return combine<unsigned long long>(s, d, op);
   }
 }
 
@@ -86,8 +93,10 @@ __global__ void copy_kernel(const dev_op* ops, const long long* tile_start, int 
     int lo = 0, hi = n_ops - 1;
     while (lo < hi) {
       const int mid = (lo + hi + 1) / 2;
-      if (tile_start[mid] <= tile) lo = mid;
-      else hi = mid - 1;
+      if (tile_start[mid] <= tile)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     const dev_op& op = ops[lo];
     const long long first = (tile - tile_start[lo]) * tile_elems;
@@ -118,7 +127,8 @@ __global__ void copy_kernel(const dev_op* ops, const long long* tile_start, int 
         d += rem * op.dst_stride[0];
       } else {
         const long long entity = op.idx[e / op.ncomp], c = e % op.ncomp;
-        const long long in_field = entity * op.entity_stride + c * op.comp_stride, in_buf = e * op.elem;
+        const long long in_field = entity * op.entity_stride + c * op.comp_stride,
+                        in_buf = e * op.elem;
         s += op.kind == gather_kind ? in_field : in_buf;
         d += op.kind == gather_kind ? in_buf : in_field;
       }
@@ -127,11 +137,21 @@ __global__ void copy_kernel(const dev_op* ops, const long long* tile_start, int 
         continue;
       }
       switch (op.unit) {
-        case 16: copy_words<uint4>(s, d, op.words); break;
-        case 8: copy_words<unsigned long long>(s, d, op.words); break;
-        case 4: copy_words<unsigned int>(s, d, op.words); break;
-        case 2: copy_words<unsigned short>(s, d, op.words); break;
-        default: copy_words<unsigned char>(s, d, op.words); break;
+        case 16:
+          copy_words<uint4>(s, d, op.words);
+          break;
+        case 8:
+          copy_words<unsigned long long>(s, d, op.words);
+          break;
+        case 4:
+          copy_words<unsigned int>(s, d, op.words);
+          break;
+        case 2:
+          copy_words<unsigned short>(s, d, op.words);
+          break;
+        default:
+          copy_words<unsigned char>(s, d, op.words);
+          break;
       }
     }
   }
@@ -154,7 +174,8 @@ struct table {
     std::vector<std::pair<const index*, std::size_t>> seen;
     std::vector<std::size_t> idx_at;
     for (const auto& g : gathers) {
-      auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& p) { return p.first == g.idx; });
+      auto it =
+          std::find_if(seen.begin(), seen.end(), [&](const auto& p) { return p.first == g.idx; });
       if (it == seen.end()) {
         seen.push_back({g.idx, all_idx.size()});
         all_idx.insert(all_idx.end(), g.idx, g.idx + g.n);
@@ -163,8 +184,10 @@ struct table {
       idx_at.push_back(it->second);
     }
     if (!all_idx.empty()) {
-      check(cudaMalloc(&indices, all_idx.size() * sizeof(long long)), "cudaMalloc(index lists)", rank);
-      check(cudaMemcpy(indices, all_idx.data(), all_idx.size() * sizeof(long long), cudaMemcpyHostToDevice),
+      check(cudaMalloc(&indices, all_idx.size() * sizeof(long long)), "cudaMalloc(index lists)",
+            rank);
+      check(cudaMemcpy(indices, all_idx.data(), all_idx.size() * sizeof(long long),
+                       cudaMemcpyHostToDevice),
             "cudaMemcpy(index lists)", rank);
     }
     for (std::size_t k = 0; k < gathers.size(); ++k) {
@@ -211,10 +234,12 @@ struct table {
     tiles = start.back();
     if (n == 0) return;
     check(cudaMalloc(&ops, host.size() * sizeof(dev_op)), "cudaMalloc(copy table)", rank);
-    check(cudaMalloc(&tile_start, start.size() * sizeof(long long)), "cudaMalloc(tile table)", rank);
+    check(cudaMalloc(&tile_start, start.size() * sizeof(long long)), "cudaMalloc(tile table)",
+          rank);
     check(cudaMemcpy(ops, host.data(), host.size() * sizeof(dev_op), cudaMemcpyHostToDevice),
           "cudaMemcpy(copy table)", rank);
-    check(cudaMemcpy(tile_start, start.data(), start.size() * sizeof(long long), cudaMemcpyHostToDevice),
+    check(cudaMemcpy(tile_start, start.data(), start.size() * sizeof(long long),
+                     cudaMemcpyHostToDevice),
           "cudaMemcpy(tile table)", rank);
   }
   void release() {
@@ -241,12 +266,14 @@ struct device_copier::impl {
 };
 
 device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
-                             const std::vector<copy_op>& unpack, const std::vector<gather_op>& scatter,
+                             const std::vector<copy_op>& unpack,
+                             const std::vector<gather_op>& scatter,
                              const std::vector<copy_op>& ordered_local, bool ordered)
     : p_(std::make_unique<impl>()) {
   int dev = 0, sms = 0;
   check(cudaGetDevice(&dev), "cudaGetDevice", -1);
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute", -1);
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute",
+        -1);
   p_->grid_cap = std::max(1, sms * 8);
   check(cudaStreamCreate(&p_->stream), "cudaStreamCreate", -1);
   check(cudaEventCreateWithFlags(&p_->done, cudaEventDisableTiming), "cudaEventCreate", -1);
@@ -284,17 +311,20 @@ device_copier::~device_copier() {
 
 void device_copier::launch_pack(int rank) {
   p_->pack.launch(p_->stream, p_->grid_cap, rank, "pack kernel launch");
-  for (const auto& t : p_->local_steps) t.launch(p_->stream, p_->grid_cap, rank, "local copy launch");
+  for (const auto& t : p_->local_steps)
+    t.launch(p_->stream, p_->grid_cap, rank, "local copy launch");
   check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
 }
 void device_copier::launch_unpack(int rank) {
   p_->unpack.launch(p_->stream, p_->grid_cap, rank, "unpack kernel launch");
-  for (const auto& t : p_->unpack_steps) t.launch(p_->stream, p_->grid_cap, rank, "unpack step launch");
+  for (const auto& t : p_->unpack_steps)
+    t.launch(p_->stream, p_->grid_cap, rank, "unpack step launch");
   check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
 }
 void device_copier::copy(void* dst, const void* src, std::size_t bytes, int rank) {
   if (bytes == 0) return;
-  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, p_->stream), "cudaMemcpyAsync (staging)", rank);
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, p_->stream),
+        "cudaMemcpyAsync (staging)", rank);
 }
 void device_copier::synchronize(int rank) {
   check(cudaStreamSynchronize(p_->stream), "cudaStreamSynchronize (pack/unpack kernels)", rank);
@@ -306,20 +336,24 @@ bool device_copier::ready(int rank) {
   return true;
 }
 void device_copier::wait_for(void* user_stream, int rank) {
-  check(cudaEventRecord(p_->incoming, static_cast<cudaStream_t>(user_stream)), "cudaEventRecord(user stream)", rank);
+  check(cudaEventRecord(p_->incoming, static_cast<cudaStream_t>(user_stream)),
+        "cudaEventRecord(user stream)", rank);
   check(cudaStreamWaitEvent(p_->stream, p_->incoming, 0), "cudaStreamWaitEvent", rank);
 }
 void device_copier::signal(void* user_stream, int rank) {
   check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
-  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(user_stream), p_->done, 0), "cudaStreamWaitEvent(user stream)", rank);
+  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(user_stream), p_->done, 0),
+        "cudaStreamWaitEvent(user stream)", rank);
 }
 
 std::shared_ptr<std::byte> allocate_mapped(std::size_t bytes) {
   void* p = nullptr;
   const std::size_t n = bytes == 0 ? 64 : bytes;
-  check(cudaHostAlloc(&p, n, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc(mapped)", -1);
+  check(cudaHostAlloc(&p, n, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc(mapped)",
+        -1);
   std::memset(p, 0, n);
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { (void)cudaFreeHost(q); });
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
+                                    [](std::byte* q) { (void)cudaFreeHost(q); });
 }
 
 }  // namespace halox::detail

@@ -17,7 +17,9 @@ void device_copier::launch_pack(int) {}
 void device_copier::launch_unpack(int) {}
 void device_copier::copy(void*, const void*, std::size_t, int) {}
 void device_copier::synchronize(int) {}
-bool device_copier::ready(int) { return true; }
+bool device_copier::ready(int) {
+  return true;
+}
 void device_copier::wait_for(void*, int) {}
 void device_copier::signal(void*, int) {}
 

@@ -98,23 +98,36 @@ void run(const copy_op& op) noexcept {
   if (ss == index(e) && ds == index(e)) {  // contiguous rows
     const std::size_t bytes = std::size_t(n) * e;
     switch (bytes) {
-      case 4: return rows_fixed<4>(op);
-      case 8: return rows_fixed<8>(op);
-      case 16: return rows_fixed<16>(op);
-      case 24: return rows_fixed<24>(op);
-      case 32: return rows_fixed<32>(op);
-      case 48: return rows_fixed<48>(op);
-      case 64: return rows_fixed<64>(op);
+      case 4:
+        return rows_fixed<4>(op);
+      case 8:
+        return rows_fixed<8>(op);
+      case 16:
+        return rows_fixed<16>(op);
+      case 24:
+        return rows_fixed<24>(op);
+      case 32:
+        return rows_fixed<32>(op);
+      case 48:
+        return rows_fixed<48>(op);
+      case 64:
+        return rows_fixed<64>(op);
       default:
-        return for_rows(op, [bytes](const std::byte* s, std::byte* d) { std::memcpy(d, s, bytes); });
+        return for_rows(op,
+                        [bytes](const std::byte* s, std::byte* d) { std::memcpy(d, s, bytes); });
     }
   }
   switch (e) {
-    case 1: return rows_strided<1>(op, n, ss, ds);
-    case 2: return rows_strided<2>(op, n, ss, ds);
-    case 4: return rows_strided<4>(op, n, ss, ds);
-    case 8: return rows_strided<8>(op, n, ss, ds);
-    case 16: return rows_strided<16>(op, n, ss, ds);
+    case 1:
+      return rows_strided<1>(op, n, ss, ds);
+    case 2:
+      return rows_strided<2>(op, n, ss, ds);
+    case 4:
+      return rows_strided<4>(op, n, ss, ds);
+    case 8:
+      return rows_strided<8>(op, n, ss, ds);
+    case 16:
+      return rows_strided<16>(op, n, ss, ds);
     default:
       return for_rows(op, [&](const std::byte* s, std::byte* d) {
         for (index i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, e);
@@ -131,7 +144,8 @@ void gather(const gather_op& op) noexcept {
     if (dense) {
       std::memcpy(b, f, std::size_t(row));
     } else {
-      for (int c = 0; c < op.ncomp; ++c) std::memcpy(b + c * index(op.elem), f + c * op.comp_stride, op.elem);
+      for (int c = 0; c < op.ncomp; ++c)
+        std::memcpy(b + c * index(op.elem), f + c * op.comp_stride, op.elem);
     }
   }
 }
@@ -147,7 +161,8 @@ void scatter(const gather_op& op) noexcept {
     } else if (dense) {
       std::memcpy(f, b, std::size_t(row));
     } else {
-      for (int c = 0; c < op.ncomp; ++c) std::memcpy(f + c * op.comp_stride, b + c * index(op.elem), op.elem);
+      for (int c = 0; c < op.ncomp; ++c)
+        std::memcpy(f + c * op.comp_stride, b + c * index(op.elem), op.elem);
     }
   }
 }

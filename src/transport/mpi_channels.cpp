@@ -8,7 +8,9 @@ namespace halox::detail {
 
 namespace {
 constexpr std::size_t piece_bytes = std::size_t(1) << 30;
-int pieces(std::size_t bytes) { return bytes == 0 ? 1 : int((bytes + piece_bytes - 1) / piece_bytes); }
+int pieces(std::size_t bytes) {
+  return bytes == 0 ? 1 : int((bytes + piece_bytes - 1) / piece_bytes);
+}
 int piece_size(std::size_t bytes, int k) {
   return int(std::min(piece_bytes, bytes - std::size_t(k) * piece_bytes));
 }
@@ -25,8 +27,8 @@ mpi_channels::mpi_channels(MPI_Comm comm, const std::vector<message>& sends,
   for (const auto& m : sends) {
     for (int k = 0; k < pieces(m.bytes); ++k) {
       MPI_Request r;
-      check(MPI_Send_init(send_buf + m.offset + std::size_t(k) * piece_bytes, piece_size(m.bytes, k),
-                          MPI_BYTE, m.peer, tag, comm, &r),
+      check(MPI_Send_init(send_buf + m.offset + std::size_t(k) * piece_bytes,
+                          piece_size(m.bytes, k), MPI_BYTE, m.peer, tag, comm, &r),
             "MPI_Send_init", m.peer);
       send_req_.push_back(r);
     }
@@ -37,8 +39,8 @@ mpi_channels::mpi_channels(MPI_Comm comm, const std::vector<message>& sends,
     const auto& m = recvs[i];
     for (int k = 0; k < pieces(m.bytes); ++k) {
       MPI_Request r;
-      check(MPI_Recv_init(recv_buf + m.offset + std::size_t(k) * piece_bytes, piece_size(m.bytes, k),
-                          MPI_BYTE, m.peer, tag, comm, &r),
+      check(MPI_Recv_init(recv_buf + m.offset + std::size_t(k) * piece_bytes,
+                          piece_size(m.bytes, k), MPI_BYTE, m.peer, tag, comm, &r),
             "MPI_Recv_init", m.peer);
       recv_req_.push_back(r);
       recv_msg_.push_back(int(i));
@@ -84,9 +86,10 @@ int mpi_channels::finish_recv_request(int req, const MPI_Status& st) {
   int got = 0;
   MPI_Get_count(&st, MPI_BYTE, &got);
   if (got != recv_size_[req])
-    fail("rank {}: received {} bytes from rank {} where the plan expects {}; do all ranks build "
-         "the exchange with the same domain, stencil and field types?",
-         rank_, got, st.MPI_SOURCE, recv_size_[req]);
+    fail(
+        "rank {}: received {} bytes from rank {} where the plan expects {}; do all ranks build "
+        "the exchange with the same domain, stencil and field types?",
+        rank_, got, st.MPI_SOURCE, recv_size_[req]);
   const int m = recv_msg_[req];
   return --recv_left_[m] == 0 ? m : -1;
 }
@@ -116,13 +119,15 @@ int mpi_channels::test_recvs(int* done) {
 
 void mpi_channels::wait_sends() {
   if (!send_req_.empty())
-    check(MPI_Waitall(int(send_req_.size()), send_req_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall(sends)", -1);
+    check(MPI_Waitall(int(send_req_.size()), send_req_.data(), MPI_STATUSES_IGNORE),
+          "MPI_Waitall(sends)", -1);
 }
 
 bool mpi_channels::test_sends() {
   int flag = 1;
   if (!send_req_.empty())
-    check(MPI_Testall(int(send_req_.size()), send_req_.data(), &flag, MPI_STATUSES_IGNORE), "MPI_Testall(sends)", -1);
+    check(MPI_Testall(int(send_req_.size()), send_req_.data(), &flag, MPI_STATUSES_IGNORE),
+          "MPI_Testall(sends)", -1);
   return flag != 0;
 }
 

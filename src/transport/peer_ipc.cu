@@ -26,8 +26,8 @@ void check_mpi(int rc, const char* call, int rank) {
 }
 
 struct node_entry {
-  int rank;        // in the exchange's communicator
-  char bus[32];    // PCI bus id of the rank's current GPU
+  int rank;      // in the exchange's communicator
+  char bus[32];  // PCI bus id of the rank's current GPU
 };
 
 // Whether every peer of this rank is on its node with a GPU this rank's GPU can reach.
@@ -106,11 +106,13 @@ struct peer_ipc::impl {
     if (!v.empty()) check_mpi(MPI_Startall(int(v.size()), v.data()), what, rank);
   }
   void wait_all(std::vector<MPI_Request>& v, const char* what) {
-    if (!v.empty()) check_mpi(MPI_Waitall(int(v.size()), v.data(), MPI_STATUSES_IGNORE), what, rank);
+    if (!v.empty())
+      check_mpi(MPI_Waitall(int(v.size()), v.data(), MPI_STATUSES_IGNORE), what, rank);
   }
   bool test_all(std::vector<MPI_Request>& v, const char* what) {
     int flag = 1;
-    if (!v.empty()) check_mpi(MPI_Testall(int(v.size()), v.data(), &flag, MPI_STATUSES_IGNORE), what, rank);
+    if (!v.empty())
+      check_mpi(MPI_Testall(int(v.size()), v.data(), &flag, MPI_STATUSES_IGNORE), what, rank);
     return flag != 0;
   }
 };
@@ -147,22 +149,26 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   // Each receiver sends its buffer's handle and where each sender's message goes; each sender
   // opens the handles once.
   cudaIpcMemHandle_t h{};
-  if (!prog.recvs.empty()) check_cuda(cudaIpcGetMemHandle(&h, recv.get()), "cudaIpcGetMemHandle", me);
+  if (!prog.recvs.empty())
+    check_cuda(cudaIpcGetMemHandle(&h, recv.get()), "cudaIpcGetMemHandle", me);
   std::vector<handle_msg> out(prog.recvs.size()), in(prog.sends.size());
   std::vector<MPI_Request> reqs;
   for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
     out[k] = {h, prog.recvs[k].offset};
     reqs.emplace_back();
-    check_mpi(MPI_Isend(&out[k], sizeof(handle_msg), MPI_BYTE, prog.recvs[k].peer, tag_handle, comm, &reqs.back()),
+    check_mpi(MPI_Isend(&out[k], sizeof(handle_msg), MPI_BYTE, prog.recvs[k].peer, tag_handle, comm,
+                        &reqs.back()),
               "MPI_Isend(IPC handle)", me);
   }
   for (std::size_t k = 0; k < prog.sends.size(); ++k) {
     reqs.emplace_back();
-    check_mpi(MPI_Irecv(&in[k], sizeof(handle_msg), MPI_BYTE, prog.sends[k].peer, tag_handle, comm, &reqs.back()),
+    check_mpi(MPI_Irecv(&in[k], sizeof(handle_msg), MPI_BYTE, prog.sends[k].peer, tag_handle, comm,
+                        &reqs.back()),
               "MPI_Irecv(IPC handle)", me);
   }
   if (!reqs.empty())
-    check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall(IPC handles)", me);
+    check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall(IPC handles)", me);
   std::vector<std::byte*> remote(prog.sends.size());
   for (std::size_t k = 0; k < prog.sends.size(); ++k) {
     void* base = nullptr;
@@ -185,7 +191,8 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
     if (inside(op.buf, old_send, send_size)) op.buf = rebase(op.buf);
 
   // Control messages, prepared once.
-  auto init = [&](std::vector<MPI_Request>& v, const std::vector<message>& peers, bool send, int tag) {
+  auto init = [&](std::vector<MPI_Request>& v, const std::vector<message>& peers, bool send,
+                  int tag) {
     for (const auto& m : peers) {
       v.emplace_back();
       check_mpi(send ? MPI_Send_init(&p->dummy, 0, MPI_BYTE, m.peer, tag, comm, &v.back())
@@ -193,10 +200,10 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
                 "MPI_Send_init/MPI_Recv_init(IPC control)", me);
     }
   };
-  init(p->clear_in, prog.sends, false, tag_clear);   // my receivers say: buffer free
-  init(p->ready_out, prog.sends, true, tag_ready);   // I tell my receivers: data in place
-  init(p->clear_out, prog.recvs, true, tag_clear);   // I tell my senders: buffer free
-  init(p->ready_in, prog.recvs, false, tag_ready);   // my senders say: data in place
+  init(p->clear_in, prog.sends, false, tag_clear);  // my receivers say: buffer free
+  init(p->ready_out, prog.sends, true, tag_ready);  // I tell my receivers: data in place
+  init(p->clear_out, prog.recvs, true, tag_clear);  // I tell my senders: buffer free
+  init(p->ready_in, prog.recvs, false, tag_ready);  // my senders say: data in place
 
   prog.path = std::string(to_string(staging::peer_ipc)) +
               " (node-local GPUs: the pack kernel writes into the receiver's GPU memory through "
@@ -212,10 +219,18 @@ void peer_ipc::start() {
   p_->start_all(p_->ready_in, "MPI_Startall(data-ready in)");
   p_->start_all(p_->clear_out, "MPI_Startall(clear-to-send out)");
 }
-void peer_ipc::wait_clear() { p_->wait_all(p_->clear_in, "MPI_Waitall(clear-to-send)"); }
-void peer_ipc::signal_ready() { p_->start_all(p_->ready_out, "MPI_Startall(data-ready out)"); }
-void peer_ipc::wait_ready() { p_->wait_all(p_->ready_in, "MPI_Waitall(data-ready)"); }
-bool peer_ipc::test_ready() { return p_->test_all(p_->ready_in, "MPI_Testall(data-ready)"); }
+void peer_ipc::wait_clear() {
+  p_->wait_all(p_->clear_in, "MPI_Waitall(clear-to-send)");
+}
+void peer_ipc::signal_ready() {
+  p_->start_all(p_->ready_out, "MPI_Startall(data-ready out)");
+}
+void peer_ipc::wait_ready() {
+  p_->wait_all(p_->ready_in, "MPI_Waitall(data-ready)");
+}
+bool peer_ipc::test_ready() {
+  return p_->test_all(p_->ready_in, "MPI_Testall(data-ready)");
+}
 void peer_ipc::wait_sends() {
   p_->wait_all(p_->clear_out, "MPI_Waitall(clear-to-send out)");
   p_->wait_all(p_->ready_out, "MPI_Waitall(data-ready out)");

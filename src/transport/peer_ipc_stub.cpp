@@ -5,15 +5,21 @@ namespace halox::detail {
 
 struct peer_ipc::impl {};
 
-std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, exchange_program&) { return nullptr; }
+std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, exchange_program&) {
+  return nullptr;
+}
 peer_ipc::peer_ipc(std::unique_ptr<impl> p) : p_(std::move(p)) {}
 peer_ipc::~peer_ipc() = default;
 void peer_ipc::start() {}
 void peer_ipc::wait_clear() {}
 void peer_ipc::signal_ready() {}
 void peer_ipc::wait_ready() {}
-bool peer_ipc::test_ready() { return true; }
+bool peer_ipc::test_ready() {
+  return true;
+}
 void peer_ipc::wait_sends() {}
-bool peer_ipc::test_sends() { return true; }
+bool peer_ipc::test_sends() {
+  return true;
+}
 
 }  // namespace halox::detail

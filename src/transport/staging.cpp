@@ -14,10 +14,14 @@ namespace halox {
 
 const char* to_string(staging s) noexcept {
   switch (s) {
-    case staging::automatic: return "auto";
-    case staging::gpu_aware: return "gpu_aware";
-    case staging::host_staged: return "host_staged";
-    case staging::peer_ipc: return "peer_ipc";
+    case staging::automatic:
+      return "auto";
+    case staging::gpu_aware:
+      return "gpu_aware";
+    case staging::host_staged:
+      return "host_staged";
+    case staging::peer_ipc:
+      return "peer_ipc";
   }
   return "?";
 }
@@ -43,7 +47,8 @@ staging staging_from_env() {
   if (s == "gpu_aware") return staging::gpu_aware;
   if (s == "host_staged") return staging::host_staged;
   if (s == "peer_ipc") return staging::peer_ipc;
-  fail("HALOX_STAGING='{}' is not a staging policy; use auto, gpu_aware, host_staged or peer_ipc", s);
+  fail("HALOX_STAGING='{}' is not a staging policy; use auto, gpu_aware, host_staged or peer_ipc",
+       s);
 }
 
 bool host_staging_copies() {
@@ -64,7 +69,8 @@ staging_choice choose_staging(staging s) {
     case staging::host_staged:
       return {staging::host_staged, false, "forced; pack kernel writes mapped pinned memory"};
     case staging::peer_ipc:  // where CUDA IPC cannot serve, messages go as automatic would
-    case staging::automatic: break;
+    case staging::automatic:
+      break;
   }
   return aware ? staging_choice{staging::gpu_aware, true, "automatic: MPI is CUDA-aware"}
                : staging_choice{staging::host_staged, false,

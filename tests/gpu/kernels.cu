@@ -6,7 +6,9 @@
 namespace halox_test {
 
 namespace {
-__device__ long long wrap(long long x, long long n) { return ((x % n) + n) % n; }
+__device__ long long wrap(long long x, long long n) {
+  return ((x % n) + n) % n;
+}
 
 __global__ void stamp_kernel(geom g, double salt) {
   const long long nx = g.owned_hi[0] - g.owned_lo[0], ny = g.owned_hi[1] - g.owned_lo[1],
@@ -15,8 +17,8 @@ __global__ void stamp_kernel(geom g, double salt) {
        t += (long long)gridDim.x * blockDim.x) {
     const long long i = g.owned_lo[0] + t / (ny * nz), j = g.owned_lo[1] + (t / nz) % ny,
                     k = g.owned_lo[2] + t % nz;
-    g.base[(i - g.lo[0]) * g.stride[0] + (j - g.lo[1]) * g.stride[1] + (k - g.lo[2]) * g.stride[2]] =
-        salt * 1e6 + double((i * g.n[1] + j) * g.n[2] + k);
+    g.base[(i - g.lo[0]) * g.stride[0] + (j - g.lo[1]) * g.stride[1] +
+           (k - g.lo[2]) * g.stride[2]] = salt * 1e6 + double((i * g.n[1] + j) * g.n[2] + k);
   }
 }
 
@@ -25,9 +27,11 @@ __global__ void verify_kernel(geom g, double salt, unsigned long long* errors) {
   for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total;
        t += (long long)gridDim.x * blockDim.x) {
     const long long a = t / (g.ext[1] * g.ext[2]), b = (t / g.ext[2]) % g.ext[1], c = t % g.ext[2];
-    const long long i = wrap(g.lo[0] + a, g.n[0]), j = wrap(g.lo[1] + b, g.n[1]), k = wrap(g.lo[2] + c, g.n[2]);
+    const long long i = wrap(g.lo[0] + a, g.n[0]), j = wrap(g.lo[1] + b, g.n[1]),
+                    k = wrap(g.lo[2] + c, g.n[2]);
     const double want = salt * 1e6 + double((i * g.n[1] + j) * g.n[2] + k);
-    if (g.base[a * g.stride[0] + b * g.stride[1] + c * g.stride[2]] != want) atomicAdd(errors, 1ull);
+    if (g.base[a * g.stride[0] + b * g.stride[1] + c * g.stride[2]] != want)
+      atomicAdd(errors, 1ull);
   }
 }
 

@@ -1,7 +1,7 @@
 // GPU: device fields exchanged through the fused pack/unpack kernels, blocking, split-phase and
 // stream-ordered. Skips (exit 77) where no GPU is usable.
-#include <catch2/catch.hpp>
 #include <cuda_runtime.h>
+#include <catch2/catch.hpp>
 #include <halox/halox.hpp>
 
 #include <cstdio>
@@ -19,7 +19,8 @@ namespace {
 const bool skip_without_gpu = [] {
   const int gpus = halox::detail::device_count();
   if (gpus == 0) {
-    std::printf("SKIP: %s\n", halox::detail::cuda_enabled() ? "no CUDA device" : "built without CUDA");
+    std::printf("SKIP: %s\n",
+                halox::detail::cuda_enabled() ? "no CUDA device" : "built without CUDA");
     std::exit(77);
   }
   const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
@@ -41,13 +42,18 @@ std::size_t bytes_of(const halox::field<T, D>& f) {
 template <class T, int D>
 struct mirrored {
   halox::field<T, D> dev, host;
-  void upload() const { cuda(cudaMemcpy(dev.data(), host.data(), bytes_of(host), cudaMemcpyHostToDevice)); }
-  void download() const { cuda(cudaMemcpy(host.data(), dev.data(), bytes_of(host), cudaMemcpyDeviceToHost)); }
+  void upload() const {
+    cuda(cudaMemcpy(dev.data(), host.data(), bytes_of(host), cudaMemcpyHostToDevice));
+  }
+  void download() const {
+    cuda(cudaMemcpy(host.data(), dev.data(), bytes_of(host), cudaMemcpyDeviceToHost));
+  }
 };
 
 template <class T, class Dom, int D>
 mirrored<T, D> make_mirrored(const Dom& dom, const halox::stencil<D>& st, halox::field_options o) {
-  return {dom.template make_field<T>(st, halox::device, o), dom.template make_field<T>(st, halox::host, o)};
+  return {dom.template make_field<T>(st, halox::device, o),
+          dom.template make_field<T>(st, halox::host, o)};
 }
 
 halox_test::geom geom_of(const halox::field<double, 3>& f, const halox::extents<3>& n) {
@@ -83,7 +89,8 @@ TEST_CASE("device fields are allocated, padded and zeroed") {
 TEST_CASE("device and host fields of several types in one blocking exchange") {
   boost::mpi::communicator world;
   const halox::extents<3> n{13, 10, 9};
-  const auto per = GENERATE(halox::periodic<3>{true, true, true}, halox::periodic<3>{false, true, false});
+  const auto per =
+      GENERATE(halox::periodic<3>{true, true, true}, halox::periodic<3>{false, true, false});
   const auto st = GENERATE(halox::stencil<3>::box(1), halox::stencil<3>::star({0, 1, 2}, {2, 0, 1}),
                            halox::stencil<3>::box(2));
   const halox::cartesian<3> dom(world, n, per);
@@ -130,8 +137,9 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   auto u = dom.make_field<double>(st, halox::device);
   auto v = dom.make_field<double>(st, halox::device);
   // Every transport: auto (CUDA IPC on one node), and both host_staged variants.
-  const auto [policy, variant] = GENERATE(std::pair{"auto", "mapped"}, std::pair{"host_staged", "mapped"},
-                                          std::pair{"host_staged", "copy"});
+  const auto [policy, variant] =
+      GENERATE(std::pair{"auto", "mapped"}, std::pair{"host_staged", "mapped"},
+               std::pair{"host_staged", "copy"});
   ::setenv("HALOX_STAGING", policy, 1);
   ::setenv("HALOX_HOST_STAGING", variant, 1);
   auto ex_u = halox::make_exchange(dom, st, u);
@@ -151,8 +159,8 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
     auto& ex = s % 2 ? ex_u : ex_v;
     const auto& g = s % 2 ? gu : gv;
     halox_test::stamp(g, s, stream);  // the "solver" writes new owned values
-    ex.schedule_exchange(stream);      // packing waits for the stamp kernel
-    ex.schedule_wait(stream);          // the verify kernel waits for the unpack
+    ex.schedule_exchange(stream);     // packing waits for the stamp kernel
+    ex.schedule_wait(stream);         // the verify kernel waits for the unpack
     halox_test::verify(g, s, errors, stream);
   }
   unsigned long long bad = 0;
@@ -182,7 +190,8 @@ TEST_CASE("reverse exchanges of device fields match the host's, bit for bit") {
   for (auto i = a.lo[0]; i < a.hi[0]; ++i)
     for (auto j = a.lo[1]; j < a.hi[1]; ++j) {
       hd.at({i, j}) = 0.1 * double((i * 31 + j * 17 + world.rank() * 7) % 23) - 1.0;
-      for (int c = 0; c < 2; ++c) hi.at({i, j}, c) = int((i * 13 + j * 5 + c + world.rank()) % 11) - 5;
+      for (int c = 0; c < 2; ++c)
+        hi.at({i, j}, c) = int((i * 13 + j * 5 + c + world.rank()) % 11) - 5;
     }
   cuda(cudaMemcpy(dd.data(), hd.data(), bytes_of(hd), cudaMemcpyHostToDevice));
   cuda(cudaMemcpy(di.data(), hi.data(), bytes_of(hi), cudaMemcpyHostToDevice));
@@ -194,7 +203,8 @@ TEST_CASE("reverse exchanges of device fields match the host's, bit for bit") {
   cuda(cudaMemcpy(gd.data(), dd.data(), bytes_of(dd), cudaMemcpyDeviceToHost));
   cuda(cudaMemcpy(gi.data(), di.data(), bytes_of(di), cudaMemcpyDeviceToHost));
   long bad = 0;
-  for (std::size_t k = 0; k < gd.size(); ++k) bad += std::memcmp(&gd[k], hd.data() + k, sizeof(double)) != 0;
+  for (std::size_t k = 0; k < gd.size(); ++k)
+    bad += std::memcmp(&gd[k], hd.data() + k, sizeof(double)) != 0;
   for (std::size_t k = 0; k < gi.size(); ++k) bad += gi[k] != hi.data()[k];
   INFO("reduction " << halox::to_string(op));
   REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<long>()) == 0);
@@ -207,7 +217,8 @@ TEST_CASE("unstructured reverse sum on device fields matches the host's") {
   std::vector<halox::global_id> owned, ghosts;
   for (long k = 0; k < n; ++k) owned.push_back(halox::global_id(r) * n + k);
   if (P > 1)
-    for (long k = 0; k < n; k += 3) ghosts.push_back(halox::global_id((r + 1 + k % (P - 1)) % P) * n + (k * 7) % n);
+    for (long k = 0; k < n; k += 3)
+      ghosts.push_back(halox::global_id((r + 1 + k % (P - 1)) % P) * n + (k * 7) % n);
   halox::unstructured pat(world, owned, ghosts);
   auto h = pat.make_field<double>(2);
   auto d = pat.make_field<double>(2, halox::entity_layout::entity_major, halox::device);
@@ -220,7 +231,8 @@ TEST_CASE("unstructured reverse sum on device fields matches the host's") {
   std::vector<double> got(std::size_t(pat.local_count()) * 2);
   cuda(cudaMemcpy(got.data(), d.data(), bytes, cudaMemcpyDeviceToHost));
   long bad = 0;
-  for (std::size_t k = 0; k < got.size(); ++k) bad += std::memcmp(&got[k], h.data() + k, sizeof(double)) != 0;
+  for (std::size_t k = 0; k < got.size(); ++k)
+    bad += std::memcmp(&got[k], h.data() + k, sizeof(double)) != 0;
   REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<long>()) == 0);
 }
 
@@ -229,8 +241,9 @@ TEST_CASE("device reverse sum of a type the kernels cannot add is rejected") {
   constexpr auto st = halox::stencil<2>::box(1);
   const halox::cartesian<2> dom(world, {8, 8}, halox::periodic{true, true});
   auto u = dom.make_field<short>(st, halox::device);
-  REQUIRE_THROWS_WITH(halox::make_reverse_exchange(dom, st, halox::reduction::sum, u),
-                      Catch::Contains("on device memory supports double, float and 32/64-bit integers"));
+  REQUIRE_THROWS_WITH(
+      halox::make_reverse_exchange(dom, st, halox::reduction::sum, u),
+      Catch::Contains("on device memory supports double, float and 32/64-bit integers"));
   REQUIRE_NOTHROW(halox::make_reverse_exchange(dom, st, halox::reduction::replace, u));
 }
 
@@ -242,13 +255,15 @@ TEST_CASE("unstructured device fields: ring plus long-range ghosts, both layouts
   std::vector<halox::global_id> owned, ghosts;
   for (long k = 0; k < n; ++k) owned.push_back(gid(r, k));
   if (P > 1)
-    for (long k = 0; k < n; k += 7) ghosts.push_back(gid((r + 1 + int(k) % (P - 1)) % P, (k * 13) % n));
+    for (long k = 0; k < n; k += 7)
+      ghosts.push_back(gid((r + 1 + int(k) % (P - 1)) % P, (k * 13) % n));
   const char* policy = GENERATE("auto", "host_staged", "gpu_aware", "peer_ipc");
   const char* variant = GENERATE("mapped", "copy");  // HALOX_HOST_STAGING
   ::setenv("HALOX_STAGING", policy, 1);
   ::setenv("HALOX_HOST_STAGING", variant, 1);
   halox::unstructured pat(world, owned, ghosts);
-  const auto layout = GENERATE(halox::entity_layout::entity_major, halox::entity_layout::component_major);
+  const auto layout =
+      GENERATE(halox::entity_layout::entity_major, halox::entity_layout::component_major);
   auto dev = pat.make_field<double>(2, layout, halox::device);
   auto host = pat.make_field<double>(2, layout, halox::host);
   const auto bytes = std::size_t(pat.local_count()) * 2 * sizeof(double);

@@ -15,7 +15,6 @@
 
 namespace halox {
 
-
 /// Extents or coordinates, one per dimension.
 template <int D>
 using extents = std::array<index, D>;
@@ -87,6 +86,8 @@ std::string to_string(const box<D>& b) {
 }
 
 /// Floor division (towards −∞), for periodic image arithmetic.
-constexpr index floor_div(index a, index b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+constexpr index floor_div(index a, index b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
 
 }  // namespace halox

@@ -58,7 +58,8 @@ class box_list : public domain_base<box_list<D>, D> {
     index covered = 0;
     for (std::size_t k = 0; k < boxes_.size(); ++k) {
       const auto& b = boxes_[k];
-      detail::require(!b.cells.empty(), "rank {}: box #{} {} is empty", rank_, k, to_string(b.cells));
+      detail::require(!b.cells.empty(), "rank {}: box #{} {} is empty", rank_, k,
+                      to_string(b.cells));
       detail::require(intersect(b.cells, global_) == b.cells,
                       "rank {}: box #{} {} reaches outside the global box {}", rank_, k,
                       to_string(b.cells), to_string(global_));
@@ -70,9 +71,8 @@ class box_list : public domain_base<box_list<D>, D> {
     // Sweep along dimension 0: only boxes whose x-ranges overlap need a full test.
     std::vector<std::size_t> order(boxes_.size());
     for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::sort(order.begin(), order.end(), [&](auto a, auto b) {
-      return boxes_[a].cells.lo[0] < boxes_[b].cells.lo[0];
-    });
+    std::sort(order.begin(), order.end(),
+              [&](auto a, auto b) { return boxes_[a].cells.lo[0] < boxes_[b].cells.lo[0]; });
     for (std::size_t a = 0; a < order.size(); ++a)
       for (std::size_t b = a + 1; b < order.size(); ++b) {
         const auto& A = boxes_[order[a]].cells;

@@ -27,15 +27,15 @@ class cartesian : public domain_base<cartesian<D>, D> {
   /// Splits `global` cells over `comm`'s ranks with an automatic process grid (smallest halo
   /// surface) or the one given. Throws halox::error on non-positive extents or a grid that does
   /// not match the rank count or would leave a rank without cells.
-  cartesian(const boost::mpi::communicator& comm, const extents<D>& global,
-            periodic<D> per = {}, std::optional<process_grid<D>> grid = std::nullopt)
+  cartesian(const boost::mpi::communicator& comm, const extents<D>& global, periodic<D> per = {},
+            std::optional<process_grid<D>> grid = std::nullopt)
       : domain_base<cartesian<D>, D>(comm, global, per) {
     if (grid) {
       long long product = 1;
       for (int i = 0; i < D; ++i) {
         detail::require(grid->dims[i] > 0 && grid->dims[i] <= global[i],
-                        "rank {}: process grid {} has {} ranks in dimension {} of extent {}",
-                        rank_, fmt::join(grid->dims, "x"), grid->dims[i], i, global[i]);
+                        "rank {}: process grid {} has {} ranks in dimension {} of extent {}", rank_,
+                        fmt::join(grid->dims, "x"), grid->dims[i], i, global[i]);
         product *= grid->dims[i];
       }
       detail::require(product == comm.size(),

@@ -25,8 +25,8 @@ struct periodic {
   std::array<bool, D> flags{};
   constexpr periodic() = default;
   template <class... B>
-    requires(sizeof...(B) == D && (std::is_convertible_v<B, bool> && ...))
-  constexpr periodic(B... b) : flags{static_cast<bool>(b)...} {}
+  requires(sizeof...(B) == D && (std::is_convertible_v<B, bool> && ...)) constexpr periodic(B... b)
+      : flags{static_cast<bool>(b)...} {}
   constexpr bool operator[](int i) const { return flags[i]; }
   /// Periodic in every dimension.
   static constexpr periodic all() {
@@ -90,7 +90,8 @@ class domain_base {
       s->blocks.push_back(m);
     }
     s->storage = detail::allocate(space, total);
-    for (std::size_t k = 0; k < s->blocks.size(); ++k) s->blocks[k].data = s->storage.get() + offsets[k];
+    for (std::size_t k = 0; k < s->blocks.size(); ++k)
+      s->blocks[k].data = s->storage.get() + offsets[k];
     return field<T, D>(std::move(s));
   }
 
@@ -98,8 +99,7 @@ class domain_base {
   /// the padding `pad_lo`/`pad_hi`; they must equal the owned box's extents plus the padding.
   template <class T>
   field<T, D> wrap(T* data, const extents<D>& alloc, const widths<D>& pad_lo,
-                   const widths<D>& pad_hi, field_options o = {},
-                   memory_space space = host) const {
+                   const widths<D>& pad_hi, field_options o = {}, memory_space space = host) const {
     const box<D>& b = single_box("wrap");
     auto s = new_state<T>(space, o);
     detail::block_memory<D> m;
@@ -109,8 +109,8 @@ class domain_base {
     detail::require(alloc == want,
                     "rank {}: field '{}' has extents {} but the owned box {} with padding "
                     "{}/{} needs {}",
-                    rank(), s->name, fmt::join(alloc, "x"), to_string(b),
-                    fmt::join(pad_lo, ","), fmt::join(pad_hi, ","), fmt::join(want, "x"));
+                    rank(), s->name, fmt::join(alloc, "x"), to_string(b), fmt::join(pad_lo, ","),
+                    fmt::join(pad_hi, ","), fmt::join(want, "x"));
     detail::dense_strides<D>(alloc, o, m);
     m.data = reinterpret_cast<std::byte*>(check_pointer(data, *s));
     s->blocks.push_back(m);
@@ -120,16 +120,16 @@ class domain_base {
   /// Wraps your array with explicit element strides (per dimension and between components).
   template <class T>
   field<T, D> wrap_strided(T* data, const widths<D>& pad_lo, const widths<D>& pad_hi,
-                           const extents<D>& strides, index component_stride,
-                           field_options o = {}, memory_space space = host) const {
+                           const extents<D>& strides, index component_stride, field_options o = {},
+                           memory_space space = host) const {
     const box<D>& b = single_box("wrap_strided");
     auto s = new_state<T>(space, o);
     detail::block_memory<D> m;
     m.owned = b;
     set_padding(m, pad_lo, pad_hi, *s);
     for (int i = 0; i < D; ++i)
-      detail::require(strides[i] > 0, "rank {}: field '{}' has stride {} in dimension {}",
-                      rank(), s->name, strides[i], i);
+      detail::require(strides[i] > 0, "rank {}: field '{}' has stride {} in dimension {}", rank(),
+                      s->name, strides[i], i);
     detail::require(o.components == 1 || component_stride > 0,
                     "rank {}: field '{}' has component stride {}", rank(), s->name,
                     component_stride);
@@ -147,8 +147,8 @@ class domain_base {
     const auto& boxes = self().local_boxes();
     auto s = new_state<T>(space, o);
     detail::require(blocks.size() == boxes.size(),
-                    "rank {}: field '{}' wraps {} arrays but the rank owns {} boxes",
-                    rank(), s->name, blocks.size(), boxes.size());
+                    "rank {}: field '{}' wraps {} arrays but the rank owns {} boxes", rank(),
+                    s->name, blocks.size(), boxes.size());
     for (std::size_t k = 0; k < boxes.size(); ++k) {
       detail::block_memory<D> m;
       m.owned = boxes[k];
@@ -198,16 +198,15 @@ class domain_base {
                    const detail::field_state<D>& s) const {
     for (int i = 0; i < D; ++i) {
       detail::require(lo[i] >= 0 && hi[i] >= 0,
-                      "rank {}: field '{}' has negative padding {}/{} in dimension {}",
-                      rank(), s.name, lo[i], hi[i], i);
+                      "rank {}: field '{}' has negative padding {}/{} in dimension {}", rank(),
+                      s.name, lo[i], hi[i], i);
       m.pad_lo[i] = lo[i];
       m.pad_hi[i] = hi[i];
     }
   }
   template <class T>
   T* check_pointer(T* p, const detail::field_state<D>& s) const {
-    detail::require(p != nullptr, "rank {}: field '{}' wraps a null pointer", rank(),
-                    s.name);
+    detail::require(p != nullptr, "rank {}: field '{}' wraps a null pointer", rank(), s.name);
     return p;
   }
   const box<D>& single_box(const char* what) const {

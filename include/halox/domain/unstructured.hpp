@@ -84,13 +84,14 @@ class unstructured {
   /// Wraps your array of `local_count()` entities. For `component_major`, `component_stride`
   /// is the distance in elements between components (default `local_count()`).
   template <class T>
-  entity_field<T> wrap(T* data, int components = 1, entity_layout layout = entity_layout::entity_major,
+  entity_field<T> wrap(T* data, int components = 1,
+                       entity_layout layout = entity_layout::entity_major,
                        index component_stride = -1, memory_space space = host,
                        std::string name = {}) const {
     auto s = new_state(sizeof(T), components, layout, space, std::move(name), local_count_,
                        component_stride);
-    detail::require(data != nullptr || local_count_ == 0, "rank {}: field '{}' wraps a null pointer",
-                    rank(), s->name);
+    detail::require(data != nullptr || local_count_ == 0,
+                    "rank {}: field '{}' wraps a null pointer", rank(), s->name);
     s->data = reinterpret_cast<std::byte*>(data);
     return entity_field<T>(std::move(s));
   }

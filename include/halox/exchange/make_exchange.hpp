@@ -81,8 +81,8 @@ void validate_fields(const Domain& dom, const stencil<D>& st,
               label, b, to_string(m.owned), to_string(boxes[b]));
       for (int i = 0; i < D; ++i)
         require(m.pad_lo[i] >= st.lo[i] && m.pad_hi[i] >= st.hi[i],
-                "rank {}: {} has padding {}/{} in dimension {} but the stencil's halo is {}/{}",
-                me, label, m.pad_lo[i], m.pad_hi[i], i, st.lo[i], st.hi[i]);
+                "rank {}: {} has padding {}/{} in dimension {} but the stencil's halo is {}/{}", me,
+                label, m.pad_lo[i], m.pad_hi[i], i, st.lo[i], st.hi[i]);
     }
   }
 }
@@ -128,8 +128,10 @@ exchange_program compile(const structured_plan<D>& plan,
         fr.counts(c);
         fr.strides(fs);
         buffer_strides<D>(c, fields[k]->elem_bytes, bs);
-        auto op = make_copy_op(nullptr, fr.base(), R, fields[k]->elem_bytes, c, bs, fs, loop_order::by_dst);
-        if (reverse && !reduce.empty()) op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
+        auto op = make_copy_op(nullptr, fr.base(), R, fields[k]->elem_bytes, c, bs, fs,
+                               loop_order::by_dst);
+        if (reverse && !reduce.empty())
+          op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
         b.add(program_builder::recv, op, fr.bytes(), fields[k]->space == memory_space::device);
       }
   }
@@ -139,16 +141,21 @@ exchange_program compile(const structured_plan<D>& plan,
       src.counts(c);
       src.strides(fs);
       dst.strides(fs2);
-      auto op = make_copy_op(src.base(), dst.base(), R, fields[k]->elem_bytes, c, fs, fs2, loop_order::by_dst);
+      auto op = make_copy_op(src.base(), dst.base(), R, fields[k]->elem_bytes, c, fs, fs2,
+                             loop_order::by_dst);
       if (reverse && !reduce.empty()) op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
-      if (fields[k]->space != memory_space::device) b.program().local_ops.push_back(op);
-      else if (reverse) b.program().device_local_ordered.push_back(op);
-      else b.program().device_pack.push_back(op);
+      if (fields[k]->space != memory_space::device)
+        b.program().local_ops.push_back(op);
+      else if (reverse)
+        b.program().device_local_ordered.push_back(op);
+      else
+        b.program().device_pack.push_back(op);
     }
   b.program().ordered_unpack = reverse;
   b.program().ordered_device_unpack = reverse;
   for (const auto* f : fields)
-    (f->space == memory_space::device ? b.program().has_device_fields : b.program().has_host_fields) = true;
+    (f->space == memory_space::device ? b.program().has_device_fields
+                                      : b.program().has_host_fields) = true;
   return b.finish(fields.size());
 }
 

@@ -50,9 +50,9 @@ struct exchange_program {
   /// Unpack in peer order after every message arrived (reverse exchanges: deterministic sums).
   bool ordered_unpack = false;
   std::shared_ptr<std::byte> send_buf, recv_buf;  ///< 64-byte aligned host memory
-  std::vector<std::shared_ptr<void>> fields;  ///< keeps the fields' memory alive
-  std::string summary;  ///< what describe() prints first
-  std::string path;     ///< how messages travel, for describe()
+  std::vector<std::shared_ptr<void>> fields;      ///< keeps the fields' memory alive
+  std::string summary;                            ///< what describe() prints first
+  std::string path;                               ///< how messages travel, for describe()
 };
 
 }  // namespace halox::detail

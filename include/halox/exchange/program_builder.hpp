@@ -80,8 +80,9 @@ class program_builder {
       // pinned host memory. Only without host fields (they pack into the host buffer).
       if (choice.policy == staging::host_staged && !host_steps && host_staging_copies()) {
         p_.copy_staging = true;
-        choice.why = "pack into device memory, cudaMemcpyAsync through pinned host memory "
-                     "(HALOX_HOST_STAGING=copy)";
+        choice.why =
+            "pack into device memory, cudaMemcpyAsync through pinned host memory "
+            "(HALOX_HOST_STAGING=copy)";
       }
       path = fmt::format("{} ({})", to_string(choice.policy), choice.why);
       p_.device_buffers = choice.device_buffers;

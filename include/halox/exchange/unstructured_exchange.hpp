@@ -55,7 +55,8 @@ inline exchange_program compile(const unstructured& pat,
         op.ncomp = f->components;
         op.entity_stride = f->entity_stride * index(f->elem_bytes);
         op.comp_stride = f->comp_stride * index(f->elem_bytes);
-        if (combine && !reduce.empty()) op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
+        if (combine && !reduce.empty())
+          op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
         b.add(s, op, idx.size() * std::size_t(f->components) * f->elem_bytes,
               f->space == memory_space::device);
       }
@@ -67,7 +68,8 @@ inline exchange_program compile(const unstructured& pat,
   b.program().ordered_unpack = reverse;
   b.program().ordered_device_unpack = reverse;
   for (const auto* f : fields)
-    (f->space == memory_space::device ? b.program().has_device_fields : b.program().has_host_fields) = true;
+    (f->space == memory_space::device ? b.program().has_device_fields
+                                      : b.program().has_host_fields) = true;
   return b.finish(fields.size());
 }
 

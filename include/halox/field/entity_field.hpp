@@ -52,7 +52,9 @@ class entity_field {
   const std::string& name() const { return s_->name; }
   T* data() const { return reinterpret_cast<T*>(s_->data); }
   /// Value of local entity `e`, component `c` (host fields only).
-  T& operator()(index e, int c = 0) const { return data()[e * s_->entity_stride + c * s_->comp_stride]; }
+  T& operator()(index e, int c = 0) const {
+    return data()[e * s_->entity_stride + c * s_->comp_stride];
+  }
 
   const std::shared_ptr<detail::entity_field_state>& state() const { return s_; }
 

@@ -42,10 +42,10 @@ namespace detail {
 template <int D>
 struct block_memory {
   std::byte* data = nullptr;
-  box<D> owned;        ///< the box this block stores (global indices)
-  extents<D> pad_lo{}; ///< halo padding below the owned box
-  extents<D> pad_hi{}; ///< halo padding above the owned box
-  extents<D> stride{}; ///< elements between neighbouring cells, per dimension
+  box<D> owned;         ///< the box this block stores (global indices)
+  extents<D> pad_lo{};  ///< halo padding below the owned box
+  extents<D> pad_hi{};  ///< halo padding above the owned box
+  extents<D> stride{};  ///< elements between neighbouring cells, per dimension
   index comp_stride = 1;
 
   extents<D> origin() const {
@@ -130,10 +130,7 @@ class field {
   T& at(const extents<D>& g, int c = 0, int b = 0) const { return *pointer(g, c, b); }
   /// Element at global cell (i, j, ...), component 0, of the first block.
   template <class... I>
-    requires(sizeof...(I) == D)
-  T& operator()(I... i) const {
-    return at(extents<D>{index(i)...});
-  }
+  requires(sizeof...(I) == D) T& operator()(I... i) const { return at(extents<D>{index(i)...}); }
 
   /// The type-erased state, for halox internals.
   const std::shared_ptr<detail::field_state<D>>& state() const { return s_; }

@@ -14,7 +14,9 @@ inline constexpr memory_space host = memory_space::host;
 /// Shorthand for `memory_space::device` (CUDA device memory; needs `HALOX_ENABLE_CUDA`).
 inline constexpr memory_space device = memory_space::device;
 
-constexpr const char* to_string(memory_space s) { return s == memory_space::host ? "host" : "device"; }
+constexpr const char* to_string(memory_space s) {
+  return s == memory_space::host ? "host" : "device";
+}
 
 namespace detail {
 /// Allocates `bytes` zero-initialised bytes in `space`, aligned to 64 bytes; the returned

@@ -20,10 +20,14 @@ enum class reduction {
 
 constexpr const char* to_string(reduction r) {
   switch (r) {
-    case reduction::replace: return "replace";
-    case reduction::sum: return "sum";
-    case reduction::min: return "min";
-    case reduction::max: return "max";
+    case reduction::replace:
+      return "replace";
+    case reduction::sum:
+      return "sum";
+    case reduction::min:
+      return "min";
+    case reduction::max:
+      return "max";
   }
   return "?";
 }
@@ -39,10 +43,14 @@ void reduce_run(std::byte* dst, const std::byte* src, index n, index ds, index s
     T a, b;
     std::memcpy(&a, dst, sizeof(T));
     std::memcpy(&b, src, sizeof(T));
-    if constexpr (R == reduction::sum) a = T(a + b);
-    else if constexpr (R == reduction::min) a = std::min(a, b);
-    else if constexpr (R == reduction::max) a = std::max(a, b);
-    else a = b;
+    if constexpr (R == reduction::sum)
+      a = T(a + b);
+    else if constexpr (R == reduction::min)
+      a = std::min(a, b);
+    else if constexpr (R == reduction::max)
+      a = std::max(a, b);
+    else
+      a = b;
     std::memcpy(dst, &a, sizeof(T));
   }
 }
@@ -56,13 +64,20 @@ struct device_reduce {
 
 template <class T>
 constexpr int device_type_code() {
-  if constexpr (std::is_same_v<T, double>) return 1;
-  else if constexpr (std::is_same_v<T, float>) return 2;
-  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) == 4) return 3;
-  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) == 8) return 4;
-  else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T> && sizeof(T) == 4) return 5;
-  else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T> && sizeof(T) == 8) return 6;
-  else return 0;
+  if constexpr (std::is_same_v<T, double>)
+    return 1;
+  else if constexpr (std::is_same_v<T, float>)
+    return 2;
+  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) == 4)
+    return 3;
+  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) == 8)
+    return 4;
+  else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T> && sizeof(T) == 4)
+    return 5;
+  else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T> && sizeof(T) == 8)
+    return 6;
+  else
+    return 0;
 }
 
 /// The combining function for value type `T` (nullptr for `replace`: a plain copy).
@@ -71,15 +86,18 @@ reduce_fn reducer(reduction r) {
   if (r == reduction::replace) return nullptr;
   if constexpr (std::is_arithmetic_v<T>) {
     switch (r) {
-      case reduction::sum: return &reduce_run<T, reduction::sum>;
-      case reduction::min: return &reduce_run<T, reduction::min>;
-      case reduction::max: return &reduce_run<T, reduction::max>;
-      default: break;
+      case reduction::sum:
+        return &reduce_run<T, reduction::sum>;
+      case reduction::min:
+        return &reduce_run<T, reduction::min>;
+      case reduction::max:
+        return &reduce_run<T, reduction::max>;
+      default:
+        break;
     }
   }
   return nullptr;  // callers reject non-arithmetic types before asking
 }
-
 
 /// Both ways to combine values of `T` under `r`: on the host and in the GPU kernels.
 struct combiner {
@@ -88,7 +106,10 @@ struct combiner {
 };
 template <class T>
 combiner combiner_for(reduction r) {
-  const int op = r == reduction::replace ? 0 : r == reduction::sum ? 1 : r == reduction::min ? 2 : 3;
+  const int op = r == reduction::replace ? 0
+                 : r == reduction::sum   ? 1
+                 : r == reduction::min   ? 2
+                                         : 3;
   return {reducer<T>(r), {op, device_type_code<T>()}};
 }
 

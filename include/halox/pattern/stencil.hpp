@@ -18,7 +18,9 @@ template <int D>
 using widths = std::array<int, D>;
 
 namespace detail {
-constexpr int ipow3(int d) { return d == 0 ? 1 : 3 * ipow3(d - 1); }
+constexpr int ipow3(int d) {
+  return d == 0 ? 1 : 3 * ipow3(d - 1);
+}
 }  // namespace detail
 
 /// A stencil's halo: widths below (`lo`) and above (`hi`) the owned box in every dimension,

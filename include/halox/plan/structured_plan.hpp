@@ -91,12 +91,14 @@ void incoming(const Domain& dom, const stencil<D>& st, int r, F&& f) {
   const auto dirs = st.directions();
   for (int b = 0; b < int(boxes.size()); ++b)
     for (int k = 0; k < st.neighbor_count(); ++k)
-      for_each_image<D>(dom, halo_region(boxes[b], st, dirs[k]), [&](const box<D>& q, const extents<D>& shift) {
-        dom.for_each_owner(q, [&](int owner, int owner_block, const box<D>& ob) {
-          const box<D> src = intersect(q, ob);
-          if (!src.empty()) f(owner, transfer<D>{owner_block, b, src, translate(src, shift)});
-        });
-      });
+      for_each_image<D>(dom, halo_region(boxes[b], st, dirs[k]),
+                        [&](const box<D>& q, const extents<D>& shift) {
+                          dom.for_each_owner(q, [&](int owner, int owner_block, const box<D>& ob) {
+                            const box<D> src = intersect(q, ob);
+                            if (!src.empty())
+                              f(owner, transfer<D>{owner_block, b, src, translate(src, shift)});
+                          });
+                        });
 }
 
 }  // namespace detail
@@ -114,8 +116,10 @@ structured_plan<D> make_plan(const Domain& dom, const stencil<D>& st) {
     it->items.push_back(t);
   };
   detail::incoming<D>(dom, st, me, [&](int src, const transfer<D>& t) {
-    if (src == me) p.local.push_back(t);
-    else add(p.recvs, src, t);
+    if (src == me)
+      p.local.push_back(t);
+    else
+      add(p.recvs, src, t);
   });
   // Ranks whose halo can reach a cell of mine own a box meeting my boxes grown by the
   // opposite widths (their low halo reaches my high side and vice versa).

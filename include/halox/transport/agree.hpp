@@ -24,7 +24,8 @@ void agree(const boost::mpi::communicator& comm, F&& check) {
     check();
   } catch (const std::exception& e) {
     msg = e.what();  // any failure, so no rank is left waiting in the reduction below
-    if (msg.rfind("halox: ", 0) != 0) msg = "halox: rank " + std::to_string(comm.rank()) + ": " + msg;
+    if (msg.rfind("halox: ", 0) != 0)
+      msg = "halox: rank " + std::to_string(comm.rank()) + ": " + msg;
   }
   const int mine = msg.empty() ? INT_MAX : comm.rank();
   const int first = boost::mpi::all_reduce(comm, mine, boost::mpi::minimum<int>());

@@ -50,9 +50,9 @@ class mpi_channels {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   std::vector<MPI_Request> send_req_, recv_req_;
-  std::vector<int> send_first_;   // first request of send message m (size = messages + 1)
-  std::vector<int> recv_msg_;     // receive message of each receive request
-  std::vector<int> recv_peer_;    // peer of each receive message
+  std::vector<int> send_first_;  // first request of send message m (size = messages + 1)
+  std::vector<int> recv_msg_;    // receive message of each receive request
+  std::vector<int> recv_peer_;   // peer of each receive message
   std::vector<int> send_peer_;
   std::vector<int> recv_pieces_;  // pieces per receive message
   std::vector<int> recv_left_;    // pieces still to arrive, per receive message

@@ -42,14 +42,16 @@ std::vector<typed_list<T>> sparse_exchange(MPI_Comm comm, const std::vector<type
   for (std::size_t k = 0; k < out.size(); ++k) {
     raw[k].rank = out[k].rank;
     raw[k].data.resize(out[k].data.size() * sizeof(T));
-    if (!out[k].data.empty()) std::memcpy(raw[k].data.data(), out[k].data.data(), raw[k].data.size());
+    if (!out[k].data.empty())
+      std::memcpy(raw[k].data.data(), out[k].data.data(), raw[k].data.size());
   }
   auto in = sparse_exchange(comm, raw, tag);
   std::vector<typed_list<T>> result(in.size());
   for (std::size_t k = 0; k < in.size(); ++k) {
     result[k].rank = in[k].rank;
     result[k].data.resize(in[k].data.size() / sizeof(T));
-    if (!in[k].data.empty()) std::memcpy(result[k].data.data(), in[k].data.data(), in[k].data.size());
+    if (!in[k].data.empty())
+      std::memcpy(result[k].data.data(), in[k].data.data(), in[k].data.size());
   }
   return result;
 }

@@ -8,8 +8,8 @@ namespace halox {
 
 /// How the packed messages of device fields reach MPI.
 enum class staging {
-  automatic,   ///< gpu_aware when the MPI library reports CUDA support, else host_staged
-  gpu_aware,   ///< message buffers in device memory, handed to MPI as they are
+  automatic,    ///< gpu_aware when the MPI library reports CUDA support, else host_staged
+  gpu_aware,    ///< message buffers in device memory, handed to MPI as they are
   host_staged,  ///< message buffers in pinned host memory the pack kernel writes (mapped)
   peer_ipc      ///< node-local GPUs: the pack kernel writes into the peer's GPU memory (CUDA IPC)
 };
