@@ -1,0 +1,456 @@
+// jacobi2d: the problem of NVIDIA's multi-GPU Jacobi benchmark (multi-gpu-programming-models),
+// written with halox. 2-D 5-point Jacobi in single precision on an nx x ny grid, rows split
+// over the ranks (a P x 1 process grid), the L2 norm of the update reduced over the ranks every
+// nccheck iterations. Rank 0 first runs the same problem alone (its own 1-rank communicator and
+// domain) for the strong-scaling reference, then every rank runs it together; the distributed
+// final field is compared with the single-rank one.
+//
+// Boundary conditions, as in the benchmark (a[iy * nx + ix], ix fastest):
+//   - left/right (columns ix = 0 and ix = nx - 1): Dirichlet, fixed at sin(2 pi iy / (ny - 1));
+//   - top/bottom: periodic. The benchmark computes rows iy = 1 .. ny-2 and keeps rows 0 and
+//     ny-1 as copies of rows ny-2 and 1. Here halox's dimension 0 (y, periodic, extent ny - 2)
+//     holds exactly the computed rows, global row g being the benchmark's iy = g + 1, and
+//     halox's periodic halo plays rows 0 and ny-1. Dimension 1 (x, contiguous, extent nx, not
+//     periodic) holds every column; columns 0 and nx-1 are owned but never updated.
+//   - everything else starts at 0.
+// Per iteration: a_new = 0.25 * (a[x+1] + a[x-1] + a[y+1] + a[y-1]) on cells 1 <= x < nx-1,
+// and on norm iterations sqrt(allreduce(sum (a_new - a)^2)); then a and a_new swap.
+//
+//   mpirun -np 4 ./jacobi2d [-nx 16384] [-ny 16384] [-niter 1000] [-nccheck 1]
+//                           [--progress 100] [--overlap] [--device]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include <boost/mpi.hpp>
+#include <boost/serialization/vector.hpp>
+#include <halox/halox.hpp>
+
+#ifdef HALOX_JACOBI2D_DEVICE
+#include "jacobi2d_device.hpp"
+#endif
+
+namespace mpi = boost::mpi;
+using idx = halox::index;
+using grid_field = halox::field<float, 2>;
+
+namespace {
+
+struct options {
+  idx nx = 16384, ny = 16384;
+  int niter = 1000;
+  int nccheck = 1;     // iterations between L2-norm computations
+  int progress = 100;  // iterations between progress lines on rank 0; 0: none
+  bool overlap = false;
+  bool device = false;
+};
+
+struct result {
+  grid_field field;  // the final state, on the host
+  double seconds = 0;
+  double norm = 0;  // the last L2 norm computed
+};
+
+using clock_type = std::chrono::steady_clock;
+double since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+// The one update formula both paths use (jacobi2d_device.cu repeats it for the GPU, operation
+// for operation), in the benchmark's order: right, left, below, above.
+inline float update(float xp, float xm, float yp, float ym) {
+  return 0.25f * (((xp + xm) + yp) + ym);
+}
+
+// Initial state: 0 inside, the benchmark's fixed values on the left and right columns (in
+// a[] and a_new[] alike, since neither column is ever written).
+void fill_initial(const grid_field& a, const options& o) {
+  const double pi = 3.14159265358979323846;
+  const auto b = a.owned_box();
+  for (idx g = b.lo[0]; g < b.hi[0]; ++g) {
+    const float edge = float(std::sin(2.0 * pi * double(g + 1) / double(o.ny - 1)));
+    for (idx x = b.lo[1]; x < b.hi[1]; ++x) a(g, x) = x == 0 || x == o.nx - 1 ? edge : 0.0f;
+  }
+}
+
+// The owned box split for overlap (halox::split_interior), each part kept to the updated
+// columns 1 <= x < nx-1: the interior, then the first and last owned rows.
+struct sweep_parts {
+  halox::box<2> whole, interior;
+  std::vector<halox::box<2>> shell;
+};
+
+sweep_parts parts_of(const grid_field& a, const halox::stencil<2>& st, idx nx) {
+  const auto owned = a.owned_box();
+  const halox::box<2> updated{{owned.lo[0], 1}, {owned.hi[0], nx - 1}};
+  const auto split = halox::split_interior(owned, st);
+  sweep_parts p{halox::intersect(owned, updated), halox::intersect(split.interior, updated), {}};
+  for (const auto& slab : split.shell)
+    if (const auto s = halox::intersect(slab, updated); !s.empty()) p.shell.push_back(s);
+  return p;
+}
+
+// Updates the cells of `part` of `out` from `in`; returns the sum of the squared residuals
+// (0 unless `norm`).
+double sweep(const grid_field& in, const grid_field& out, const halox::box<2>& part, bool norm) {
+  if (part.empty()) return 0;
+  const idx s = in.strides()[0];
+  double sum = 0;
+  for (idx y = part.lo[0]; y < part.hi[0]; ++y) {
+    const float* c = in.pointer({y, part.lo[1]});
+    float* o = out.pointer({y, part.lo[1]});
+    const idx w = part.hi[1] - part.lo[1];
+    if (norm) {
+      for (idx k = 0; k < w; ++k) {
+        o[k] = update(c[k + 1], c[k - 1], c[k + s], c[k - s]);
+        const float residue = o[k] - c[k];
+        sum += double(residue) * double(residue);
+      }
+    } else {
+      for (idx k = 0; k < w; ++k) o[k] = update(c[k + 1], c[k - 1], c[k + s], c[k - s]);
+    }
+  }
+  return sum;
+}
+
+bool norm_iteration(const options& o, int it) {
+  return it % o.nccheck == 0 || it == o.niter - 1;
+}
+
+// Rank 0's progress line every o.progress iterations.
+void report(const mpi::communicator& comm, const options& o, int it, double norm,
+            clock_type::time_point t0) {
+  if (o.progress <= 0 || comm.rank() != 0 || (it + 1) % o.progress != 0) return;
+  const double t = since(t0);
+  std::printf("  [%d rank%s] iteration %5d/%d  norm %.6e  %.3f s  %.1f iterations/s\n", comm.size(),
+              comm.size() == 1 ? "" : "s", it + 1, o.niter, norm, t, double(it + 1) / t);
+  std::fflush(stdout);
+}
+
+// CPU run over `comm`'s ranks.
+result run_host(const mpi::communicator& comm, const options& o) {
+  constexpr auto st = halox::stencil<2>::star(1);
+  const halox::cartesian<2> dom(comm, {o.ny - 2, o.nx}, halox::periodic{true, false},
+                                halox::process_grid<2>{{comm.size(), 1}});
+  auto a = dom.make_field<float>(st), a_new = dom.make_field<float>(st);
+  fill_initial(a, o);
+  fill_initial(a_new, o);
+  const auto parts = parts_of(a, st, o.nx);
+  halox::halo_exchange ex_a = halox::make_exchange(dom, st, a),
+                       ex_new = halox::make_exchange(dom, st, a_new);
+
+  result r;
+  comm.barrier();
+  const auto t0 = clock_type::now();
+  for (int it = 0; it < o.niter; ++it) {
+    const bool even = it % 2 == 0, norm = norm_iteration(o, it);
+    const auto& in = even ? a : a_new;
+    const auto& out = even ? a_new : a;
+    auto& ex = even ? ex_a : ex_new;
+    double sum = 0;
+    if (o.overlap) {
+      auto h = ex.start();
+      sum += sweep(in, out, parts.interior, norm);  // reads no halo: overlaps the messages
+      h.wait();
+      for (const auto& slab : parts.shell) sum += sweep(in, out, slab, norm);
+    } else {
+      ex.exchange();
+      sum = sweep(in, out, parts.whole, norm);
+    }
+    if (norm) r.norm = std::sqrt(mpi::all_reduce(comm, sum, std::plus<double>()));
+    report(comm, o, it, r.norm, t0);
+  }
+  comm.barrier();
+  r.seconds = since(t0);
+  r.field = o.niter % 2 == 0 ? a : a_new;
+  return r;
+}
+
+// Ends every rank of the job after an error on this one (the others would wait in MPI).
+[[noreturn]] void abort_run(const std::exception& e) {
+  std::fprintf(stderr, "jacobi2d: rank %d: %s\n", mpi::communicator().rank(), e.what());
+  std::fflush(stderr);
+  mpi::environment::abort(1);
+  std::abort();  // not reached: MPI_Abort does not return
+}
+
+#ifdef HALOX_JACOBI2D_DEVICE
+// Checks that every rank has a GPU (0) or says which has none (77, ctest's "skipped"), then
+// gives each rank of a node its own device, round robin. Collective.
+int select_gpu(const mpi::communicator& world) {
+  std::string why;
+  const int count = jacobi2d_device::device_count(why);
+  const int first_without =
+      mpi::all_reduce(world, count == 0 ? world.rank() : world.size(), mpi::minimum<int>());
+  if (first_without < world.size()) {
+    if (world.rank() == first_without) {
+      std::printf("jacobi2d: no CUDA device on rank %d (%s): --device skipped\n", world.rank(),
+                  why.c_str());
+      std::fflush(stdout);
+    }
+    return 77;
+  }
+  MPI_Comm node;  // the ranks sharing this node's GPUs
+  int local = 0;
+  if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node) !=
+          MPI_SUCCESS ||
+      MPI_Comm_rank(node, &local) != MPI_SUCCESS || MPI_Comm_free(&node) != MPI_SUCCESS)
+    throw halox::error("jacobi2d: could not find the ranks sharing this node");
+  jacobi2d_device::select_device(local % count);
+  return 0;
+}
+
+jacobi2d_device::grid grid_of(const grid_field& f) {
+  jacobi2d_device::grid g;
+  g.base = f.data();
+  const auto al = f.allocated_box();
+  for (int d = 0; d < 2; ++d) g.lo[d] = al.lo[d], g.stride[d] = f.strides()[d];
+  return g;
+}
+
+jacobi2d_device::parts device_parts(const std::vector<halox::box<2>>& boxes) {
+  jacobi2d_device::parts p;
+  if (boxes.size() > 3) throw halox::error("jacobi2d: more than three parts in one sweep");
+  for (const auto& b : boxes) {
+    auto& q = p.part[p.count++];
+    for (int d = 0; d < 2; ++d) q.lo[d] = b.lo[d], q.hi[d] = b.hi[d];
+  }
+  return p;
+}
+
+// GPU run over `comm`'s ranks: fields in device memory, the sweeps as kernels on one stream,
+// ordered with the exchange by schedule_exchange/schedule_wait, the interior kernel between
+// them (it reads no halo). The host waits for the stream only to read a norm. Returns the final
+// state copied into a host field of the same layout.
+result run_device(const mpi::communicator& comm, const options& o) {
+  constexpr auto st = halox::stencil<2>::star(1);
+  const halox::cartesian<2> dom(comm, {o.ny - 2, o.nx}, halox::periodic{true, false},
+                                halox::process_grid<2>{{comm.size(), 1}});
+  // Host mirror: the same stencil gives the same allocated box and strides, so whole
+  // allocations copy as they are.
+  auto mirror = dom.make_field<float>(st);
+  auto a = dom.make_field<float>(st, halox::device),
+       a_new = dom.make_field<float>(st, halox::device);
+  if (a.allocated_box() != mirror.allocated_box() || a.strides() != mirror.strides())
+    throw halox::error("jacobi2d: device and host fields differ in layout");
+  const std::size_t bytes = std::size_t(mirror.allocated_box().volume()) * sizeof(float);
+  fill_initial(mirror, o);
+  jacobi2d_device::copy_to_device(a.data(), mirror.data(), bytes);
+  jacobi2d_device::copy_to_device(a_new.data(), mirror.data(), bytes);
+
+  const auto split = parts_of(a, st, o.nx);
+  const auto inner = device_parts({split.interior}), shell = device_parts(split.shell);
+  const jacobi2d_device::grid ga = grid_of(a), gnew = grid_of(a_new);
+  halox::halo_exchange ex_a = halox::make_exchange(dom, st, a),
+                       ex_new = halox::make_exchange(dom, st, a_new);
+  result r;
+  // A CUDA failure below ends the job from inside this scope: unwinding would destroy an
+  // exchange in flight, whose destructor waits for messages that may never come.
+  try {
+    CUstream_st* const stream = jacobi2d_device::create_stream();
+    double* const norm_d = jacobi2d_device::make_norm();
+
+    comm.barrier();
+    const auto t0 = clock_type::now();
+    for (int it = 0; it < o.niter; ++it) {
+      const bool even = it % 2 == 0, norm = norm_iteration(o, it);
+      const auto& in = even ? ga : gnew;
+      const auto& out = even ? gnew : ga;
+      auto& ex = even ? ex_a : ex_new;
+      double* const acc = norm ? norm_d : nullptr;
+      if (norm) jacobi2d_device::reset_norm(norm_d, stream);
+      ex.schedule_exchange(stream);  // packs after the previous iteration's kernels
+      jacobi2d_device::sweep(in, out, inner, acc, stream);
+      ex.schedule_wait(stream);  // later work on `stream` sees the halos
+      jacobi2d_device::sweep(in, out, shell, acc, stream);
+      if (norm) {
+        const double sum = jacobi2d_device::read_norm(norm_d, stream);
+        r.norm = std::sqrt(mpi::all_reduce(comm, sum, std::plus<double>()));
+      }
+      report(comm, o, it, r.norm, t0);
+    }
+    jacobi2d_device::synchronize(stream);
+    comm.barrier();
+    r.seconds = since(t0);
+
+    jacobi2d_device::copy_to_host(mirror.data(), (o.niter % 2 == 0 ? a : a_new).data(), bytes);
+    jacobi2d_device::free_norm(norm_d);
+    jacobi2d_device::destroy_stream(stream);
+  } catch (const std::exception& e) {
+    abort_run(e);
+  }
+  r.field = mirror;
+  return r;
+}
+#else
+int select_gpu(const mpi::communicator& world) {
+  if (world.rank() == 0)
+    std::fprintf(stderr,
+                 "jacobi2d: --device needs a build with CUDA (configure with "
+                 "-DHALOX_ENABLE_CUDA=ON); this one has none\n");
+  return 2;
+}
+
+result run_device(const mpi::communicator&, const options&) {
+  throw halox::error("jacobi2d: built without CUDA");
+}
+#endif
+
+// Reads the options; returns -1 to run, else the exit code (0 after --help, 2 on a bad one).
+int parse(int argc, char** argv, options& o, int rank) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() > 2 && arg[0] == '-' && arg[1] == '-' && arg != "--help")
+      arg.erase(0, 1);  // --nx and -nx alike; --overlap reads as -overlap
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) throw halox::error("jacobi2d: " + arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "-nx")
+      o.nx = std::atoll(value());
+    else if (arg == "-ny")
+      o.ny = std::atoll(value());
+    else if (arg == "-niter")
+      o.niter = std::atoi(value());
+    else if (arg == "-nccheck")
+      o.nccheck = std::atoi(value());
+    else if (arg == "-progress")
+      o.progress = std::atoi(value());
+    else if (arg == "-overlap")
+      o.overlap = true;
+    else if (arg == "-device")
+      o.device = true;
+    else {
+      const bool help = arg == "--help" || arg == "-h";
+      if (rank == 0) {
+        if (!help) std::fprintf(stderr, "jacobi2d: unknown option '%s'\n", argv[i]);
+        std::printf(
+            "usage: mpirun -np P jacobi2d [-nx NX] [-ny NY] [-niter N] [-nccheck C]\n"
+            "                             [--progress K] [--overlap] [--device]\n"
+            "  NVIDIA's multi-GPU Jacobi benchmark problem with halox: 5-point Jacobi in float on\n"
+            "  an NX x NY grid (default 16384 x 16384), N iterations (default 1000), the L2 norm\n"
+            "  of the update reduced over the ranks every C iterations (default 1) and at the\n"
+            "  last. Rows are split over the P ranks (process grid P x 1).\n"
+            "  Boundaries as in the benchmark: columns x = 0 and x = NX-1 fixed (Dirichlet) at\n"
+            "  sin(2 pi iy / (NY-1)); rows periodic over the computed rows iy = 1 .. NY-2 (the\n"
+            "  benchmark's rows 0 and NY-1 are their periodic copies, here halox's halo);\n"
+            "  everything else starts at 0.\n"
+            "  Rank 0 first runs the problem alone (the 1-rank reference), then all P ranks run\n"
+            "  it; prints both runtimes, speedup and 'efficiency: t1 / (P tP) * 100'.\n"
+            "  --progress K: a progress line on rank 0 every K iterations (default 100, 0: off).\n"
+            "  --overlap (CPU): start the exchange, update the interior, wait, update the rest.\n"
+            "  --device (CUDA builds): fields in GPU memory, one GPU per rank of a node (round\n"
+            "  robin), the sweeps as CUDA kernels on one stream ordered with the exchange by\n"
+            "  schedule_exchange/schedule_wait, the interior kernel overlapping the messages;\n"
+            "  the norm summed on the GPU. Exits 77 (skipped) where a rank has no CUDA device,\n"
+            "  2 in a build without CUDA.\n"
+            "  Last line: 'verified ...' when the distributed final field matches the 1-rank\n"
+            "  one (max |diff| <= 1e-6 max |a|), else 'FAILED ...' and exit code 1.\n");
+      }
+      return help ? 0 : 2;
+    }
+  }
+  if (o.nx < 3 || o.ny < 3 || o.niter < 0 || o.nccheck < 1)
+    throw halox::error("jacobi2d: need -nx >= 3, -ny >= 3, -niter >= 0 and -nccheck >= 1");
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mpi::environment env(argc, argv);
+  mpi::communicator world;
+  options o;
+  try {
+    if (const int code = parse(argc, argv, o, world.rank()); code >= 0) return code;
+    if (o.ny - 2 < world.size())
+      throw halox::error("jacobi2d: " + std::to_string(world.size()) + " ranks need -ny >= " +
+                         std::to_string(world.size() + 2) + " (a computed row each)");
+  } catch (const halox::error& e) {
+    if (world.rank() == 0) std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  const int P = world.size();
+  const char* mode = o.device ? "device, stream-ordered exchange overlapped with the interior"
+                              : (o.overlap ? "CPU, overlapped exchange" : "CPU, blocking exchange");
+  if (world.rank() == 0) {
+    std::printf("jacobi2d: %lld x %lld (nx x ny), %d iterations, norm every %d, %s\n",
+                static_cast<long long>(o.nx), static_cast<long long>(o.ny), o.niter, o.nccheck,
+                mode);
+    std::fflush(stdout);
+  }
+
+  result single, multi;
+  try {
+    if (o.device)
+      if (const int code = select_gpu(world); code != 0) return code;
+    // The 1-rank reference: rank 0 alone, on its own communicator and domain.
+    MPI_Comm solo = MPI_COMM_NULL;
+    if (MPI_Comm_split(world, world.rank() == 0 ? 0 : MPI_UNDEFINED, 0, &solo) != MPI_SUCCESS)
+      throw halox::error("jacobi2d: MPI_Comm_split failed");
+    if (world.rank() == 0) {
+      const mpi::communicator solo_comm(solo, mpi::comm_take_ownership);
+      std::printf("single rank reference run:\n");
+      std::fflush(stdout);
+      single = o.device ? run_device(solo_comm, o) : run_host(solo_comm, o);
+      std::printf("%d-rank run:\n", P);
+      std::fflush(stdout);
+    }
+    world.barrier();
+    multi = o.device ? run_device(world, o) : run_host(world, o);
+  } catch (const std::exception& e) {
+    abort_run(e);
+  }
+
+  // Gather the owned rows on rank 0 and compare with the single-rank field.
+  const auto b = multi.field.owned_box();
+  std::vector<float> mine;
+  mine.reserve(std::size_t(b.volume()));
+  for (idx y = b.lo[0]; y < b.hi[0]; ++y)
+    for (idx x = b.lo[1]; x < b.hi[1]; ++x) mine.push_back(multi.field(y, x));
+  std::vector<std::vector<float>> all;
+  mpi::gather(world, mine, all, 0);
+  int status = 0;
+  if (world.rank() == 0) {
+    double diff = 0, scale = 0;
+    idx g = 0;  // rows arrive in rank order, the P x 1 grid's order
+    for (int r = 0; r < P; ++r)
+      for (std::size_t p = 0; p < all[r].size(); ++g)
+        for (idx x = 0; x < o.nx; ++x, ++p) {
+          const double ref = single.field(g, x);
+          diff = std::max(diff, std::abs(double(all[r][p]) - ref));
+          scale = std::max(scale, std::abs(ref));
+        }
+    const double t1 = single.seconds, tp = multi.seconds;
+    const char* plural = P == 1 ? "" : "s";
+    std::printf("final L2 norm: 1 rank %.10e, %d rank%s %.10e\n", single.norm, P, plural,
+                multi.norm);
+    std::printf("%lldx%lld: 1 rank: %8.4f s, %d rank%s: %8.4f s, speedup: %8.2f\n",
+                static_cast<long long>(o.ny), static_cast<long long>(o.nx), t1, P, plural, tp,
+                t1 / tp);
+    std::printf("efficiency: %.2f\n", t1 / (double(P) * tp) * 100.0);
+    const double tol = 1e-6 * scale;
+    if (g != o.ny - 2) {
+      std::printf("FAILED: gathered %lld rows, expected %lld\n", static_cast<long long>(g),
+                  static_cast<long long>(o.ny - 2));
+      status = 1;
+    } else if (diff <= tol) {
+      std::printf("verified: max |distributed - single rank| = %.3e%s\n", diff,
+                  diff == 0 ? " (bit-exact)" : " <= 1e-6 max |a|");
+    } else {
+      std::printf("FAILED: max |distributed - single rank| = %.3e > %.3e\n", diff, tol);
+      status = 1;
+    }
+    std::fflush(stdout);
+  }
+  mpi::broadcast(world, status, 0);
+  return status;
+}
