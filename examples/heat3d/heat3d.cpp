@@ -16,6 +16,7 @@
 #include <halox/halox.hpp>
 
 #ifdef HALOX_HEAT3D_DEVICE
+#include "../common/select_gpu.hpp"
 #include "heat3d_device.hpp"
 #endif
 
@@ -146,29 +147,8 @@ halox::field<double, 3> run_host(const halox::cartesian<3>& dom, const halox::st
 }
 
 #ifdef HALOX_HEAT3D_DEVICE
-// Checks that every rank has a GPU (0) or says which has none (77, ctest's "skipped"), then
-// gives each rank of a node its own device, round robin. Collective.
 int select_gpu(const mpi::communicator& world) {
-  std::string why;
-  const int count = heat3d_device::device_count(why);
-  const int first_without =
-      mpi::all_reduce(world, count == 0 ? world.rank() : world.size(), mpi::minimum<int>());
-  if (first_without < world.size()) {
-    if (world.rank() == first_without) {
-      std::printf("heat3d: no CUDA device on rank %d (%s): --device skipped\n", world.rank(),
-                  why.c_str());
-      std::fflush(stdout);
-    }
-    return 77;
-  }
-  MPI_Comm node;  // the ranks sharing this node's GPUs
-  int local = 0;
-  if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node) !=
-          MPI_SUCCESS ||
-      MPI_Comm_rank(node, &local) != MPI_SUCCESS || MPI_Comm_free(&node) != MPI_SUCCESS)
-    throw halox::error("heat3d: could not find the ranks sharing this node");
-  heat3d_device::select_device(local % count);
-  return 0;
+  return example_gpu::select_gpu(world, "heat3d");
 }
 
 heat3d_device::grid grid_of(const halox::field<double, 3>& f) {
@@ -202,7 +182,7 @@ halox::field<double, 3> run_device(const halox::cartesian<3>& dom, const halox::
     throw halox::error("heat3d: device and host fields differ in layout");
   const std::size_t bytes = std::size_t(mirror.allocated_box().volume()) * sizeof(double);
   fill_initial(mirror, o.n);
-  heat3d_device::copy_to_device(u.data(), mirror.data(), bytes);
+  example_gpu::copy_to_device(u.data(), mirror.data(), bytes);
 
   const auto b = u.owned_box();
   const auto split = halox::split_interior(b, st);
@@ -214,7 +194,7 @@ halox::field<double, 3> run_device(const halox::cartesian<3>& dom, const halox::
   // A CUDA failure below ends the job from inside this scope: unwinding would destroy an
   // exchange in flight, whose destructor waits for messages that may never come.
   try {
-    CUstream_st* const stream = heat3d_device::create_stream();
+    CUstream_st* const stream = example_gpu::create_stream();
 
     world.barrier();
     const auto t0 = clock_type::now();
@@ -232,12 +212,12 @@ halox::field<double, 3> run_device(const halox::cartesian<3>& dom, const halox::
       t.exchange_s += since(e0);
       heat3d_device::sweep(in, out, o.overlap ? shell : whole, alpha, stream);
     }
-    heat3d_device::synchronize(stream);
+    example_gpu::synchronize(stream);
     world.barrier();
     t.seconds = since(t0);
 
-    heat3d_device::copy_to_host(mirror.data(), (o.steps % 2 == 0 ? u : v).data(), bytes);
-    heat3d_device::destroy_stream(stream);
+    example_gpu::copy_to_host(mirror.data(), (o.steps % 2 == 0 ? u : v).data(), bytes);
+    example_gpu::destroy_stream(stream);
   } catch (const std::exception& e) {
     abort_run(world, e);
   }

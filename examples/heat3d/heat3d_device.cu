@@ -3,6 +3,8 @@
 // the multiply and add into an FMA.
 #include "heat3d_device.hpp"
 
+#include "../common/gpu_runtime.hpp"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -13,11 +15,7 @@ namespace heat3d_device {
 
 namespace {
 
-void check(cudaError_t rc, const char* what) {
-  if (rc != cudaSuccess)
-    throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorName(rc) + " (" +
-                             cudaGetErrorString(rc) + ")");
-}
+using example_gpu::check;
 
 // heat3d.cpp's `update`, character for character: the same order of operations.
 __device__ double update(double alpha, double c, double xm, double xp, double ym, double yp,
@@ -57,46 +55,6 @@ long long host_volume(const box& b) {
 }
 
 }  // namespace
-
-int device_count(std::string& why) {
-  int n = 0;
-  if (const cudaError_t rc = cudaGetDeviceCount(&n); rc != cudaSuccess) {
-    why = std::string(cudaGetErrorName(rc)) + ": " + cudaGetErrorString(rc);
-    (void)cudaGetLastError();  // clear the error so it is not reported by a later call
-    return 0;
-  }
-  if (n == 0) why = "cudaGetDeviceCount returned 0";
-  return n;
-}
-
-void select_device(int d) {
-  check(cudaSetDevice(d), "cudaSetDevice");
-}
-
-CUstream_st* create_stream() {
-  cudaStream_t s = nullptr;
-  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-  return s;
-}
-
-void destroy_stream(CUstream_st* s) {
-  check(cudaStreamDestroy(s), "cudaStreamDestroy");
-}
-
-void synchronize(CUstream_st* s) {
-  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-}
-
-void copy_to_device(void* dst, const void* src, std::size_t bytes) {
-  check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (host to device)");
-  // From pageable memory the copy may still be in flight on return, and the kernels run on a
-  // non-blocking stream that does not wait for the legacy default stream: finish it here.
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after the upload)");
-}
-
-void copy_to_host(void* dst, const void* src, std::size_t bytes) {
-  check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (device to host)");
-}
 
 void sweep(const grid& in, const grid& out, const parts& p, double alpha, CUstream_st* s) {
   if (p.count < 0 || p.count > 6) throw std::runtime_error("heat3d sweep: bad part count");

@@ -35,6 +35,7 @@
 #include <halox/halox.hpp>
 
 #ifdef HALOX_JACOBI2D_DEVICE
+#include "../common/select_gpu.hpp"
 #include "jacobi2d_device.hpp"
 #endif
 
@@ -183,29 +184,8 @@ result run_host(const mpi::communicator& comm, const options& o) {
 }
 
 #ifdef HALOX_JACOBI2D_DEVICE
-// Checks that every rank has a GPU (0) or says which has none (77, ctest's "skipped"), then
-// gives each rank of a node its own device, round robin. Collective.
 int select_gpu(const mpi::communicator& world) {
-  std::string why;
-  const int count = jacobi2d_device::device_count(why);
-  const int first_without =
-      mpi::all_reduce(world, count == 0 ? world.rank() : world.size(), mpi::minimum<int>());
-  if (first_without < world.size()) {
-    if (world.rank() == first_without) {
-      std::printf("jacobi2d: no CUDA device on rank %d (%s): --device skipped\n", world.rank(),
-                  why.c_str());
-      std::fflush(stdout);
-    }
-    return 77;
-  }
-  MPI_Comm node;  // the ranks sharing this node's GPUs
-  int local = 0;
-  if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node) !=
-          MPI_SUCCESS ||
-      MPI_Comm_rank(node, &local) != MPI_SUCCESS || MPI_Comm_free(&node) != MPI_SUCCESS)
-    throw halox::error("jacobi2d: could not find the ranks sharing this node");
-  jacobi2d_device::select_device(local % count);
-  return 0;
+  return example_gpu::select_gpu(world, "jacobi2d");
 }
 
 jacobi2d_device::grid grid_of(const grid_field& f) {
@@ -243,8 +223,8 @@ result run_device(const mpi::communicator& comm, const options& o) {
     throw halox::error("jacobi2d: device and host fields differ in layout");
   const std::size_t bytes = std::size_t(mirror.allocated_box().volume()) * sizeof(float);
   fill_initial(mirror, o);
-  jacobi2d_device::copy_to_device(a.data(), mirror.data(), bytes);
-  jacobi2d_device::copy_to_device(a_new.data(), mirror.data(), bytes);
+  example_gpu::copy_to_device(a.data(), mirror.data(), bytes);
+  example_gpu::copy_to_device(a_new.data(), mirror.data(), bytes);
 
   const auto split = parts_of(a, st, o.nx);
   const auto inner = device_parts({split.interior}), shell = device_parts(split.shell);
@@ -255,7 +235,7 @@ result run_device(const mpi::communicator& comm, const options& o) {
   // A CUDA failure below ends the job from inside this scope: unwinding would destroy an
   // exchange in flight, whose destructor waits for messages that may never come.
   try {
-    CUstream_st* const stream = jacobi2d_device::create_stream();
+    CUstream_st* const stream = example_gpu::create_stream();
     double* const norm_d = jacobi2d_device::make_norm();
 
     comm.barrier();
@@ -277,13 +257,13 @@ result run_device(const mpi::communicator& comm, const options& o) {
       }
       report(comm, o, it, r.norm, t0);
     }
-    jacobi2d_device::synchronize(stream);
+    example_gpu::synchronize(stream);
     comm.barrier();
     r.seconds = since(t0);
 
-    jacobi2d_device::copy_to_host(mirror.data(), (o.niter % 2 == 0 ? a : a_new).data(), bytes);
+    example_gpu::copy_to_host(mirror.data(), (o.niter % 2 == 0 ? a : a_new).data(), bytes);
     jacobi2d_device::free_norm(norm_d);
-    jacobi2d_device::destroy_stream(stream);
+    example_gpu::destroy_stream(stream);
   } catch (const std::exception& e) {
     abort_run(e);
   }

@@ -32,18 +32,6 @@ struct parts {
   int count = 0;
 };
 
-/// CUDA devices this process can use; 0, with the reason in `why`, where there are none or the
-/// driver cannot be loaded (no exception).
-int device_count(std::string& why);
-/// Makes device `d` current for this process's later CUDA work (halox's included).
-void select_device(int d);
-
-CUstream_st* create_stream();  ///< a non-blocking stream
-void destroy_stream(CUstream_st* s);
-void synchronize(CUstream_st* s);
-void copy_to_device(void* dst, const void* src, std::size_t bytes);
-void copy_to_host(void* dst, const void* src, std::size_t bytes);
-
 /// One double in device memory that sweeps add squared residuals to.
 double* make_norm();
 void free_norm(double* norm);

@@ -1,0 +1,57 @@
+// See gpu_runtime.hpp.
+#include "gpu_runtime.hpp"
+
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace example_gpu {
+
+void check(int rc, const char* what) {
+  const auto e = static_cast<cudaError_t>(rc);
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorName(e) + " (" +
+                             cudaGetErrorString(e) + ")");
+}
+
+int device_count(std::string& why) {
+  int n = 0;
+  const cudaError_t rc = cudaGetDeviceCount(&n);
+  if (rc != cudaSuccess) {
+    why = std::string(cudaGetErrorName(rc)) + ": " + cudaGetErrorString(rc);
+    (void)cudaGetLastError();  // clear the sticky error
+    return 0;
+  }
+  if (n == 0) why = "no device";
+  return n;
+}
+
+void select_device(int d) {
+  check(cudaSetDevice(d), "cudaSetDevice");
+}
+
+CUstream_st* create_stream() {
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  return s;
+}
+
+void destroy_stream(CUstream_st* s) {
+  check(cudaStreamDestroy(s), "cudaStreamDestroy");
+}
+
+void synchronize(CUstream_st* s) {
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+void copy_to_device(void* dst, const void* src, std::size_t bytes) {
+  check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (host to device)");
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after the upload)");
+}
+
+void copy_to_host(void* dst, const void* src, std::size_t bytes) {
+  check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (device to host)");
+}
+
+}  // namespace example_gpu

@@ -1,0 +1,33 @@
+// The few CUDA runtime calls the GPU mini-apps need, shared by them. C++17 with plain types and
+// no CUDA headers: the apps' .cpp files are C++20 and include halox, their kernels (.cu) are
+// C++17 (CMake 3.25 has no C++20 flag for nvcc), so both sides meet through this header.
+//
+// Every function throws std::runtime_error naming the CUDA call and its error when it fails.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+struct CUstream_st;  // CUDA's stream type (cudaStream_t is CUstream_st*), as CUDA declares it
+
+namespace example_gpu {
+
+/// CUDA devices this process can use; 0, with the reason in `why`, where there are none or the
+/// driver cannot be loaded (no exception).
+int device_count(std::string& why);
+/// Makes device `d` current for this process's later CUDA work (halox's included).
+void select_device(int d);
+
+CUstream_st* create_stream();  ///< a non-blocking stream
+void destroy_stream(CUstream_st* s);
+void synchronize(CUstream_st* s);
+/// Uploads, then waits for the device: the copy from pageable memory may still be in flight
+/// when cudaMemcpy returns, and the apps' kernels run on non-blocking streams.
+void copy_to_device(void* dst, const void* src, std::size_t bytes);
+void copy_to_host(void* dst, const void* src, std::size_t bytes);
+
+/// Throws std::runtime_error "`what` failed: NAME (text)" unless `rc` is 0 (cudaSuccess); for
+/// the kernels' launch checks (`check(cudaGetLastError(), ...)`).
+void check(int rc, const char* what);
+
+}  // namespace example_gpu
