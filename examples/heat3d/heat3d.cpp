@@ -1,14 +1,18 @@
 // heat3d: explicit 7-point heat equation on a periodic 3-D grid, halos exchanged by halox,
 // checked against a serial run of the same problem on rank 0. With --device (a CUDA build) the
 // fields live in GPU memory and CUDA kernels update them, in stream order with the exchange.
+// With --scaling, N^3 cells per rank (weak scaling), timed against a 1-rank run in the same job.
 //
-//   mpirun -np 4 ./heat3d [--n 48] [--steps 40] [--no-overlap] [--device]
+//   mpirun -np 4 ./heat3d [--n 48] [--steps 40] [--no-overlap] [--device] [--scaling]
+//                         [--progress SECONDS]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/mpi.hpp>
@@ -30,6 +34,8 @@ struct options {
   int steps = 40;
   bool overlap = true;
   bool device = false;
+  bool scaling = false;      // weak scaling: n^3 cells per rank, against a 1-rank run
+  double progress_s = 10.0;  // seconds between progress lines on rank 0; 0: none
 };
 
 struct timing {
@@ -42,13 +48,40 @@ double since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();
 }
 
+// Progress lines for long runs: rank 0, host clock, at most one per `every` seconds. On the
+// GPU the host runs at most a step ahead (schedule_exchange waits for its pack kernel), so no
+// synchronisation is added for it.
+class progress_meter {
+ public:
+  progress_meter(const options& o, const mpi::communicator& comm, double cells_per_step,
+                 int steps)
+      : every_(comm.rank() == 0 ? o.progress_s : 0), cells_(cells_per_step), steps_(steps) {}
+  void start() { t0_ = last_ = clock_type::now(); }
+  void step_done(int s) {
+    if (every_ <= 0 || since(last_) < every_) return;
+    last_ = clock_type::now();
+    const double elapsed = since(t0_);
+    std::printf("step %d/%d, %.2f s, %.3f Mcell-updates/s\n", s + 1, steps_, elapsed,
+                cells_ * (s + 1) / elapsed / 1e6);
+    std::fflush(stdout);
+  }
+
+ private:
+  double every_, cells_;
+  int steps_;
+  clock_type::time_point t0_{}, last_{};
+};
+
 constexpr double alpha = 0.1;  // diffusion number, stable below 1/6
 
-double initial(idx i, idx j, idx k, idx n) {
+using extents3 = halox::extents<3>;
+
+double initial(idx i, idx j, idx k, const extents3& n) {
   const double two_pi = 6.283185307179586;
-  const double x = double(i) / double(n), y = double(j) / double(n), z = double(k) / double(n);
+  const double x = double(i) / double(n[0]), y = double(j) / double(n[1]),
+               z = double(k) / double(n[2]);
   return std::sin(two_pi * x) * std::cos(2 * two_pi * y) + 0.5 * std::sin(3 * two_pi * z) +
-         (i == n / 2 && j == n / 3 && k == n / 4 ? 10.0 : 0.0);
+         (i == n[0] / 2 && j == n[1] / 3 && k == n[2] / 4 ? 10.0 : 0.0);
 }
 
 // The one update formula both runs use, so both round alike (heat3d_device.cu repeats it for
@@ -57,22 +90,36 @@ inline double update(double c, double xm, double xp, double ym, double yp, doubl
   return c + alpha * ((xm + xp) + (ym + yp) + (zm + zp) - 6.0 * c);
 }
 
-// Serial reference: plain periodic indexing, no halox.
-std::vector<double> serial_run(idx n, int steps) {
-  std::vector<double> u(std::size_t(n * n * n)), v(u.size());
+// Serial reference: plain periodic indexing, no halox, one global array. The planes of a step
+// are shared out over the host's cores (each cell is computed exactly as in a one-thread loop),
+// so that the large --scaling problems are checked in seconds.
+std::vector<double> serial_run(const extents3& n, int steps) {
+  std::vector<double> u(std::size_t(n[0] * n[1] * n[2])), v(u.size());
   auto at = [n](idx i, idx j, idx k) {
-    return std::size_t((((i + n) % n) * n + (j + n) % n) * n + (k + n) % n);
+    return std::size_t((((i + n[0]) % n[0]) * n[1] + (j + n[1]) % n[1]) * n[2] +
+                       (k + n[2]) % n[2]);
   };
-  for (idx i = 0; i < n; ++i)
-    for (idx j = 0; j < n; ++j)
-      for (idx k = 0; k < n; ++k) u[at(i, j, k)] = initial(i, j, k, n);
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 32u);
+  auto planes = [&](auto&& body) {  // body(i) for every plane i, spread over the threads
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        for (idx i = t; i < n[0]; i += threads) body(i);
+      });
+    for (auto& th : pool) th.join();
+  };
+  planes([&](idx i) {
+    for (idx j = 0; j < n[1]; ++j)
+      for (idx k = 0; k < n[2]; ++k) u[at(i, j, k)] = initial(i, j, k, n);
+  });
   for (int s = 0; s < steps; ++s) {
-    for (idx i = 0; i < n; ++i)
-      for (idx j = 0; j < n; ++j)
-        for (idx k = 0; k < n; ++k)
+    planes([&](idx i) {
+      for (idx j = 0; j < n[1]; ++j)
+        for (idx k = 0; k < n[2]; ++k)
           v[at(i, j, k)] =
               update(u[at(i, j, k)], u[at(i - 1, j, k)], u[at(i + 1, j, k)], u[at(i, j - 1, k)],
                      u[at(i, j + 1, k)], u[at(i, j, k - 1)], u[at(i, j, k + 1)]);
+    });
     std::swap(u, v);
   }
   return u;
@@ -92,7 +139,7 @@ void sweep(const halox::field<double, 3>& in, const halox::field<double, 3>& out
     }
 }
 
-void fill_initial(const halox::field<double, 3>& u, idx n) {
+void fill_initial(const halox::field<double, 3>& u, const extents3& n) {
   const auto b = u.owned_box();
   for (idx i = b.lo[0]; i < b.hi[0]; ++i)
     for (idx j = b.lo[1]; j < b.hi[1]; ++j)
@@ -103,15 +150,17 @@ void fill_initial(const halox::field<double, 3>& u, idx n) {
 halox::field<double, 3> run_host(const halox::cartesian<3>& dom, const halox::stencil<3>& st,
                                  const options& o, const mpi::communicator& world, timing& t) {
   auto u = dom.make_field<double>(st), v = dom.make_field<double>(st);
-  fill_initial(u, o.n);
+  fill_initial(u, dom.global_box().hi);
   const auto b = u.owned_box();
   const auto [inner, shell] = halox::split_interior(b, st);  // overlap: interior, then shell
   // One exchange object per field: steps alternate which field holds the current state.
   halox::halo_exchange ex_u = halox::make_exchange(dom, st, u),
                        ex_v = halox::make_exchange(dom, st, v);
 
+  progress_meter progress(o, world, double(dom.global_box().volume()), o.steps);
   world.barrier();
   const auto t0 = clock_type::now();
+  progress.start();
   for (int s = 0; s < o.steps; ++s) {
     const bool even = s % 2 == 0;
     auto& in = even ? u : v;
@@ -132,6 +181,7 @@ halox::field<double, 3> run_host(const halox::cartesian<3>& dom, const halox::st
       t.exchange_s += since(e0);
       sweep(in, out, b);
     }
+    progress.step_done(s);
   }
   world.barrier();
   t.seconds = since(t0);
@@ -181,7 +231,7 @@ halox::field<double, 3> run_device(const halox::cartesian<3>& dom, const halox::
   if (u.allocated_box() != mirror.allocated_box() || u.strides() != mirror.strides())
     throw halox::error("heat3d: device and host fields differ in layout");
   const std::size_t bytes = std::size_t(mirror.allocated_box().volume()) * sizeof(double);
-  fill_initial(mirror, o.n);
+  fill_initial(mirror, dom.global_box().hi);
   example_gpu::copy_to_device(u.data(), mirror.data(), bytes);
 
   const auto b = u.owned_box();
@@ -196,8 +246,10 @@ halox::field<double, 3> run_device(const halox::cartesian<3>& dom, const halox::
   try {
     CUstream_st* const stream = example_gpu::create_stream();
 
+    progress_meter progress(o, world, double(dom.global_box().volume()), o.steps);
     world.barrier();
     const auto t0 = clock_type::now();
+    progress.start();
     for (int s = 0; s < o.steps; ++s) {
       const bool even = s % 2 == 0;
       const auto& in = even ? gu : gv;
@@ -211,6 +263,7 @@ halox::field<double, 3> run_device(const halox::cartesian<3>& dom, const halox::
       ex.schedule_wait(stream);  // later work on `stream` sees the halos
       t.exchange_s += since(e0);
       heat3d_device::sweep(in, out, o.overlap ? shell : whole, alpha, stream);
+      progress.step_done(s);
     }
     example_gpu::synchronize(stream);
     world.barrier();
@@ -255,12 +308,17 @@ int parse(int argc, char** argv, options& o, int rank) {
       o.overlap = false;
     else if (arg == "--device")
       o.device = true;
+    else if (arg == "--scaling")
+      o.scaling = true;
+    else if (arg == "--progress")
+      o.progress_s = std::atof(value());
     else {
       const bool help = arg == "--help" || arg == "-h";
       if (rank == 0) {
         if (!help) std::fprintf(stderr, "heat3d: unknown option '%s'\n", arg.c_str());
         std::printf(
             "usage: mpirun -np P heat3d [--n N] [--steps S] [--no-overlap] [--device]\n"
+            "                           [--scaling] [--progress SECONDS]\n"
             "  Explicit 7-point heat equation on a periodic N^3 grid (default 48) for S steps\n"
             "  (default 40), halos exchanged with halox over P ranks; rank 0 repeats the run\n"
             "  serially and compares. --no-overlap uses blocking exchanges instead of\n"
@@ -270,12 +328,18 @@ int parse(int argc, char** argv, options& o, int rank) {
             "  schedule_exchange/schedule_wait; the interior kernel overlaps the messages unless\n"
             "  --no-overlap. Exits 77 (skipped) where a rank has no CUDA device, 2 in a build\n"
             "  without CUDA.\n"
+            "  --scaling: weak scaling, N^3 cells per rank (the global grid is the process grid\n"
+            "  times N); rank 0 first runs N^3 cells alone, and the efficiency printed is its\n"
+            "  time over the P-rank time.\n"
+            "  --progress SECONDS: rank 0 prints step, elapsed time and rate at most this often\n"
+            "  (default 10; 0: never).\n"
             "  Last line: 'verified ...' when max |distributed - serial| <= 1e-12.\n");
       }
       return help ? 0 : 2;
     }
   }
-  if (o.n < 3 || o.steps < 0) throw halox::error("heat3d: need --n >= 3 and --steps >= 0");
+  if (o.n < 3 || o.steps < 0 || o.progress_s < 0)
+    throw halox::error("heat3d: need --n >= 3, --steps >= 0 and --progress >= 0");
   return -1;
 }
 
@@ -293,13 +357,32 @@ int main(int argc, char** argv) {
   }
 
   constexpr auto st = halox::stencil<3>::star(1);
-  const halox::cartesian<3> dom(world, {o.n, o.n, o.n}, halox::periodic{true, true, true});
-  timing t;
+  constexpr halox::periodic<3> all_periodic{true, true, true};
+  // Weak scaling: the process grid first, then N cells per rank along each dimension.
+  extents3 global{o.n, o.n, o.n};
+  std::optional<halox::process_grid<3>> grid;
+  if (o.scaling) {
+    grid = halox::balanced_grid<3>(world.size(), global);
+    for (int d = 0; d < 3; ++d) global[d] = o.n * grid->dims[d];
+  }
+  const halox::cartesian<3> dom(world, global, all_periodic, grid);
+  auto run = [&](const halox::cartesian<3>& d, const mpi::communicator& comm, timing& t) {
+    return o.device ? run_device(d, st, o, comm, t) : run_host(d, st, o, comm, t);
+  };
+  timing t, solo;
   halox::field<double, 3> result;  // the final state, on the host
   try {
     if (o.device)
       if (const int code = select_gpu(world); code != 0) return code;
-    result = o.device ? run_device(dom, st, o, world, t) : run_host(dom, st, o, world, t);
+    if (o.scaling) {  // the 1-rank reference: rank 0 alone, N^3 cells, the same steps
+      const mpi::communicator alone = world.split(world.rank() == 0 ? 0 : 1);
+      if (world.rank() == 0) {
+        const halox::cartesian<3> one(alone, {o.n, o.n, o.n}, all_periodic);
+        run(one, alone, solo);
+      }
+      world.barrier();
+    }
+    result = run(dom, world, t);
   } catch (const std::exception& e) {
     abort_run(world, e);
   }
@@ -315,7 +398,7 @@ int main(int argc, char** argv) {
   mpi::gather(world, mine, all, 0);
   int status = 0;
   if (world.rank() == 0) {
-    const auto ref = serial_run(o.n, o.steps);
+    const auto ref = serial_run(global, o.steps);
     double diff = 0;
     for (int r = 0; r < world.size(); ++r) {
       const auto rb = dom.box_of(r);
@@ -323,20 +406,30 @@ int main(int argc, char** argv) {
       for (idx i = rb.lo[0]; i < rb.hi[0]; ++i)
         for (idx j = rb.lo[1]; j < rb.hi[1]; ++j)
           for (idx k = rb.lo[2]; k < rb.hi[2]; ++k)
-            diff =
-                std::max(diff, std::abs(all[r][p++] - ref[std::size_t((i * o.n + j) * o.n + k)]));
+            diff = std::max(
+                diff, std::abs(all[r][p++] - ref[std::size_t((i * global[1] + j) * global[2] + k)]));
     }
-    const double cells = double(o.n) * double(o.n) * double(o.n) * o.steps;
+    const double cells = double(dom.global_box().volume()) * o.steps;
     const char* mode = o.device ? (o.overlap ? "device, stream-ordered exchange overlapped"
                                              : "device, stream-ordered exchange, no overlap")
                                 : (o.overlap ? "overlapped exchange" : "blocking exchange");
-    std::printf("heat3d: %lld^3 cells, %d steps, %d ranks, process grid %dx%dx%d, %s\n",
-                static_cast<long long>(o.n), o.steps, world.size(), dom.grid().dims[0],
+    std::printf("heat3d: %lldx%lldx%lld cells, %d steps, %d ranks, process grid %dx%dx%d, %s\n",
+                static_cast<long long>(global[0]), static_cast<long long>(global[1]),
+                static_cast<long long>(global[2]), o.steps, world.size(), dom.grid().dims[0],
                 dom.grid().dims[1], dom.grid().dims[2], mode);
     std::printf(
         "throughput: %.3f Mcell-updates/s (%.4f s total, %.4f s in halo exchange calls on "
         "rank 0)\n",
         cells / t.seconds / 1e6, t.seconds, t.exchange_s);
+    if (o.scaling) {
+      const double per_rank = double(o.n) * double(o.n) * double(o.n) * o.steps;
+      std::printf(
+          "weak scaling: %lld^3 cells per rank; 1 rank %.4f s (%.3f Mcell-updates/s), %d ranks "
+          "%.4f s (%.3f Mcell-updates/s per rank)\n",
+          static_cast<long long>(o.n), solo.seconds, per_rank / solo.seconds / 1e6, world.size(),
+          t.seconds, per_rank / t.seconds / 1e6);
+      std::printf("efficiency: %.2f\n", 100.0 * solo.seconds / t.seconds);
+    }
     if (diff <= 1e-12) {
       std::printf("verified: max |distributed - serial| = %.3e <= 1e-12\n", diff);
     } else {
