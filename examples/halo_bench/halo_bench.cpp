@@ -290,8 +290,11 @@ class memcpy3d {
     }
   }
   ~memcpy3d() { (void)cudaStreamDestroy(stream_); }
+  void enqueue(cudaStream_t stream) {
+    for (const auto& p : copies_) cuda_check(cudaMemcpy3DAsync(&p, stream));
+  }
   void exchange() {
-    for (const auto& p : copies_) cuda_check(cudaMemcpy3DAsync(&p, stream_));
+    enqueue(stream_);
     cuda_check(cudaStreamSynchronize(stream_));
   }
 
@@ -315,10 +318,13 @@ class per_region_kernels {
     }
   }
   ~per_region_kernels() { (void)cudaStreamDestroy(stream_); }
-  void exchange() {
+  void enqueue(cudaStream_t stream) {
     for (const auto& r : regions_)
       cuda_check(halo_bench::copy_region(r.src, r.dst, r.n[0], r.n[1], r.n[2], r.stride[0],
-                                         r.stride[1], stream_));
+                                         r.stride[1], stream));
+  }
+  void exchange() {
+    enqueue(stream_);
     cuda_check(cudaStreamSynchronize(stream_));
   }
 
@@ -352,6 +358,32 @@ double d2d_bandwidth_gbps() {
   cuda_check(cudaFree(a));
   cuda_check(cudaFree(b));
   return 2.0 * double(bytes) * reps / (double(ms) * 1e-3) / 1e9;
+}
+
+// GPU time alone of the work `enqueue` puts on a stream: median over `iters` runs, each queued
+// behind a 500 us hold so that the events around it see no host gaps (CUDA events, in us).
+double kernel_us(int iters, const std::function<void(cudaStream_t)>& enqueue) {
+  cudaStream_t stream;
+  cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaEvent_t t0, t1;
+  cuda_check(cudaEventCreate(&t0));
+  cuda_check(cudaEventCreate(&t1));
+  std::vector<double> t;
+  for (int k = 0; k < iters; ++k) {
+    cuda_check(halo_bench::hold(stream, 500));
+    cuda_check(cudaEventRecord(t0, stream));
+    enqueue(stream);
+    cuda_check(cudaEventRecord(t1, stream));
+    cuda_check(cudaEventSynchronize(t1));
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, t0, t1));
+    t.push_back(double(ms) * 1e3);
+  }
+  cuda_check(cudaEventDestroy(t0));
+  cuda_check(cudaEventDestroy(t1));
+  cuda_check(cudaStreamDestroy(stream));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }
 #endif
 
@@ -449,7 +481,8 @@ int main(int argc, char** argv) {
       const int iters = o.iters > 0 ? o.iters : L <= 16 ? 2000 : L <= 64 ? 200 : 50;
       for (const auto& impl : o.impls) {
         std::function<void()> run;
-        std::vector<double> start_us, wait_us;  // halox only
+        std::function<void(CUstream_st*)> enqueue;  // device work on a stream, 1 rank only
+        std::vector<double> start_us, wait_us;      // halox only
         std::unique_ptr<halox::halo_exchange> hx;
         std::unique_ptr<mpi_manual> mm;
         std::unique_ptr<mpi_types> mt;
@@ -459,9 +492,11 @@ int main(int argc, char** argv) {
         if (impl == "memcpy3d" && o.device && world.size() == 1) {
           m3 = std::make_unique<memcpy3d>(s);
           run = [&] { m3->exchange(); };
+          enqueue = [&](cudaStream_t st) { m3->enqueue(st); };
         } else if (impl == "per_region_kernels" && o.device && world.size() == 1) {
           prk = std::make_unique<per_region_kernels>(s);
           run = [&] { prk->exchange(); };
+          enqueue = [&](cudaStream_t st) { prk->enqueue(st); };
         } else
 #endif
             if (o.device && impl != "halox") {
@@ -486,6 +521,11 @@ int main(int argc, char** argv) {
             start_us.push_back((t1 - t0) * 1e6);
             wait_us.push_back((MPI_Wtime() - t1) * 1e6);
           };
+          if (o.device && world.size() == 1)
+            enqueue = [&](CUstream_st* st) {
+              hx->schedule_exchange(st);
+              hx->schedule_wait(st);
+            };
         } else if (impl == "mpi_manual") {
           mm = std::make_unique<mpi_manual>(s);
           run = [&] { mm->exchange(); };
@@ -506,10 +546,13 @@ int main(int argc, char** argv) {
           std::sort(v.begin(), v.end());
           return v[v.size() / 2];
         };
-        const std::string phases = start_us.empty()
-                                       ? std::string()
-                                       : ",\"start_us\":" + std::to_string(median_of(start_us)) +
-                                             ",\"wait_us\":" + std::to_string(median_of(wait_us));
+        std::string phases = start_us.empty()
+                                 ? std::string()
+                                 : ",\"start_us\":" + std::to_string(median_of(start_us)) +
+                                       ",\"wait_us\":" + std::to_string(median_of(wait_us));
+#ifdef HALOX_BENCH_CUDA
+        if (enqueue) phases += ",\"kernel_us\":" + std::to_string(kernel_us(iters, enqueue));
+#endif
         if (world.rank() == 0)
           std::printf(
               "{\"impl\":\"%s\",\"case\":\"%d^3 w%d%s\",\"ranks\":%d,\"local\":%d,\"width\":%d,"

@@ -13,7 +13,24 @@ __global__ void copy_kernel(const double* src, double* dst, long long n0, long l
     dst[off] = src[off];
   }
 }
+
+__device__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void hold_kernel(unsigned long long ns) {
+  const unsigned long long t0 = global_ns();
+  while (global_ns() - t0 < ns) {
+  }
+}
 }  // namespace
+
+cudaError_t hold(cudaStream_t stream, int us) {
+  hold_kernel<<<1, 1, 0, stream>>>(1000ull * unsigned(us));
+  return cudaGetLastError();
+}
 
 cudaError_t copy_region(const double* src, double* dst, long long n0, long long n1, long long n2,
                         long long s0, long long s1, cudaStream_t stream) {

@@ -8,4 +8,8 @@ namespace halo_bench {
 /// s0, s1 (and 1 in the last dimension), in one kernel launch on `stream`.
 cudaError_t copy_region(const double* src, double* dst, long long n0, long long n1, long long n2,
                         long long s0, long long s1, cudaStream_t stream);
+/// Holds `stream` for `us` microseconds (one thread spinning on the GPU's global timer), so that
+/// work enqueued behind it is all queued before it starts: events around that work then time
+/// the GPU alone, without the host's launch and synchronisation gaps.
+cudaError_t hold(cudaStream_t stream, int us);
 }  // namespace halo_bench

@@ -75,7 +75,9 @@ struct exchange_state {
       if (prog.copy_staging)
         gpu->copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
       for (std::size_t m = 0; m < prog.sends.size(); ++m) pack(m);  // host fields, meanwhile
-      gpu->synchronize(me);
+      // MPI reads what the kernel packed; with nothing to send (only local copies) the host
+      // does not wait, and a scheduled exchange stays entirely in stream order.
+      if (!prog.sends.empty()) gpu->synchronize(me);
       for (std::size_t m = 0; m < prog.sends.size(); ++m) channels.start_send(m);
     } else {
       channels.start_recvs();

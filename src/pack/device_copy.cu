@@ -1,7 +1,7 @@
 // Fused GPU pack/unpack: one launch runs every copy of a list. Blocks are dealt tiles of
-// elements; a block finds its copy by binary search over the tile prefix sums, then its threads
-// walk the tile (consecutive threads, consecutive elements: coalesced where regions are
-// contiguous). Grid-stride over tiles, so any halo size works.
+// elements; a block finds its copy in a per-tile table (one load), then its threads walk the
+// tile (consecutive threads, consecutive elements: coalesced where regions are contiguous), each
+// issuing all its loads before its stores. Grid-stride over tiles, so any halo size works.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -58,6 +58,26 @@ int unit_of(const gather_op& op) {
   return int(bits & (~bits + 1));
 }
 
+// A plain copy whose innermost dimension is contiguous on both sides moves that row as bytes,
+// in the widest words (<= 16 B) that divide the row, both bases and every outer stride: rows of
+// doubles at 16-byte-aligned offsets move as uint4, one word per element of the kernel.
+void as_wide_words(const copy_op& op, dev_op& d) {
+  const int in = op.rank - 1;
+  const auto elem = index(op.elem);
+  if (op.src_stride[in] != elem || op.dst_stride[in] != elem) return;
+  const index row = op.count[in] * elem;
+  std::uint64_t bits = std::uint64_t(row) | reinterpret_cast<std::uintptr_t>(op.src) |
+                       reinterpret_cast<std::uintptr_t>(op.dst) | 16;
+  for (int k = 0; k < in; ++k)
+    bits |= std::uint64_t(op.src_stride[k]) | std::uint64_t(op.dst_stride[k]);
+  const auto unit = index(bits & (~bits + 1));
+  d.unit = int(unit);
+  d.words = 1;
+  d.count[in] = row / unit;
+  d.src_stride[in] = d.dst_stride[in] = unit;
+  d.total = d.total / op.count[in] * d.count[in];
+}
+
 template <class T>
 __device__ void combine(const unsigned char* s, unsigned char* d, int op) {
   const T b = *reinterpret_cast<const T*>(s);
@@ -87,72 +107,121 @@ __device__ void copy_words(const unsigned char* s, unsigned char* d, int words) 
   for (int w = 0; w < words; ++w) reinterpret_cast<W*>(d)[w] = reinterpret_cast<const W*>(s)[w];
 }
 
-__global__ void copy_kernel(const dev_op* ops, const long long* tile_start, int n_ops) {
-  const long long tiles = tile_start[n_ops];
-  for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    int lo = 0, hi = n_ops - 1;
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (tile_start[mid] <= tile)
-        lo = mid;
-      else
-        hi = mid - 1;
+// Where element `e` of `op` is read and written.
+__device__ void locate(const dev_op& op, long long e, const unsigned char*& s, unsigned char*& d) {
+  s = op.src;
+  d = op.dst;
+  if (op.kind == strided && op.total <= 0xffffffffLL) {
+    // 32-bit division: several times cheaper than 64-bit on the GPU.
+    unsigned rem = unsigned(e);
+    for (int k = op.rank - 1; k > 0; --k) {
+      const unsigned c = unsigned(op.count[k]), i = rem % c;
+      rem /= c;
+      s += i * op.src_stride[k];
+      d += i * op.dst_stride[k];
     }
+    s += rem * op.src_stride[0];
+    d += rem * op.dst_stride[0];
+  } else if (op.kind == strided) {
+    long long rem = e;
+    for (int k = op.rank - 1; k > 0; --k) {
+      const long long c = op.count[k], i = rem % c;
+      rem /= c;
+      s += i * op.src_stride[k];
+      d += i * op.dst_stride[k];
+    }
+    s += rem * op.src_stride[0];
+    d += rem * op.dst_stride[0];
+  } else {
+    const long long entity = op.idx[e / op.ncomp], c = e % op.ncomp;
+    const long long in_field = entity * op.entity_stride + c * op.comp_stride, in_buf = e * op.elem;
+    s += op.kind == gather_kind ? in_field : in_buf;
+    d += op.kind == gather_kind ? in_buf : in_field;
+  }
+}
+
+constexpr int per_thread = int(tile_elems / block_threads);
+
+// A plain copy of one word per element: the thread's elements are first, first + block_threads,
+// ... (consecutive threads, consecutive elements), and every load is issued before the first
+// store, so `per_thread` independent loads are in flight (the copy is latency-bound otherwise).
+template <class W>
+__device__ void move_words(const dev_op& op, long long first, long long end) {
+  W v[per_thread];
+  unsigned char* d[per_thread];
+#pragma unroll
+  for (int k = 0; k < per_thread; ++k) {
+    const long long e = first + (long long)k * block_threads;
+    if (e < end) {
+      const unsigned char* s;
+      locate(op, e, s, d[k]);
+      v[k] = *reinterpret_cast<const W*>(s);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < per_thread; ++k)
+    if (first + (long long)k * block_threads < end) *reinterpret_cast<W*>(d[k]) = v[k];
+}
+
+// Anything else (several words per element, reductions): element by element.
+__device__ void copy_elements(const dev_op& op, long long first, long long end) {
+  for (long long e = first; e < end; e += block_threads) {
+    const unsigned char* s;
+    unsigned char* d;
+    locate(op, e, s, d);
+    if (op.red_op != 0) {
+      combine_elem(s, d, op.red_op, op.red_type);
+      continue;
+    }
+    switch (op.unit) {
+      case 16:
+        copy_words<uint4>(s, d, op.words);
+        break;
+      case 8:
+        copy_words<unsigned long long>(s, d, op.words);
+        break;
+      case 4:
+        copy_words<unsigned int>(s, d, op.words);
+        break;
+      case 2:
+        copy_words<unsigned short>(s, d, op.words);
+        break;
+      default:
+        copy_words<unsigned char>(s, d, op.words);
+        break;
+    }
+  }
+}
+
+__global__ void
+    copy_kernel(const dev_op* __restrict__ ops, const int* __restrict__ tile_op,
+                const long long* __restrict__ tile_start, long long tiles) {
+  for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int lo = tile_op[tile];  // one load, not a search: the table has an entry per tile
     const dev_op& op = ops[lo];
-    const long long first = (tile - tile_start[lo]) * tile_elems;
-    const long long last = first + tile_elems < op.total ? first + tile_elems : op.total;
-    for (long long e = first + threadIdx.x; e < last; e += blockDim.x) {
-      const unsigned char* s = op.src;
-      unsigned char* d = op.dst;
-      if (op.kind == strided && op.total <= 0xffffffffLL) {
-        // 32-bit division: several times cheaper than 64-bit on the GPU.
-        unsigned rem = unsigned(e);
-        for (int k = op.rank - 1; k > 0; --k) {
-          const unsigned c = unsigned(op.count[k]), i = rem % c;
-          rem /= c;
-          s += i * op.src_stride[k];
-          d += i * op.dst_stride[k];
-        }
-        s += rem * op.src_stride[0];
-        d += rem * op.dst_stride[0];
-      } else if (op.kind == strided) {
-        long long rem = e;
-        for (int k = op.rank - 1; k > 0; --k) {
-          const long long c = op.count[k], i = rem % c;
-          rem /= c;
-          s += i * op.src_stride[k];
-          d += i * op.dst_stride[k];
-        }
-        s += rem * op.src_stride[0];
-        d += rem * op.dst_stride[0];
-      } else {
-        const long long entity = op.idx[e / op.ncomp], c = e % op.ncomp;
-        const long long in_field = entity * op.entity_stride + c * op.comp_stride,
-                        in_buf = e * op.elem;
-        s += op.kind == gather_kind ? in_field : in_buf;
-        d += op.kind == gather_kind ? in_buf : in_field;
-      }
-      if (op.red_op != 0) {
-        combine_elem(s, d, op.red_op, op.red_type);
-        continue;
-      }
-      switch (op.unit) {
-        case 16:
-          copy_words<uint4>(s, d, op.words);
-          break;
-        case 8:
-          copy_words<unsigned long long>(s, d, op.words);
-          break;
-        case 4:
-          copy_words<unsigned int>(s, d, op.words);
-          break;
-        case 2:
-          copy_words<unsigned short>(s, d, op.words);
-          break;
-        default:
-          copy_words<unsigned char>(s, d, op.words);
-          break;
-      }
+    const long long base = (tile - tile_start[lo]) * tile_elems;
+    const long long end = base + tile_elems < op.total ? base + tile_elems : op.total;
+    const long long first = base + threadIdx.x;
+    if (op.red_op != 0 || op.words != 1) {
+      copy_elements(op, first, end);
+      continue;
+    }
+    switch (op.unit) {
+      case 16:
+        move_words<uint4>(op, first, end);
+        break;
+      case 8:
+        move_words<unsigned long long>(op, first, end);
+        break;
+      case 4:
+        move_words<unsigned int>(op, first, end);
+        break;
+      case 2:
+        move_words<unsigned short>(op, first, end);
+        break;
+      default:
+        move_words<unsigned char>(op, first, end);
+        break;
     }
   }
 }
@@ -161,6 +230,7 @@ __global__ void copy_kernel(const dev_op* ops, const long long* tile_start, int 
 struct table {
   dev_op* ops = nullptr;
   long long* tile_start = nullptr;
+  int* tile_op = nullptr;  // the copy each tile belongs to
   long long* indices = nullptr;  // every index list the gathers/scatters use, back to back
   int n = 0;
   long long tiles = 0;
@@ -225,6 +295,7 @@ struct table {
       }
       d.unit = unit_of(op);
       d.words = int(op.elem / std::size_t(d.unit));
+      if (op.dev_reduce.op == 0) as_wide_words(op, d);
       d.red_op = op.dev_reduce.op;
       d.red_type = op.dev_reduce.type;
       host.push_back(d);
@@ -241,16 +312,23 @@ struct table {
     check(cudaMemcpy(tile_start, start.data(), start.size() * sizeof(long long),
                      cudaMemcpyHostToDevice),
           "cudaMemcpy(tile table)", rank);
+    std::vector<int> owner(std::size_t(tiles), 0);
+    for (int k = 0; k < n; ++k)
+      std::fill(owner.begin() + start[std::size_t(k)], owner.begin() + start[std::size_t(k) + 1], k);
+    check(cudaMalloc(&tile_op, owner.size() * sizeof(int)), "cudaMalloc(tile owners)", rank);
+    check(cudaMemcpy(tile_op, owner.data(), owner.size() * sizeof(int), cudaMemcpyHostToDevice),
+          "cudaMemcpy(tile owners)", rank);
   }
   void release() {
     if (indices) (void)cudaFree(indices);
     if (ops) (void)cudaFree(ops);
     if (tile_start) (void)cudaFree(tile_start);
+    if (tile_op) (void)cudaFree(tile_op);
   }
   void launch(cudaStream_t s, int grid_cap, int rank, const char* what) const {
     if (n == 0) return;
     const int grid = int(std::min<long long>(tiles, grid_cap));
-    copy_kernel<<<grid, block_threads, 0, s>>>(ops, tile_start, n);
+    copy_kernel<<<grid, block_threads, 0, s>>>(ops, tile_op, tile_start, tiles);
     check(cudaGetLastError(), what, rank);
   }
 };

@@ -51,12 +51,14 @@ class halo_exchange {
   ///
   /// Device fields: packing runs on halox's own (blocking) CUDA stream, so it sees the work on
   /// the legacy default stream but not that on other streams — synchronise those first, or use
-  /// schedule_exchange(). `start()` returns after the pack kernel has finished (MPI reads its
-  /// output); `wait()` returns after the unpack kernel has finished.
+  /// schedule_exchange(). `start()` returns after the pack kernel has finished when there are
+  /// messages to send (MPI reads its output); `wait()` returns after the unpack kernel has
+  /// finished.
   [[nodiscard]] exchange_handle start();
   /// Stream-ordered exchange, step one: packing waits for the work already on `stream` (an
   /// event, no host wait on the user's stream itself), then the sends are posted. Returns once
-  /// they are posted; the host waits only for the pack kernel, whose output MPI must read.
+  /// they are posted; the host waits only for the pack kernel, whose output MPI must read (not
+  /// at all when this rank sends nothing: only local copies).
   /// Host fields in the same object are packed on the CPU as in start().
   void schedule_exchange(stream_t stream);
   /// Stream-ordered exchange, step two: waits for the messages, enqueues the unpack kernel and
