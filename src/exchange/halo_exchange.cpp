@@ -39,7 +39,10 @@ struct exchange_state {
       gpu = std::make_unique<device_copier>(prog.device_pack, prog.device_gather,
                                             prog.device_unpack, prog.device_scatter,
                                             prog.device_local_ordered, prog.ordered_device_unpack);
+    if (signalled()) gpu->use_signals(ipc->signals());
   }
+  // CUDA IPC with device signals: the kernels order the exchange among themselves.
+  bool signalled() const { return ipc && gpu && ipc->device_signalled(); }
 
   void pack(std::size_t m) const {
     const auto& r = prog.pack_range[m];
@@ -57,6 +60,17 @@ struct exchange_state {
             "wait() on its handle first",
             comm.rank());
     const int me = comm.rank();
+    if (signalled()) {
+      // Buffer reuse is guarded on the GPU (consumed flags): the host waits for nothing.
+      if (after) gpu->wait_for(after, me);
+      gpu->launch_pack(me, generation + 1);
+      unpack_pending = false;
+      arrived = 0;
+      ordered_done = false;
+      ++generation;
+      in_flight = true;
+      return;
+    }
     if (gpu && unpack_pending) gpu->synchronize(me);  // the last unpack read the receive buffer
     unpack_pending = false;
     if (ipc) {
@@ -95,7 +109,9 @@ struct exchange_state {
   void wait(stream_t before = nullptr) {
     if (!in_flight) return;
     const int me = comm.rank();
-    if (ipc) {
+    if (signalled()) {
+      // The unpack kernel waits for the senders' data-ready flags itself.
+    } else if (ipc) {
       ipc->wait_ready();
     } else if (prog.ordered_unpack) {
       while (channels.wait_recv() >= 0) {
@@ -107,7 +123,7 @@ struct exchange_state {
     if (gpu && !unpack_pending) {  // test() may have launched it already
       if (prog.copy_staging)
         gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, me);
-      gpu->launch_unpack(me);
+      gpu->launch_unpack(me, generation);
       unpack_pending = true;
     }
     if (gpu && before) {
@@ -117,12 +133,14 @@ struct exchange_state {
       unpack_pending = false;
     }
     channels.wait_sends();
-    if (ipc) ipc->wait_sends();
+    if (ipc && !signalled()) ipc->wait_sends();
     in_flight = false;
   }
   bool test() {
     if (!in_flight) return true;
-    if (ipc) {
+    if (signalled()) {
+      arrived = prog.recvs.size();  // the unpack kernel waits for the data itself
+    } else if (ipc) {
       if (!ipc->test_ready()) return false;
       arrived = prog.recvs.size();
       if (!ipc->test_sends()) return false;
@@ -140,7 +158,7 @@ struct exchange_state {
       if (!unpack_pending) {
         if (prog.copy_staging)
           gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, comm.rank());
-        gpu->launch_unpack(comm.rank());
+        gpu->launch_unpack(comm.rank(), generation);
         unpack_pending = true;
       }
       if (!gpu->ready(comm.rank())) return false;

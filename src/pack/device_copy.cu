@@ -193,9 +193,51 @@ __device__ void copy_elements(const dev_op& op, long long first, long long end) 
   }
 }
 
+// A launch's signals (see device_signals): flag pointers in device memory, the exchange number
+// and the launch's block counter (it counts up by gridDim.x per launch).
+struct signal_args {
+  const unsigned long long* const* wait = nullptr;
+  unsigned long long* const* post = nullptr;
+  unsigned long long* blocks_done = nullptr;
+  unsigned long long exchange = 0, wait_for = 0;
+  int n_wait = 0, n_post = 0;
+};
+
+__device__ unsigned long long load_acquire_sys(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ void store_release_sys(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// Every block waits until its flags allow it to start (one thread polls, the block follows).
+__device__ void wait_signals(const signal_args& sig) {
+  if (sig.n_wait == 0) return;
+  if (threadIdx.x == 0)
+    for (int k = 0; k < sig.n_wait; ++k)
+      while (load_acquire_sys(sig.wait[k]) < sig.wait_for) {
+      }
+  __syncthreads();
+}
+
+// The last block to finish posts the flags, after every block's writes are visible system-wide.
+__device__ void post_signals(const signal_args& sig) {
+  if (sig.n_post == 0) return;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  __threadfence_system();
+  const unsigned long long before = atomicAdd(sig.blocks_done, 1ull);
+  if (before + 1 != sig.exchange * gridDim.x) return;
+  __threadfence_system();
+  for (int k = 0; k < sig.n_post; ++k) store_release_sys(sig.post[k], sig.exchange);
+}
+
 __global__ void
     copy_kernel(const dev_op* __restrict__ ops, const int* __restrict__ tile_op,
-                const long long* __restrict__ tile_start, long long tiles) {
+                const long long* __restrict__ tile_start, long long tiles, signal_args sig) {
+  wait_signals(sig);
   for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int lo = tile_op[tile];  // one load, not a search: the table has an entry per tile
     const dev_op& op = ops[lo];
@@ -224,6 +266,7 @@ __global__ void
         break;
     }
   }
+  post_signals(sig);
 }
 
 // One uploaded copy list.
@@ -325,18 +368,64 @@ struct table {
     if (tile_start) (void)cudaFree(tile_start);
     if (tile_op) (void)cudaFree(tile_op);
   }
-  void launch(cudaStream_t s, int grid_cap, int rank, const char* what) const {
-    if (n == 0) return;
-    const int grid = int(std::min<long long>(tiles, grid_cap));
-    copy_kernel<<<grid, block_threads, 0, s>>>(ops, tile_op, tile_start, tiles);
+  void launch(cudaStream_t s, int grid_cap, int rank, const char* what,
+              const signal_args& sig = {}) const {
+    const bool signals = sig.n_wait + sig.n_post > 0;
+    if (n == 0 && !signals) return;
+    // With signals the grid must be the same at every launch (the block counter relies on it).
+    const int grid = int(std::max<long long>(1, std::min<long long>(tiles, grid_cap)));
+    copy_kernel<<<grid, block_threads, 0, s>>>(ops, tile_op, tile_start, tiles, sig);
     check(cudaGetLastError(), what, rank);
   }
 };
 
 }  // namespace
 
+// One launch's flags, uploaded once.
+struct signal_set {
+  unsigned long long** wait = nullptr;  // device arrays of flag pointers
+  unsigned long long** post = nullptr;
+  unsigned long long* blocks_done = nullptr;
+  int n_wait = 0, n_post = 0;
+
+  void upload(const std::vector<std::uint64_t*>& w, const std::vector<std::uint64_t*>& p,
+              int rank) {
+    n_wait = int(w.size());
+    n_post = int(p.size());
+    auto put = [&](unsigned long long**& dst, const std::vector<std::uint64_t*>& v) {
+      if (v.empty()) return;
+      check(cudaMalloc(&dst, v.size() * sizeof(void*)), "cudaMalloc(signal table)", rank);
+      check(cudaMemcpy(dst, v.data(), v.size() * sizeof(void*), cudaMemcpyHostToDevice),
+            "cudaMemcpy(signal table)", rank);
+    };
+    put(wait, w);
+    put(post, p);
+    check(cudaMalloc(&blocks_done, sizeof(unsigned long long)), "cudaMalloc(block counter)", rank);
+    check(cudaMemset(blocks_done, 0, sizeof(unsigned long long)), "cudaMemset(block counter)",
+          rank);
+  }
+  void release() {
+    if (wait) (void)cudaFree(wait);
+    if (post) (void)cudaFree(post);
+    if (blocks_done) (void)cudaFree(blocks_done);
+  }
+  signal_args args(unsigned long long exchange, unsigned long long wait_for) const {
+    signal_args a;
+    a.wait = wait;
+    a.post = post;
+    a.blocks_done = blocks_done;
+    a.exchange = exchange;
+    a.wait_for = wait_for;
+    a.n_wait = n_wait;
+    a.n_post = n_post;
+    return a;
+  }
+};
+
 struct device_copier::impl {
   table pack, unpack;
+  signal_set pack_signals, unpack_signals;
+  bool signals = false;
   std::vector<table> local_steps, unpack_steps;  // one launch each, in order (reverse)
   cudaStream_t stream = nullptr;
   cudaEvent_t done = nullptr, incoming = nullptr;
@@ -380,6 +469,8 @@ device_copier::~device_copier() {
   if (p_->stream) (void)cudaStreamSynchronize(p_->stream);
   p_->pack.release();
   p_->unpack.release();
+  p_->pack_signals.release();
+  p_->unpack_signals.release();
   for (auto& t : p_->local_steps) t.release();
   for (auto& t : p_->unpack_steps) t.release();
   if (p_->done) (void)cudaEventDestroy(p_->done);
@@ -387,14 +478,25 @@ device_copier::~device_copier() {
   if (p_->stream) (void)cudaStreamDestroy(p_->stream);
 }
 
-void device_copier::launch_pack(int rank) {
-  p_->pack.launch(p_->stream, p_->grid_cap, rank, "pack kernel launch");
+void device_copier::use_signals(const device_signals& s) {
+  if (!p_->unpack_steps.empty() || !p_->local_steps.empty())
+    fail("device signals requested for an ordered (reverse) exchange (internal error)");
+  p_->pack_signals.upload(s.pack_wait, s.pack_post, -1);
+  p_->unpack_signals.upload(s.unpack_wait, s.unpack_post, -1);
+  p_->signals = true;
+}
+void device_copier::launch_pack(int rank, std::uint64_t exchange) {
+  const signal_args sig =
+      p_->signals ? p_->pack_signals.args(exchange, exchange - 1) : signal_args{};
+  p_->pack.launch(p_->stream, p_->grid_cap, rank, "pack kernel launch", sig);
   for (const auto& t : p_->local_steps)
     t.launch(p_->stream, p_->grid_cap, rank, "local copy launch");
   check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
 }
-void device_copier::launch_unpack(int rank) {
-  p_->unpack.launch(p_->stream, p_->grid_cap, rank, "unpack kernel launch");
+void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
+  const signal_args sig =
+      p_->signals ? p_->unpack_signals.args(exchange, exchange) : signal_args{};
+  p_->unpack.launch(p_->stream, p_->grid_cap, rank, "unpack kernel launch", sig);
   for (const auto& t : p_->unpack_steps)
     t.launch(p_->stream, p_->grid_cap, rank, "unpack step launch");
   check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);

@@ -13,8 +13,9 @@ device_copier::device_copier(const std::vector<copy_op>&, const std::vector<gath
   fail("device copies requested but this halox was built without CUDA (HALOX_ENABLE_CUDA=OFF)");
 }
 device_copier::~device_copier() = default;
-void device_copier::launch_pack(int) {}
-void device_copier::launch_unpack(int) {}
+void device_copier::use_signals(const device_signals&) {}
+void device_copier::launch_pack(int, std::uint64_t) {}
+void device_copier::launch_unpack(int, std::uint64_t) {}
 void device_copier::copy(void*, const void*, std::size_t, int) {}
 void device_copier::synchronize(int) {}
 bool device_copier::ready(int) {

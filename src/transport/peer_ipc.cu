@@ -2,6 +2,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -30,8 +32,13 @@ struct node_entry {
   char bus[32];  // PCI bus id of the rank's current GPU
 };
 
+struct reach {
+  bool all = true;            // every peer on this node, its GPU reachable
+  bool shares_gpu = false;    // some peer on this rank's own GPU
+};
+
 // Whether every peer of this rank is on its node with a GPU this rank's GPU can reach.
-bool peers_reachable(MPI_Comm comm, const exchange_program& prog, int me) {
+reach peers_reachable(MPI_Comm comm, const exchange_program& prog, int me) {
   MPI_Comm node;
   check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node),
             "MPI_Comm_split_type", me);
@@ -45,10 +52,14 @@ bool peers_reachable(MPI_Comm comm, const exchange_program& prog, int me) {
   check_mpi(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node),
             "MPI_Allgather(node)", me);
   MPI_Comm_free(&node);
+  reach r;
   auto reachable = [&](int peer) {
     for (const auto& e : all) {
       if (e.rank != peer) continue;
-      if (std::strncmp(e.bus, mine.bus, sizeof mine.bus) == 0) return true;  // the same GPU
+      if (std::strncmp(e.bus, mine.bus, sizeof mine.bus) == 0) {  // the same GPU
+        r.shares_gpu = true;
+        return true;
+      }
       int other = -1, can = 0;
       if (cudaDeviceGetByPCIBusId(&other, e.bus) != cudaSuccess) {
         (void)cudaGetLastError();  // not visible to this process
@@ -58,11 +69,17 @@ bool peers_reachable(MPI_Comm comm, const exchange_program& prog, int me) {
     }
     return false;  // not on this node
   };
-  for (const auto& m : prog.sends)
-    if (!reachable(m.peer)) return false;
-  for (const auto& m : prog.recvs)
-    if (!reachable(m.peer)) return false;
-  return true;
+  for (const auto& m : prog.sends) r.all = reachable(m.peer) && r.all;
+  for (const auto& m : prog.recvs) r.all = reachable(m.peer) && r.all;
+  return r;
+}
+
+// HALOX_IPC_SIGNAL: `device` (default) or `host` (the MPI handshake, for comparison).
+bool device_signals_wanted() {
+  const char* v = std::getenv("HALOX_IPC_SIGNAL");
+  if (v == nullptr || *v == 0 || std::strcmp(v, "device") == 0) return true;
+  if (std::strcmp(v, "host") == 0) return false;
+  fail("HALOX_IPC_SIGNAL='{}' is not a signalling mode; use device or host", v);
 }
 
 // Rebases `p` from [old_base, old_base + size) into a new buffer; other pointers stay.
@@ -81,6 +98,8 @@ std::size_t extent_of(const std::vector<message>& msgs) {
 struct handle_msg {
   cudaIpcMemHandle_t handle;
   unsigned long long offset;  // of the receiver's message from the sender, in its buffer
+  cudaIpcMemHandle_t flags;   // device signals: the receiver's flag array
+  unsigned long long ready, consumed;  // the sender's two slots in it
 };
 
 }  // namespace
@@ -88,7 +107,10 @@ struct handle_msg {
 struct peer_ipc::impl {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
-  std::vector<void*> opened;  // remote receive buffers, closed at destruction
+  std::vector<void*> opened;  // remote receive buffers and flag arrays, closed at destruction
+  bool device_signalled = false;
+  std::shared_ptr<std::byte> flags;  // device signals: [ready per receive, consumed per receive]
+  device_signals signals;
   // Persistent empty control messages: clear-to-send from receivers (one per send peer),
   // data-ready from senders (one per receive peer), and this rank's own two kinds.
   std::vector<MPI_Request> clear_in, ready_in, clear_out, ready_out;
@@ -125,13 +147,28 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
     return nullptr;
   int me = 0;
   MPI_Comm_rank(comm, &me);
-  int ok = peers_reachable(comm, prog, me) ? 1 : 0, all = 0;
-  check_mpi(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me);
-  if (!all) return nullptr;
+  const reach r = peers_reachable(comm, prog, me);
+  // Device signals need every peer on another GPU: a kernel polling for a peer on its own GPU
+  // could hold the SMs that peer's kernel needs.
+  const int mine[2] = {r.all ? 1 : 0,
+                       !r.shares_gpu && !prog.ordered_device_unpack && device_signals_wanted()};
+  int all[2] = {0, 0};
+  check_mpi(MPI_Allreduce(mine, all, 2, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me);
+  if (!all[0]) return nullptr;
 
   auto p = std::make_unique<impl>();
   p->comm = comm;
   p->rank = me;
+  p->device_signalled = all[1] != 0;
+  const std::size_t n_recv = prog.recvs.size();
+  if (p->device_signalled) {
+    p->flags = allocate(memory_space::device, std::max<std::size_t>(1, 2 * n_recv) * 8);
+    auto* f = reinterpret_cast<std::uint64_t*>(p->flags.get());
+    for (std::size_t k = 0; k < n_recv; ++k) {
+      p->signals.unpack_wait.push_back(f + k);           // ready, written by sender k
+      p->signals.unpack_post.push_back(f + n_recv + k);  // consumed, read by sender k
+    }
+  }
 
   // The receive buffer moves to device memory; unpack steps follow it.
   const std::size_t recv_size = extent_of(prog.recvs), send_size = extent_of(prog.sends);
@@ -148,13 +185,15 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
 
   // Each receiver sends its buffer's handle and where each sender's message goes; each sender
   // opens the handles once.
-  cudaIpcMemHandle_t h{};
+  cudaIpcMemHandle_t h{}, fh{};
   if (!prog.recvs.empty())
     check_cuda(cudaIpcGetMemHandle(&h, recv.get()), "cudaIpcGetMemHandle", me);
+  if (!prog.recvs.empty() && p->device_signalled)
+    check_cuda(cudaIpcGetMemHandle(&fh, p->flags.get()), "cudaIpcGetMemHandle(flags)", me);
   std::vector<handle_msg> out(prog.recvs.size()), in(prog.sends.size());
   std::vector<MPI_Request> reqs;
   for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
-    out[k] = {h, prog.recvs[k].offset};
+    out[k] = {h, prog.recvs[k].offset, fh, k, n_recv + k};
     reqs.emplace_back();
     check_mpi(MPI_Isend(&out[k], sizeof(handle_msg), MPI_BYTE, prog.recvs[k].peer, tag_handle, comm,
                         &reqs.back()),
@@ -176,6 +215,14 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
                "cudaIpcOpenMemHandle", me);
     p->opened.push_back(base);
     remote[k] = static_cast<std::byte*>(base) + in[k].offset;
+    if (!p->device_signalled) continue;
+    void* flags = nullptr;
+    check_cuda(cudaIpcOpenMemHandle(&flags, in[k].flags, cudaIpcMemLazyEnablePeerAccess),
+               "cudaIpcOpenMemHandle(flags)", me);
+    p->opened.push_back(flags);
+    auto* f = static_cast<std::uint64_t*>(flags);
+    p->signals.pack_wait.push_back(f + in[k].consumed);
+    p->signals.pack_post.push_back(f + in[k].ready);
   }
   // Pack steps write straight into the receivers' buffers.
   auto rebase = [&](auto* ptr) -> std::byte* {
@@ -206,13 +253,25 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   init(p->ready_in, prog.recvs, false, tag_ready);  // my senders say: data in place
 
   prog.path = std::string(to_string(staging::peer_ipc)) +
-              " (node-local GPUs: the pack kernel writes into the receiver's GPU memory through "
-              "CUDA IPC; MPI carries clear-to-send and data-ready only)";
+              (p->device_signalled
+                   ? " (node-local GPUs: the pack kernel writes into the receiver's GPU memory "
+                     "through CUDA IPC, then a data-ready flag; the unpack kernel waits for it and "
+                     "flags its buffer consumed: no host wait, no MPI message per exchange)"
+                   : " (node-local GPUs: the pack kernel writes into the receiver's GPU memory "
+                     "through CUDA IPC; MPI carries clear-to-send and data-ready only)");
+  if (p->device_signalled) return std::unique_ptr<peer_ipc>(new peer_ipc(std::move(p)));
   return std::unique_ptr<peer_ipc>(new peer_ipc(std::move(p)));
 }
 
 peer_ipc::peer_ipc(std::unique_ptr<impl> p) : p_(std::move(p)) {}
 peer_ipc::~peer_ipc() = default;
+
+bool peer_ipc::device_signalled() const {
+  return p_->device_signalled;
+}
+const device_signals& peer_ipc::signals() const {
+  return p_->signals;
+}
 
 void peer_ipc::start() {
   p_->start_all(p_->clear_in, "MPI_Startall(clear-to-send in)");

@@ -5,12 +5,23 @@
 /// region received). Compiles without nvcc; the kernels live in src/pack/device_copy.cu.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "halox/pack/strided_copy.hpp"
 
 namespace halox::detail {
+
+/// Flags that order the pack and unpack launches with other processes' kernels, in GPU memory
+/// (some mapped from peers through CUDA IPC). Exchange number `g` (from 1): the pack launch
+/// waits until every `pack_wait` flag is >= g - 1 (the receivers consumed exchange g - 1), and
+/// after its last block has written its data it stores g into every `pack_post` flag (data
+/// ready); the unpack launch waits until every `unpack_wait` flag is >= g and then stores g into
+/// every `unpack_post` flag (buffer consumed). No host thread waits for any of it.
+struct device_signals {
+  std::vector<std::uint64_t*> pack_wait, pack_post, unpack_wait, unpack_post;
+};
 
 /// Runs two fixed copy lists on the GPU, each as one kernel launch on halox's own stream.
 ///
@@ -30,10 +41,14 @@ class device_copier {
   device_copier(const device_copier&) = delete;
   device_copier& operator=(const device_copier&) = delete;
 
-  /// Enqueues the pack list (no-op when empty). `rank` is for error messages.
-  void launch_pack(int rank);
-  /// Enqueues the unpack list (no-op when empty).
-  void launch_unpack(int rank);
+  /// Makes every later pack and unpack launch wait for and post these flags (not with
+  /// `ordered` unpacking).
+  void use_signals(const device_signals& s);
+  /// Enqueues the pack list (no-op when empty and without signals). `rank` is for error
+  /// messages; `exchange` numbers the exchange (from 1) for the signals.
+  void launch_pack(int rank, std::uint64_t exchange = 0);
+  /// Enqueues the unpack list (no-op when empty and without signals).
+  void launch_unpack(int rank, std::uint64_t exchange = 0);
   /// Enqueues a copy of `bytes` bytes (any direction; pinned host memory on one side).
   void copy(void* dst, const void* src, std::size_t bytes, int rank);
   /// Blocks until everything enqueued has run.

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include "halox/exchange/program.hpp"
+#include "halox/pack/device_copy.hpp"
 
 namespace halox::detail {
 
@@ -24,6 +25,15 @@ class peer_ipc {
   ~peer_ipc();
   peer_ipc(const peer_ipc&) = delete;
   peer_ipc& operator=(const peer_ipc&) = delete;
+
+  /// Whether the kernels order the exchange themselves (device_signals below): chosen when no
+  /// peer shares this rank's GPU, the unpack is not ordered (reverse exchanges) and
+  /// HALOX_IPC_SIGNAL is not `host`. Then no host waits or MPI messages remain per exchange and
+  /// the control calls below are not used.
+  bool device_signalled() const;
+  /// The flags for device_copier::use_signals: data-ready flags the senders write into the
+  /// receiver's memory, consumed flags the receiver's unpack writes and the senders read.
+  const device_signals& signals() const;
 
   /// Posts this exchange's control receives and tells every sender that its buffer is free.
   void start();
