@@ -13,30 +13,15 @@
 #include <vector>
 
 #include "../chain_model.hpp"
+#include "gpu_setup.hpp"
 
 namespace mpi = boost::mpi;
 using namespace chain_model;
 
 namespace {
 
-// Runs before Catch's session, as in test_device_exchange.cpp: no GPU, no test; otherwise
-// ranks spread over the node's GPUs.
-const bool skip_without_gpu = [] {
-  const int gpus = halox::detail::device_count();
-  if (gpus == 0) {
-    std::printf("SKIP: %s\n",
-                halox::detail::cuda_enabled() ? "no CUDA device" : "built without CUDA");
-    std::exit(77);
-  }
-  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  if (local == nullptr) local = std::getenv("MPI_LOCALRANKID");
-  if (cudaSetDevice(local ? std::atoi(local) % gpus : 0) != cudaSuccess) std::exit(1);
-  return true;
-}();
-
-void cuda(cudaError_t rc) {
-  if (rc != cudaSuccess) FAIL(cudaGetErrorString(rc));
-}
+const bool skipped_without_gpu = gpu_test::skip_without_gpu();
+using gpu_test::cuda;
 
 // A device copy of a host vector, freed at scope exit.
 struct device_vector {
