@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <span>
+#include <vector>
 
 #include "check.hpp"
 
@@ -153,4 +155,33 @@ TEST_CASE("no allocation per exchange: box_list 2-D, several boxes per rank") {
           {halox::box<2>{{3 * i, 4 * j}, {3 * i + 3, 4 * j + 4}}, (i + 3 * j) % world.size()});
   halox::box_list<2> dom(world, {9, 8}, halox::periodic{true, true}, boxes);
   steady_state(dom, halox::stencil<2>::star(2));
+}
+
+TEST_CASE("no allocation per round: chain rounds of varying sizes, split phase, gather_left") {
+  mpi::communicator world;
+  halox::chain<double> ch(world, {.periodic = true});
+  const int me = world.rank();
+  // Sizes vary per round and rank; the warm-up rounds send the largest of them.
+  std::vector<double> big(64 + std::size_t(me), 1.0), mine(5 + std::size_t(me) % 3, 2.0);
+  (void)ch.exchange(big, big);
+  (void)ch.gather_left(mine, 40);
+  news = 0;
+  armed = true;
+  double seen = 0;
+  for (int k = 0; k < 50; ++k) {
+    const std::span<const double> l(big.data(), std::size_t(k % 7)),
+        r(big.data(), std::size_t(k % 60));
+    const auto res = ch.exchange(l, r);
+    seen += double(res.from_left()->size() + res.from_right()->size());
+    auto h = ch.start(r, l);
+    while (!h.test()) {
+    }
+    seen += double(h.wait().from_left()->size());
+    seen += double(ch.gather_left(mine, std::size_t(k % 41)).size());
+  }
+  armed = false;
+  const long count = news;
+  CHECK(count == 0);
+  REQUIRE(mpi::all_reduce(world, count, std::plus<long>()) == 0);
+  REQUIRE(seen > 0);
 }

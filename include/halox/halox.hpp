@@ -10,6 +10,7 @@
 /// ex.exchange();
 /// ```
 
+#include "halox/chain/chain_exchange.hpp"
 #include "halox/domain/box.hpp"
 #include "halox/domain/box_list.hpp"
 #include "halox/domain/cartesian.hpp"

@@ -10,28 +10,13 @@
 #include <vector>
 
 #include "../check.hpp"
+#include "gpu_setup.hpp"
 #include "kernels.hpp"
 
 namespace {
 
-// Runs before Catch's session: a machine without a GPU skips the whole program; otherwise
-// ranks spread over the node's GPUs (node-local rank modulo the GPU count, as mpirun sets it).
-const bool skip_without_gpu = [] {
-  const int gpus = halox::detail::device_count();
-  if (gpus == 0) {
-    std::printf("SKIP: %s\n",
-                halox::detail::cuda_enabled() ? "no CUDA device" : "built without CUDA");
-    std::exit(77);
-  }
-  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  if (local == nullptr) local = std::getenv("MPI_LOCALRANKID");
-  if (cudaSetDevice(local ? std::atoi(local) % gpus : 0) != cudaSuccess) std::exit(1);
-  return true;
-}();
-
-void cuda(cudaError_t rc) {
-  if (rc != cudaSuccess) FAIL(cudaGetErrorString(rc));
-}
+const bool skipped_without_gpu = gpu_test::skip_without_gpu();
+using gpu_test::cuda;
 
 template <class T, int D>
 std::size_t bytes_of(const halox::field<T, D>& f) {

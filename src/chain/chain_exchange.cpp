@@ -1,0 +1,497 @@
+// The untyped core of halox::chain<T>: one round = sizes to both neighbours, then the data,
+// over plain MPI on a duplicated communicator; device payloads staged through pinned memory.
+#include "halox/chain/chain_exchange.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+#include <mpi.h>
+#include <boost/mpi/collectives.hpp>
+#if __has_include(<cxxabi.h>)
+#include <cxxabi.h>
+#endif
+
+#include "halox/chain/chain_device.hpp"
+#include "halox/error.hpp"
+#include "halox/pack/device_copy.hpp"
+#include "halox/transport/agree.hpp"
+
+namespace halox::detail {
+
+namespace {
+
+// Sizes and data in each direction have their own tag, so that with two ranks (periodic) the
+// message to my left and the one to my right, both going to the same peer, never mix.
+constexpr int tag_size_rightward = 21, tag_size_leftward = 22;
+constexpr int tag_data_rightward = 23, tag_data_leftward = 24;
+// A size message carrying this instead of a count: the sender rejected its own payload.
+constexpr std::uint64_t rejected = ~std::uint64_t(0);
+// Data messages travel in pieces of at most 1 GiB (MPI counts are int); same tag, in order.
+constexpr std::size_t piece_bytes = std::size_t(1) << 30;
+constexpr const char* side_name[2] = {"left", "right"};
+
+std::size_t pieces(std::size_t bytes) {
+  return (bytes + piece_bytes - 1) / piece_bytes;
+}
+int piece_size(std::size_t bytes, std::size_t k) {
+  return int(std::min(piece_bytes, bytes - k * piece_bytes));
+}
+
+// The element type's name as the user wrote it, where the compiler can tell.
+std::string readable(const char* name) {
+#if __has_include(<cxxabi.h>)
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : name;
+  std::free(d);
+  return out;
+#else
+  return name;
+#endif
+}
+
+// Memory in one space that grows geometrically and never shrinks; contents are not kept.
+struct growing {
+  std::shared_ptr<std::byte> p;
+  std::size_t cap = 0;
+  std::byte* get() const { return p.get(); }
+  // True when it had to allocate.
+  bool reserve(std::size_t bytes, memory_space space, bool pinned) {
+    if (bytes <= cap) return false;
+    const std::size_t n = std::max(bytes, cap * 2);
+    p.reset();  // free first: the old contents are not needed
+    p = pinned ? allocate_mapped(n) : allocate(space, n);
+    cap = n;
+    return true;
+  }
+};
+
+}  // namespace
+
+// One neighbour: what goes to it and what comes from it in the current round.
+struct chain_side {
+  int peer = -1;  // -1: no neighbour on this side
+  int send_size_tag = 0, send_data_tag = 0, recv_data_tag = 0;
+  std::uint64_t send_count = 0;  // elements (or `rejected`); MPI reads it until the round ends
+  std::uint64_t recv_count = 0;  // written by the size receive
+  bool size_arrived = false;
+  const std::byte* send_from = nullptr;  // host memory MPI sends from
+  MPI_Request size_send = MPI_REQUEST_NULL;
+  std::vector<MPI_Request> data_send, data_recv;
+  growing recv_host;   // host chain: the delivered data; device chain: its pinned staging
+  growing recv_dev;    // device chain: the delivered data
+  growing send_stage;  // device chain: pinned copy of the payload
+};
+
+struct chain_state {
+  boost::mpi::communicator comm;
+  MPI_Comm raw = MPI_COMM_NULL;
+  int rank = 0, size = 1;
+  chain_options opt;
+  std::size_t elem = 1;
+  chain_side side[2];  // 0: left, 1: right
+  MPI_Request size_recv[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  std::unique_ptr<device_copier> gpu;  // device chains: staging copies on halox's stream
+  bool delivery_enqueued = false;      // this round's host-to-device copies are enqueued
+  bool delivery_pending = false;       // ... and may still be reading the pinned staging
+  std::uint64_t generation = 0;
+  bool in_flight = false;
+  std::string neighbor_error;  // a neighbour rejected its payload this round
+  growing context;             // gather: the collected elements
+  std::size_t context_first = 0, context_count = 0;
+
+  chain_state(const boost::mpi::communicator& c, const chain_options& o, std::size_t e,
+              const char* type_name)
+      : comm(c, boost::mpi::comm_duplicate), opt(o), elem(e) {
+    raw = MPI_Comm(comm);
+    rank = comm.rank();
+    size = comm.size();
+    agree_on_setup(type_name);
+    if (opt.max_elements == 0) opt.max_elements = (std::size_t(1) << 40) / elem;
+    check(MPI_Comm_set_errhandler(raw, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
+    const bool ends = !opt.periodic;
+    side[0].peer = ends && rank == 0 ? -1 : (rank + size - 1) % size;
+    side[1].peer = ends && rank == size - 1 ? -1 : (rank + 1) % size;
+    side[0].send_size_tag = tag_size_leftward;
+    side[0].send_data_tag = tag_data_leftward;
+    side[0].recv_data_tag = tag_data_rightward;
+    side[1].send_size_tag = tag_size_rightward;
+    side[1].send_data_tag = tag_data_rightward;
+    side[1].recv_data_tag = tag_data_leftward;
+  }
+
+  ~chain_state() {
+    int finalized = 1;
+    MPI_Finalized(&finalized);
+    if (finalized || !in_flight) return;
+    try {
+      finish(true, nullptr);
+    } catch (...) {
+      // A destructor must not throw; wait() on the handle first to see a failure.
+    }
+  }
+
+  // Every rank checks its element type and options against rank 0's; all throw if one differs.
+  void agree_on_setup(const char* type_name) {
+    std::string ref = fmt::format(
+        "{} ({} bytes), periodic = {}, max_elements = {}", readable(type_name), elem, opt.periodic,
+        opt.max_elements == 0 ? std::string("default") : std::to_string(opt.max_elements));
+    const std::string mine = ref;
+    boost::mpi::broadcast(comm, ref, 0);
+    agree(comm, [&] {
+      require(mine == ref,
+              "rank {}: chain built with element type {}, but rank 0 built it with {}; every rank "
+              "must use the same element type and options",
+              rank, mine, ref);
+      require(opt.space == memory_space::host || cuda_enabled(),
+              "rank {}: device chain requested but this halox was built without CUDA "
+              "(HALOX_ENABLE_CUDA=OFF)",
+              rank);
+      if (opt.space == memory_space::device)
+        gpu = std::make_unique<device_copier>(std::vector<copy_op>{}, std::vector<gather_op>{},
+                                              std::vector<copy_op>{}, std::vector<gather_op>{});
+    });
+  }
+
+  void check(int rc, const char* call, int peer) const {
+    if (rc == MPI_SUCCESS) return;
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    if (peer < 0) fail("rank {}: chain: {} failed: {}", rank, call, std::string(text, len));
+    fail("rank {}: chain: {} (peer {}) failed: {}", rank, call, peer, std::string(text, len));
+  }
+
+  bool device() const { return opt.space == memory_space::device; }
+
+  // Why this payload cannot be sent, or "" if it can.
+  std::string reject_reason(chain_bytes b, int s) const {
+    if (b.count > opt.max_elements)
+      return fmt::format(
+          "rank {}: payload for the {} neighbour has {} elements, more than max_elements = {} "
+          "(a negative count converted to size_t?)",
+          rank, side_name[s], b.count, opt.max_elements);
+    if (b.count > 0 && b.data == nullptr)
+      return fmt::format("rank {}: payload for the {} neighbour has {} elements but a null pointer",
+                         rank, side_name[s], b.count);
+    if (device() && b.count > 0 && side[s].peer >= 0 && !is_device_pointer(b.data, rank))
+      return fmt::format(
+          "rank {}: payload for the {} neighbour is not device memory, but this chain's space "
+          "is device",
+          rank, side_name[s]);
+    return {};
+  }
+
+  void start(chain_bytes to_left, chain_bytes to_right, stream_t after) {
+    require(!in_flight,
+            "rank {}: chain round started while round {} is still in flight; wait() on its "
+            "handle first",
+            rank, generation);
+    const chain_bytes out[2] = {to_left, to_right};
+    std::string bad = reject_reason(out[0], 0);
+    if (bad.empty()) bad = reject_reason(out[1], 1);
+    if (gpu && delivery_pending) gpu->synchronize(rank);  // the last delivery read the staging
+    delivery_pending = delivery_enqueued = false;
+    ++generation;
+    in_flight = true;
+    neighbor_error.clear();
+    for (int s = 0; s < 2; ++s) {
+      auto& d = side[s];
+      d.size_arrived = d.peer < 0;
+      d.recv_count = 0;
+      d.data_recv.clear();
+      d.data_send.clear();
+      if (d.peer < 0) continue;
+      // Its size comes with the tag of the opposite direction: from my left neighbour, moving
+      // rightwards.
+      const int recv_tag = s == 0 ? tag_size_rightward : tag_size_leftward;
+      check(MPI_Irecv(&d.recv_count, 1, MPI_UINT64_T, d.peer, recv_tag, raw, &size_recv[s]),
+            "MPI_Irecv(size)", d.peer);
+      d.send_count = bad.empty() ? out[s].count : rejected;
+      check(MPI_Isend(&d.send_count, 1, MPI_UINT64_T, d.peer, d.send_size_tag, raw, &d.size_send),
+            "MPI_Isend(size)", d.peer);
+    }
+    if (!bad.empty()) {
+      // Nothing of the data goes out; the neighbours learn of it from the size and fail this
+      // round too instead of waiting. Complete the round so that the object stays usable.
+      try {
+        finish(true, nullptr);
+      } catch (const error&) {
+      }
+      throw error(bad);
+    }
+    stage_sends(out, after);
+    for (int s = 0; s < 2; ++s) send_data(side[s]);
+  }
+
+  // Points each side's send at host memory: the user's span, or (device) its pinned copy.
+  void stage_sends(const chain_bytes* out, stream_t after) {
+    // Also orders this round's deliveries after the stream's reads of the last round's data.
+    if (gpu && after) gpu->wait_for(after, rank);
+    bool copied = false;
+    for (int s = 0; s < 2; ++s) {
+      auto& d = side[s];
+      d.send_from = out[s].data;
+      if (!gpu || d.peer < 0 || out[s].count == 0) continue;
+      const std::size_t bytes = out[s].count * elem;
+      d.send_stage.reserve(bytes, memory_space::host, true);
+      gpu->copy(d.send_stage.get(), out[s].data, bytes, rank);
+      d.send_from = d.send_stage.get();
+      copied = true;
+    }
+    if (copied) gpu->synchronize(rank);
+  }
+
+  void send_data(chain_side& d) {
+    if (d.peer < 0 || d.send_count == 0) return;
+    const std::size_t bytes = d.send_count * elem;
+    d.data_send.resize(pieces(bytes));
+    for (std::size_t k = 0; k < d.data_send.size(); ++k)
+      check(MPI_Isend(d.send_from + k * piece_bytes, piece_size(bytes, k), MPI_BYTE, d.peer,
+                      d.send_data_tag, raw, &d.data_send[k]),
+            "MPI_Isend(data)", d.peer);
+  }
+
+  // A size has arrived: post the data receive of exactly that size.
+  void on_size(int s) {
+    auto& d = side[s];
+    d.size_arrived = true;
+    if (d.recv_count == rejected) {
+      d.recv_count = 0;
+      neighbor_error = fmt::format(
+          "rank {}: the {} neighbour (rank {}) rejected its payload in chain round {}; see its "
+          "error",
+          rank, side_name[s], d.peer, generation);
+      return;
+    }
+    // Options agree across ranks, so this means a corrupted or foreign message.
+    require(d.recv_count <= opt.max_elements,
+            "rank {}: the {} neighbour (rank {}) announced {} elements, more than max_elements "
+            "= {}",
+            rank, side_name[s], d.peer, d.recv_count, opt.max_elements);
+    if (d.recv_count == 0) return;
+    const std::size_t bytes = d.recv_count * elem;
+    d.recv_host.reserve(bytes, memory_space::host, device());
+    if (device()) d.recv_dev.reserve(bytes, memory_space::device, false);
+    d.data_recv.resize(pieces(bytes));
+    for (std::size_t k = 0; k < d.data_recv.size(); ++k)
+      check(MPI_Irecv(d.recv_host.get() + k * piece_bytes, piece_size(bytes, k), MPI_BYTE, d.peer,
+                      d.recv_data_tag, raw, &d.data_recv[k]),
+            "MPI_Irecv(data)", d.peer);
+  }
+
+  bool complete(std::vector<MPI_Request>& reqs, bool block, const char* call) {
+    if (reqs.empty()) return true;
+    int flag = 1;
+    if (block)
+      check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), call, -1);
+    else
+      check(MPI_Testall(int(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE), call, -1);
+    return flag != 0;
+  }
+
+  // Progresses the round; with `block`, to its end. Returns whether it is complete. Throws
+  // (after completing) if a neighbour rejected its payload.
+  bool finish(bool block, stream_t before) {
+    if (!in_flight) return true;
+    while (!side[0].size_arrived || !side[1].size_arrived) {
+      int idx = MPI_UNDEFINED, flag = 1;
+      if (block)
+        check(MPI_Waitany(2, size_recv, &idx, MPI_STATUS_IGNORE), "MPI_Waitany(size)", -1);
+      else
+        check(MPI_Testany(2, size_recv, &idx, &flag, MPI_STATUS_IGNORE), "MPI_Testany(size)", -1);
+      if (!flag) return false;
+      if (idx == MPI_UNDEFINED) break;  // cannot happen: a side still waits for its size
+      on_size(idx);
+    }
+    for (auto& d : side) {
+      if (!complete(d.data_recv, block, "MPI_Waitall(data receives)")) return false;
+      if (d.size_send != MPI_REQUEST_NULL) {
+        int flag = 1;
+        if (block)
+          check(MPI_Wait(&d.size_send, MPI_STATUS_IGNORE), "MPI_Wait(size send)", d.peer);
+        else
+          check(MPI_Test(&d.size_send, &flag, MPI_STATUS_IGNORE), "MPI_Test(size send)", d.peer);
+        if (!flag) return false;
+      }
+      if (!complete(d.data_send, block, "MPI_Waitall(data sends)")) return false;
+    }
+    if (gpu && !deliver(block, before)) return false;
+    in_flight = false;
+    if (!neighbor_error.empty()) throw error(neighbor_error);
+    return true;
+  }
+
+  // Device chains: copies the received data from pinned staging into the device buffers.
+  bool deliver(bool block, stream_t before) {
+    if (!delivery_enqueued) {
+      for (auto& d : side)
+        if (d.recv_count > 0)
+          gpu->copy(d.recv_dev.get(), d.recv_host.get(), d.recv_count * elem, rank);
+      gpu->launch_unpack(rank);  // an empty launch list: only records the completion event
+      delivery_enqueued = delivery_pending = true;
+    }
+    if (before) {
+      gpu->signal(before, rank);  // the user's stream waits; the host does not
+      return true;
+    }
+    if (block)
+      gpu->synchronize(rank);
+    else if (!gpu->ready(rank))
+      return false;
+    delivery_pending = false;
+    return true;
+  }
+
+  chain_bytes received(int s) const {
+    const auto& d = side[s];
+    return {device() ? d.recv_dev.get() : d.recv_host.get(), std::size_t(d.recv_count)};
+  }
+
+  void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
+    if (n == 0) return;
+    if (gpu)
+      gpu->copy(dst, src, n, rank);
+    else
+      std::memcpy(dst, src, n);
+  }
+
+  // Adds `in` to the context on the side nearest the slice's far end: in front for a left
+  // context (it came from further left), at the back for a right context.
+  void extend_context(chain_bytes in, bool front) {
+    if (in.count == 0) return;
+    const std::size_t need = (context_count + in.count) * elem;
+    if (need > context.cap) {
+      growing bigger;
+      bigger.reserve(std::max(need, 2 * context.cap), opt.space, false);
+      // Left contexts are kept at the end of the buffer so they grow towards the front.
+      const std::size_t first = front ? bigger.cap / elem - context_count : 0;
+      copy_bytes(bigger.get() + first * elem, context.get() + context_first * elem,
+                 context_count * elem);
+      if (gpu) gpu->synchronize(rank);  // before the old buffer is freed
+      context = std::move(bigger);
+      context_first = first;
+    } else if (front && context_count == 0) {
+      context_first = context.cap / elem;
+    }
+    if (front) {
+      context_first -= in.count;
+      copy_bytes(context.get() + context_first * elem, in.data, in.count * elem);
+    } else {
+      copy_bytes(context.get() + (context_first + context_count) * elem, in.data, in.count * elem);
+    }
+    context_count += in.count;
+  }
+
+  chain_bytes gather(chain_bytes mine, std::size_t w, bool from_left) {
+    require(!in_flight,
+            "rank {}: gather started while chain round {} is still in flight; wait() on its "
+            "handle first",
+            rank, generation);
+    const int from = from_left ? 0 : 1;
+    // Rounds after which this rank has everything there is: data k hops away arrives in round k.
+    const int reach = opt.periodic ? size - 1 : (from_left ? rank : size - 1 - rank);
+    context_count = 0;
+    context_first = 0;
+    std::size_t before_last = 0;  // my context size before the last round's data arrived
+    std::size_t last = 0;         // elements the last round delivered
+    const long long wl = (long long)std::min<std::size_t>(w, LLONG_MAX);
+    for (int k = 0;; ++k) {
+      std::string failed;
+      // What my neighbour on the far side still lacks after the rounds so far, from the
+      // elements k hops from it: all of its context so far came through me.
+      chain_bytes onward;
+      if (k == 0) {
+        onward.count = std::min(w, mine.count);
+        onward.data = from_left ? mine.data + (mine.count - onward.count) * elem : mine.data;
+      } else {
+        const std::size_t theirs = std::min(w, before_last + mine.count);
+        onward.count = std::min(w - theirs, last);
+        const std::size_t seg = from_left ? context_first : context_first + context_count - last;
+        const std::size_t at = from_left ? seg + last - onward.count : seg;
+        onward.data = context.get() + at * elem;
+      }
+      const bool more = context_count < w && k < reach;
+      long long in[4] = {more ? 1 : 0, wl, -wl, 0}, out[4];
+      check(MPI_Allreduce(in, out, 4, MPI_LONG_LONG, MPI_MAX, raw), "MPI_Allreduce(gather)", -1);
+      require(out[1] == -out[2],
+              "rank {}: gather_{} with w = {}, but w ranges from {} to {} across ranks; every "
+              "rank must pass the same w",
+              rank, side_name[from], w, -out[2], out[1]);
+      if (!out[0]) break;
+      try {
+        start(from_left ? chain_bytes{} : onward, from_left ? onward : chain_bytes{}, nullptr);
+        finish(true, nullptr);
+      } catch (const error& e) {
+        failed = e.what();
+      }
+      // Every rank learns whether any failed, so none is left waiting in the next round.
+      long long bad = failed.empty() ? 0 : 1, any = 0;
+      check(MPI_Allreduce(&bad, &any, 1, MPI_LONG_LONG, MPI_MAX, raw), "MPI_Allreduce(gather)", -1);
+      if (!failed.empty()) throw error(failed.substr(std::string("halox: ").size()));
+      require(any == 0, "rank {}: gather_{} stopped in round {} because another rank failed", rank,
+              side_name[from], k);
+      chain_bytes got = received(from);
+      if (side[from].peer < 0 || k >= reach) got.count = 0;
+      got.count = std::min(got.count, w - context_count);
+      if (from_left) got.data += (received(from).count - got.count) * elem;
+      before_last = context_count;
+      extend_context(got, from_left);
+      last = got.count;
+    }
+    if (gpu) gpu->synchronize(rank);
+    return {context.get() ? context.get() + context_first * elem : nullptr, context_count};
+  }
+};
+
+chain_core::chain_core(const boost::mpi::communicator& comm, const chain_options& o,
+                       std::size_t elem, const char* type_name)
+    : s_(std::make_unique<chain_state>(comm, o, elem, type_name)) {}
+chain_core::~chain_core() = default;
+chain_core::chain_core(chain_core&&) noexcept = default;
+chain_core& chain_core::operator=(chain_core&&) noexcept = default;
+
+void chain_core::start(chain_bytes to_left, chain_bytes to_right, stream_t after) {
+  s_->start(to_left, to_right, after);
+}
+void chain_core::wait(stream_t before) {
+  if (before)
+    require(s_->in_flight, "rank {}: schedule_wait() without a chain round in flight", s_->rank);
+  s_->finish(true, before);
+}
+bool chain_core::test() {
+  return s_->finish(false, nullptr);
+}
+bool chain_core::has_neighbor(int side) const {
+  return s_->side[side].peer >= 0;
+}
+chain_bytes chain_core::received(int side) const {
+  return s_->received(side);
+}
+chain_bytes chain_core::gather(chain_bytes mine, std::size_t w, bool from_left) {
+  return s_->gather(mine, w, from_left);
+}
+std::uint64_t chain_core::generation() const {
+  return s_->generation;
+}
+bool chain_core::in_flight() const {
+  return s_->in_flight;
+}
+int chain_core::rank() const {
+  return s_->rank;
+}
+int chain_core::neighbor(int side) const {
+  return s_->side[side].peer;
+}
+bool chain_core::periodic() const {
+  return s_->opt.periodic;
+}
+memory_space chain_core::space() const {
+  return s_->opt.space;
+}
+
+}  // namespace halox::detail

@@ -1,0 +1,33 @@
+#pragma once
+// What every GPU test program does first, and its CUDA-call check.
+#include <cuda_runtime.h>
+#include <catch2/catch.hpp>
+#include <halox/halox.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace gpu_test {
+
+// Call once, at namespace scope, so that it runs before Catch's session: a machine without a
+// GPU skips the whole program (exit 77); otherwise ranks spread over the node's GPUs
+// (node-local rank modulo the GPU count, as mpirun sets it).
+inline bool skip_without_gpu() {
+  const int gpus = halox::detail::device_count();
+  if (gpus == 0) {
+    std::printf("SKIP: %s\n",
+                halox::detail::cuda_enabled() ? "no CUDA device" : "built without CUDA");
+    std::exit(77);
+  }
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (local == nullptr) local = std::getenv("MPI_LOCALRANKID");
+  if (cudaSetDevice(local ? std::atoi(local) % gpus : 0) != cudaSuccess) std::exit(1);
+  return true;
+}
+
+// Fails the current test case on a CUDA error.
+inline void cuda(cudaError_t rc) {
+  if (rc != cudaSuccess) FAIL(cudaGetErrorString(rc));
+}
+
+}  // namespace gpu_test
