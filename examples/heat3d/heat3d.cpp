@@ -91,16 +91,14 @@ inline double update(double c, double xm, double xp, double ym, double yp, doubl
   return c + alpha * ((xm + xp) + (ym + yp) + (zm + zp) - 6.0 * c);
 }
 
-// Serial reference: plain periodic indexing, no halox, one global array. The planes of a step
-// are shared out over the host's cores (each cell is computed exactly as in a one-thread loop),
-// so that the large --scaling problems are checked in seconds.
+// Serial reference: one global array, periodic neighbours by explicit wrap-around, no halox.
+// The planes of a step are shared out over the host's cores (each cell is computed exactly as
+// in a one-thread loop), so that the large --scaling problems are checked in seconds.
 std::vector<double> serial_run(const extents3& n, int steps) {
   std::vector<double> u(std::size_t(n[0] * n[1] * n[2])), v(u.size());
-  auto at = [n](idx i, idx j, idx k) {
-    return std::size_t((((i + n[0]) % n[0]) * n[1] + (j + n[1]) % n[1]) * n[2] +
-                       (k + n[2]) % n[2]);
-  };
-  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 32u);
+  auto at = [n](idx i, idx j, idx k) { return std::size_t((i * n[1] + j) * n[2] + k); };
+  auto wrap = [](idx i, idx len) { return i < 0 ? i + len : i >= len ? i - len : i; };
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 64u);
   auto planes = [&](auto&& body) {  // body(i) for every plane i, spread over the threads
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t)
@@ -115,11 +113,16 @@ std::vector<double> serial_run(const extents3& n, int steps) {
   });
   for (int s = 0; s < steps; ++s) {
     planes([&](idx i) {
-      for (idx j = 0; j < n[1]; ++j)
-        for (idx k = 0; k < n[2]; ++k)
-          v[at(i, j, k)] =
-              update(u[at(i, j, k)], u[at(i - 1, j, k)], u[at(i + 1, j, k)], u[at(i, j - 1, k)],
-                     u[at(i, j + 1, k)], u[at(i, j, k - 1)], u[at(i, j, k + 1)]);
+      const idx im = wrap(i - 1, n[0]), ip = wrap(i + 1, n[0]);
+      for (idx j = 0; j < n[1]; ++j) {
+        const idx jm = wrap(j - 1, n[1]), jp = wrap(j + 1, n[1]);
+        for (idx k = 0; k < n[2]; ++k) {
+          const idx km = wrap(k - 1, n[2]), kp = wrap(k + 1, n[2]);
+          v[at(i, j, k)] = update(u[at(i, j, k)], u[at(im, j, k)], u[at(ip, j, k)],
+                                  u[at(i, jm, k)], u[at(i, jp, k)], u[at(i, j, km)],
+                                  u[at(i, j, kp)]);
+        }
+      }
     });
     std::swap(u, v);
   }

@@ -234,6 +234,12 @@ __device__ void post_signals(const signal_args& sig) {
   for (int k = 0; k < sig.n_post; ++k) store_release_sys(sig.post[k], sig.exchange);
 }
 
+// The pack's wait on flags in the receivers' memory (read over NVLink): one block polls them
+// once, before the copy launch, instead of every block of the copy paying a remote round trip.
+__global__ void gate_kernel(signal_args sig) {
+  wait_signals(sig);
+}
+
 __global__ void
     copy_kernel(const dev_op* __restrict__ ops, const int* __restrict__ tile_op,
                 const long long* __restrict__ tile_start, long long tiles, signal_args sig) {
@@ -486,8 +492,12 @@ void device_copier::use_signals(const device_signals& s) {
   p_->signals = true;
 }
 void device_copier::launch_pack(int rank, std::uint64_t exchange) {
-  const signal_args sig =
-      p_->signals ? p_->pack_signals.args(exchange, exchange - 1) : signal_args{};
+  signal_args sig = p_->signals ? p_->pack_signals.args(exchange, exchange - 1) : signal_args{};
+  if (sig.n_wait > 0) {  // the receivers' consumed flags are remote: poll them once
+    gate_kernel<<<1, 32, 0, p_->stream>>>(sig);
+    check(cudaGetLastError(), "pack gate kernel launch", rank);
+    sig.n_wait = 0;
+  }
   p_->pack.launch(p_->stream, p_->grid_cap, rank, "pack kernel launch", sig);
   for (const auto& t : p_->local_steps)
     t.launch(p_->stream, p_->grid_cap, rank, "local copy launch");

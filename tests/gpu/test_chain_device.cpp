@@ -30,6 +30,9 @@ struct device_vector {
   explicit device_vector(const std::vector<i64>& h) : n(h.size()) {
     cuda(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(i64)));
     cuda(cudaMemcpy(p, h.data(), n * sizeof(i64), cudaMemcpyHostToDevice));
+    // From pageable memory cudaMemcpy may return before the data lands, and the stream-ordered
+    // test writes the buffer again on a non-blocking stream: let this copy finish first.
+    cuda(cudaDeviceSynchronize());
   }
   ~device_vector() { (void)cudaFree(p); }
   device_vector(const device_vector&) = delete;
