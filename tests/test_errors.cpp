@@ -251,3 +251,29 @@ TEST_CASE("device fields without CUDA") {
   REQUIRE_HALOX_ERROR(halox::make_exchange(dom, st2, f), "field #0 'dev' lives in device memory");
   REQUIRE(std::all_of(mem.begin(), mem.end(), [](float x) { return x == 4.0f; }));
 }
+
+TEST_CASE("transport environment variables: a bad value is an input error on every rank") {
+  mpi::communicator world;
+  halox::cartesian<2> dom(world, {8, 6}, halox::periodic{true, true});
+  auto f = dom.make_field<double>(st2);
+  hxt::fill(dom, f, {0, 0});
+  const auto before = hxt::snapshot(f);
+  struct {
+    const char* var;
+    const char* text;
+  } const cases[] = {
+      {"HALOX_STAGING", "HALOX_STAGING='sideways' is not a staging policy"},
+      {"HALOX_HOST_STAGING", "HALOX_HOST_STAGING='sideways' is not a host staging variant"},
+      {"HALOX_IPC_SIGNAL", "HALOX_IPC_SIGNAL='sideways' is not a signalling mode"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.var);
+    ::setenv(c.var, "sideways", 1);
+    REQUIRE_HALOX_ERROR(halox::make_exchange(dom, st2, f), c.text);
+    ::unsetenv(c.var);
+    REQUIRE(hxt::snapshot(f) == before);
+  }
+  auto ex = halox::make_exchange(dom, st2, f);  // usable again once the variables are fixed
+  ex.exchange();
+  HXT_REQUIRE_OK(hxt::check(dom, f, st2, {0, 0}));
+}

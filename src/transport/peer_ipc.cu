@@ -74,14 +74,6 @@ reach peers_reachable(MPI_Comm comm, const exchange_program& prog, int me) {
   return r;
 }
 
-// HALOX_IPC_SIGNAL: `device` (default) or `host` (the MPI handshake, for comparison).
-bool device_signals_wanted() {
-  const char* v = std::getenv("HALOX_IPC_SIGNAL");
-  if (v == nullptr || *v == 0 || std::strcmp(v, "device") == 0) return true;
-  if (std::strcmp(v, "host") == 0) return false;
-  fail("HALOX_IPC_SIGNAL='{}' is not a signalling mode; use device or host", v);
-}
-
 // Rebases `p` from [old_base, old_base + size) into a new buffer; other pointers stay.
 template <class P>
 bool inside(P p, const std::byte* base, std::size_t size) {
@@ -151,7 +143,7 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   // Device signals need every peer on another GPU: a kernel polling for a peer on its own GPU
   // could hold the SMs that peer's kernel needs.
   const int mine[2] = {r.all ? 1 : 0,
-                       !r.shares_gpu && !prog.ordered_device_unpack && device_signals_wanted()};
+                       !r.shares_gpu && !prog.ordered_device_unpack && ipc_device_signals()};
   int all[2] = {0, 0};
   check_mpi(MPI_Allreduce(mine, all, 2, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me);
   if (!all[0]) return nullptr;

@@ -58,6 +58,13 @@ bool host_staging_copies() {
   fail("HALOX_HOST_STAGING='{}' is not a host staging variant; use mapped or copy", v);
 }
 
+bool ipc_device_signals() {
+  const char* v = std::getenv("HALOX_IPC_SIGNAL");
+  if (v == nullptr || *v == '\0' || std::string(v) == "device") return true;
+  if (std::string(v) == "host") return false;
+  fail("HALOX_IPC_SIGNAL='{}' is not a signalling mode; use device or host", v);
+}
+
 staging_choice choose_staging(staging s) {
   const bool aware = mpi_cuda_aware();
   switch (s) {

@@ -37,6 +37,10 @@ staging_choice choose_staging(staging s);
 /// memory instead of letting the kernels write mapped pinned memory (`mapped`, the default).
 /// Throws halox::error on any other value.
 bool host_staging_copies();
+/// `HALOX_IPC_SIGNAL=host`: CUDA IPC exchanges keep the MPI clear-to-send/data-ready handshake
+/// instead of flags the kernels write and poll (`device`, the default where it applies).
+/// Throws halox::error on any other value.
+bool ipc_device_signals();
 }  // namespace detail
 
 }  // namespace halox
