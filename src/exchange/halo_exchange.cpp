@@ -1,5 +1,7 @@
 #include "halox/exchange/halo_exchange.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "halox/error.hpp"
@@ -10,15 +12,12 @@ namespace halox {
 
 namespace detail {
 
-namespace {
-const std::vector<message> no_messages;
-}
-
 struct exchange_state {
   boost::mpi::communicator comm;
   exchange_program prog;
   std::unique_ptr<peer_ipc> ipc;       // null unless messages travel through CUDA IPC
-  mpi_channels channels;               // data messages (none under CUDA IPC)
+  mpi_channels channels;               // data messages (those not under CUDA IPC)
+  std::size_t mpi_sends, mpi_recvs;    // how many messages the channels carry
   std::unique_ptr<device_copier> gpu;  // null without device fields
   bool unpack_pending = false;         // a scheduled unpack may still read the receive buffer
   std::vector<int> done;               // scratch for test()
@@ -31,8 +30,10 @@ struct exchange_state {
       : comm(c),
         prog(std::move(p)),
         ipc(peer_ipc::attach(MPI_Comm(comm), prog)),
-        channels(MPI_Comm(comm), ipc ? no_messages : prog.sends, prog.send_buf.get(),
-                 ipc ? no_messages : prog.recvs, prog.recv_buf.get()),
+        channels(MPI_Comm(comm), ipc ? ipc->mpi_sends() : prog.sends, prog.send_buf.get(),
+                 ipc ? ipc->mpi_recvs() : prog.recvs, prog.recv_buf.get()),
+        mpi_sends(ipc ? ipc->mpi_sends().size() : prog.sends.size()),
+        mpi_recvs(ipc ? ipc->mpi_recvs().size() : prog.recvs.size()),
         done(prog.recvs.size() + 1) {
     if (!prog.device_pack.empty() || !prog.device_unpack.empty() || !prog.device_gather.empty() ||
         !prog.device_scatter.empty() || !prog.device_local_ordered.empty())
@@ -73,15 +74,19 @@ struct exchange_state {
     }
     if (gpu && unpack_pending) gpu->synchronize(me);  // the last unpack read the receive buffer
     unpack_pending = false;
-    if (ipc) {
-      ipc->start();  // our senders may now write into our receive buffer
+    if (ipc) {  // device fields only: no host packing
+      channels.start_recvs();  // peers not reached through CUDA IPC
+      ipc->start();            // our IPC senders may now write into our receive buffer
       if (gpu && after) gpu->wait_for(after, me);
       ipc->wait_clear();
       if (gpu) {
-        gpu->launch_pack(me);  // straight into the receivers' GPU memory, and local copies
+        gpu->launch_pack(me);  // into the IPC receivers' GPU memory, the MPI staging, locally
+        if (prog.copy_staging)
+          gpu->copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
         gpu->synchronize(me);
       }
       ipc->signal_ready();
+      for (std::size_t m = 0; m < mpi_sends; ++m) channels.start_send(m);
     } else if (gpu) {
       channels.start_recvs();
       if (after) gpu->wait_for(after, me);
@@ -113,6 +118,8 @@ struct exchange_state {
       // The unpack kernel waits for the senders' data-ready flags itself.
     } else if (ipc) {
       ipc->wait_ready();
+      while (channels.wait_recv() >= 0) {  // MPI peers; no host fields to unpack
+      }
     } else if (prog.ordered_unpack) {
       while (channels.wait_recv() >= 0) {
       }
@@ -138,18 +145,15 @@ struct exchange_state {
   }
   bool test() {
     if (!in_flight) return true;
-    if (signalled()) {
-      arrived = prog.recvs.size();  // the unpack kernel waits for the data itself
-    } else if (ipc) {
+    if (ipc && !signalled()) {  // (with signals the unpack kernel waits for the data itself)
       if (!ipc->test_ready()) return false;
-      arrived = prog.recvs.size();
       if (!ipc->test_sends()) return false;
     }
     const int n = channels.test_recvs(done.data());
     arrived += std::size_t(n);
-    if (!prog.ordered_unpack)
+    if (!prog.ordered_unpack && !ipc)  // under CUDA IPC there are no host fields
       for (int k = 0; k < n; ++k) unpack(std::size_t(done[k]));
-    if (arrived < prog.recvs.size() || !channels.test_sends()) return false;
+    if (arrived < mpi_recvs || !channels.test_sends()) return false;
     if (prog.ordered_unpack && !ordered_done) {
       for (std::size_t m = 0; m < prog.recvs.size(); ++m) unpack(m);
       ordered_done = true;
@@ -223,10 +227,15 @@ void halo_exchange::schedule_wait(stream_t stream) {
 std::string halo_exchange::describe() const {
   const auto& p = s_->prog;
   std::string out = fmt::format("rank {}: {}", s_->comm.rank(), p.summary);
+  auto path_to = [&](int peer) -> const std::string& {
+    const bool ipc = !p.ipc_path.empty() &&
+                     std::find(p.ipc_peers.begin(), p.ipc_peers.end(), peer) != p.ipc_peers.end();
+    return ipc ? p.ipc_path : p.path;
+  };
   for (const auto& m : p.sends)
-    out += fmt::format("\n  send to {}: {} B via {}", m.peer, m.bytes, p.path);
+    out += fmt::format("\n  send to {}: {} B via {}", m.peer, m.bytes, path_to(m.peer));
   for (const auto& m : p.recvs)
-    out += fmt::format("\n  recv from {}: {} B via {}", m.peer, m.bytes, p.path);
+    out += fmt::format("\n  recv from {}: {} B via {}", m.peer, m.bytes, path_to(m.peer));
   return out;
 }
 

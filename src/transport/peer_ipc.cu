@@ -17,7 +17,7 @@ namespace halox::detail {
 
 namespace {
 
-enum : int { tag_handle = 10, tag_clear = 11, tag_ready = 12 };
+enum : int { tag_handle = 10, tag_clear = 11, tag_ready = 12, tag_pair = 13 };
 
 void check_cuda(cudaError_t rc, const char* call, int rank) {
   if (rc != cudaSuccess)
@@ -32,12 +32,13 @@ struct node_entry {
   char bus[32];  // PCI bus id of the rank's current GPU
 };
 
+// This rank's view of its peers: which can be reached through CUDA IPC (on this node, with a
+// GPU this rank's GPU can access, or the same GPU), and whether any shares this rank's GPU.
 struct reach {
-  bool all = true;            // every peer on this node, its GPU reachable
-  bool shares_gpu = false;    // some peer on this rank's own GPU
+  std::map<int, bool> ok;  // every peer of a message
+  bool shares_gpu = false;
 };
 
-// Whether every peer of this rank is on its node with a GPU this rank's GPU can reach.
 reach peers_reachable(MPI_Comm comm, const exchange_program& prog, int me) {
   MPI_Comm node;
   check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node),
@@ -69,9 +70,38 @@ reach peers_reachable(MPI_Comm comm, const exchange_program& prog, int me) {
     }
     return false;  // not on this node
   };
-  for (const auto& m : prog.sends) r.all = reachable(m.peer) && r.all;
-  for (const auto& m : prog.recvs) r.all = reachable(m.peer) && r.all;
+  // HALOX_PEER_IPC_RANKS: only pairs of listed ranks (tests force mixed exchanges with it).
+  const auto listed = peer_ipc_ranks();
+  auto allowed = [&](int rank) {
+    return !listed || std::find(listed->begin(), listed->end(), rank) != listed->end();
+  };
+  for (const auto* msgs : {&prog.sends, &prog.recvs})
+    for (const auto& m : *msgs)
+      if (!r.ok.count(m.peer)) r.ok[m.peer] = allowed(me) && allowed(m.peer) && reachable(m.peer);
   return r;
+}
+
+// Both sides of every pair must agree: a pair uses CUDA IPC only if each side can reach the
+// other. Every rank sends its view to each of its peers and takes the AND.
+void agree_pairs(MPI_Comm comm, std::map<int, bool>& ok, int me) {
+  std::vector<int> out, in(ok.size());
+  std::vector<MPI_Request> reqs;
+  for (const auto& [peer, can] : ok) out.push_back(can ? 1 : 0);
+  std::size_t k = 0;
+  for (const auto& [peer, can] : ok) {
+    reqs.emplace_back();
+    check_mpi(MPI_Irecv(&in[k], 1, MPI_INT, peer, tag_pair, comm, &reqs.back()),
+              "MPI_Irecv(IPC pair)", me);
+    reqs.emplace_back();
+    check_mpi(MPI_Isend(&out[k], 1, MPI_INT, peer, tag_pair, comm, &reqs.back()),
+              "MPI_Isend(IPC pair)", me);
+    ++k;
+  }
+  if (!reqs.empty())
+    check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall(IPC pairs)", me);
+  k = 0;
+  for (auto& [peer, can] : ok) can = can && in[k++] != 0;
 }
 
 // Rebases `p` from [old_base, old_base + size) into a new buffer; other pointers stay.
@@ -102,7 +132,9 @@ struct peer_ipc::impl {
   std::vector<void*> opened;  // remote receive buffers and flag arrays, closed at destruction
   bool device_signalled = false;
   std::shared_ptr<std::byte> flags;  // device signals: [ready per receive, consumed per receive]
+  std::shared_ptr<std::byte> recv;   // device memory the IPC senders write into
   device_signals signals;
+  std::vector<message> mpi_sends, mpi_recvs;  // the messages that still travel through MPI
   // Persistent empty control messages: clear-to-send from receivers (one per send peer),
   // data-ready from senders (one per receive peer), and this rank's own two kinds.
   std::vector<MPI_Request> clear_in, ready_in, clear_out, ready_out;
@@ -139,20 +171,28 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
     return nullptr;
   int me = 0;
   MPI_Comm_rank(comm, &me);
-  const reach r = peers_reachable(comm, prog, me);
-  // Device signals need every peer on another GPU: a kernel polling for a peer on its own GPU
-  // could hold the SMs that peer's kernel needs.
-  const int mine[2] = {r.all ? 1 : 0,
-                       !r.shares_gpu && !prog.ordered_device_unpack && ipc_device_signals()};
-  int all[2] = {0, 0};
-  check_mpi(MPI_Allreduce(mine, all, 2, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me);
-  if (!all[0]) return nullptr;
+  reach r = peers_reachable(comm, prog, me);
+  agree_pairs(comm, r.ok, me);
+  auto by_ipc = [&](const message& m) { return r.ok.at(m.peer); };
+  const bool all_ipc = std::all_of(prog.sends.begin(), prog.sends.end(), by_ipc) &&
+                       std::all_of(prog.recvs.begin(), prog.recvs.end(), by_ipc);
+  const bool any_ipc = std::any_of(prog.sends.begin(), prog.sends.end(), by_ipc) ||
+                       std::any_of(prog.recvs.begin(), prog.recvs.end(), by_ipc);
+  // Device signals need every pair of every rank on CUDA IPC and on different GPUs: a kernel
+  // polling for a peer on its own GPU could hold the SMs that peer's kernel needs.
+  int mine = all_ipc && !r.shares_gpu && !prog.ordered_device_unpack && ipc_device_signals();
+  int everywhere = 0;
+  check_mpi(MPI_Allreduce(&mine, &everywhere, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me);
+  if (!any_ipc) return nullptr;  // every message of this rank goes through MPI
 
   auto p = std::make_unique<impl>();
   p->comm = comm;
   p->rank = me;
-  p->device_signalled = all[1] != 0;
-  const std::size_t n_recv = prog.recvs.size();
+  p->device_signalled = everywhere != 0;
+  std::vector<message> ipc_sends, ipc_recvs;
+  for (const auto& m : prog.sends) (by_ipc(m) ? ipc_sends : p->mpi_sends).push_back(m);
+  for (const auto& m : prog.recvs) (by_ipc(m) ? ipc_recvs : p->mpi_recvs).push_back(m);
+  const std::size_t n_recv = ipc_recvs.size();
   if (p->device_signalled) {
     p->flags = allocate(memory_space::device, std::max<std::size_t>(1, 2 * n_recv) * 8);
     auto* f = reinterpret_cast<std::uint64_t*>(p->flags.get());
@@ -162,46 +202,57 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
     }
   }
 
-  // The receive buffer moves to device memory; unpack steps follow it.
+  // The IPC messages arrive in device memory (a buffer of the whole receive extent, at the
+  // same offsets); their unpack steps follow them. The MPI messages keep the staging buffers.
   const std::size_t recv_size = extent_of(prog.recvs), send_size = extent_of(prog.sends);
   // The buffers the kernels use now (device copies under copy staging).
   const std::byte* old_recv = prog.copy_staging ? prog.device_recv.get() : prog.recv_buf.get();
   const std::byte* old_send = prog.copy_staging ? prog.device_send.get() : prog.send_buf.get();
-  prog.copy_staging = false;
-  auto recv = allocate(memory_space::device, recv_size);
-  for (auto& op : prog.device_unpack)
-    if (inside(op.src, old_recv, recv_size)) op.src = recv.get() + (op.src - old_recv);
-  for (auto& op : prog.device_scatter)
-    if (inside(op.buf, old_recv, recv_size)) op.buf = recv.get() + (op.buf - old_recv);
-  prog.recv_buf = recv;
+  auto in_message = [](std::size_t off, const std::vector<message>& msgs) -> const message* {
+    for (const auto& m : msgs)
+      if (off >= m.offset && off < m.offset + m.bytes) return &m;
+    return nullptr;
+  };
+  p->recv = allocate(memory_space::device, recv_size);
+  auto rebase_recv = [&](auto*& ptr) {
+    if (!inside(ptr, old_recv, recv_size)) return;
+    const std::size_t off = std::size_t(reinterpret_cast<const std::byte*>(ptr) - old_recv);
+    if (in_message(off, ipc_recvs)) ptr = p->recv.get() + off;
+  };
+  for (auto& op : prog.device_unpack) rebase_recv(op.src);
+  for (auto& op : prog.device_scatter) rebase_recv(op.buf);
+  if (all_ipc) {  // nothing else uses the staging buffers
+    prog.copy_staging = false;
+    prog.recv_buf = p->recv;
+  }
 
   // Each receiver sends its buffer's handle and where each sender's message goes; each sender
   // opens the handles once.
   cudaIpcMemHandle_t h{}, fh{};
-  if (!prog.recvs.empty())
-    check_cuda(cudaIpcGetMemHandle(&h, recv.get()), "cudaIpcGetMemHandle", me);
-  if (!prog.recvs.empty() && p->device_signalled)
+  if (!ipc_recvs.empty())
+    check_cuda(cudaIpcGetMemHandle(&h, p->recv.get()), "cudaIpcGetMemHandle", me);
+  if (!ipc_recvs.empty() && p->device_signalled)
     check_cuda(cudaIpcGetMemHandle(&fh, p->flags.get()), "cudaIpcGetMemHandle(flags)", me);
-  std::vector<handle_msg> out(prog.recvs.size()), in(prog.sends.size());
+  std::vector<handle_msg> out(ipc_recvs.size()), in(ipc_sends.size());
   std::vector<MPI_Request> reqs;
-  for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
-    out[k] = {h, prog.recvs[k].offset, fh, k, n_recv + k};
+  for (std::size_t k = 0; k < ipc_recvs.size(); ++k) {
+    out[k] = {h, ipc_recvs[k].offset, fh, k, n_recv + k};
     reqs.emplace_back();
-    check_mpi(MPI_Isend(&out[k], sizeof(handle_msg), MPI_BYTE, prog.recvs[k].peer, tag_handle, comm,
-                        &reqs.back()),
+    check_mpi(MPI_Isend(&out[k], sizeof(handle_msg), MPI_BYTE, ipc_recvs[k].peer, tag_handle,
+                        comm, &reqs.back()),
               "MPI_Isend(IPC handle)", me);
   }
-  for (std::size_t k = 0; k < prog.sends.size(); ++k) {
+  for (std::size_t k = 0; k < ipc_sends.size(); ++k) {
     reqs.emplace_back();
-    check_mpi(MPI_Irecv(&in[k], sizeof(handle_msg), MPI_BYTE, prog.sends[k].peer, tag_handle, comm,
+    check_mpi(MPI_Irecv(&in[k], sizeof(handle_msg), MPI_BYTE, ipc_sends[k].peer, tag_handle, comm,
                         &reqs.back()),
               "MPI_Irecv(IPC handle)", me);
   }
   if (!reqs.empty())
     check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
               "MPI_Waitall(IPC handles)", me);
-  std::vector<std::byte*> remote(prog.sends.size());
-  for (std::size_t k = 0; k < prog.sends.size(); ++k) {
+  std::vector<std::byte*> remote(ipc_sends.size());
+  for (std::size_t k = 0; k < ipc_sends.size(); ++k) {
     void* base = nullptr;
     check_cuda(cudaIpcOpenMemHandle(&base, in[k].handle, cudaIpcMemLazyEnablePeerAccess),
                "cudaIpcOpenMemHandle", me);
@@ -216,20 +267,20 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
     p->signals.pack_wait.push_back(f + in[k].consumed);
     p->signals.pack_post.push_back(f + in[k].ready);
   }
-  // Pack steps write straight into the receivers' buffers.
-  auto rebase = [&](auto* ptr) -> std::byte* {
+  // Pack steps of IPC messages write straight into the receivers' buffers.
+  auto rebase_send = [&](auto*& ptr) {
+    if (!inside(ptr, old_send, send_size)) return;
     const std::size_t off = std::size_t(reinterpret_cast<const std::byte*>(ptr) - old_send);
-    for (std::size_t k = 0; k < prog.sends.size(); ++k)
-      if (off >= prog.sends[k].offset && off < prog.sends[k].offset + prog.sends[k].bytes)
-        return remote[k] + (off - prog.sends[k].offset);
-    fail("rank {}: a pack step lies outside every message (internal error)", me);
+    for (std::size_t k = 0; k < ipc_sends.size(); ++k)
+      if (off >= ipc_sends[k].offset && off < ipc_sends[k].offset + ipc_sends[k].bytes) {
+        ptr = remote[k] + (off - ipc_sends[k].offset);
+        return;
+      }
   };
-  for (auto& op : prog.device_pack)
-    if (inside(op.dst, old_send, send_size)) op.dst = rebase(op.dst);
-  for (auto& op : prog.device_gather)
-    if (inside(op.buf, old_send, send_size)) op.buf = rebase(op.buf);
+  for (auto& op : prog.device_pack) rebase_send(op.dst);
+  for (auto& op : prog.device_gather) rebase_send(op.buf);
 
-  // Control messages, prepared once.
+  // Control messages, prepared once (IPC peers only).
   auto init = [&](std::vector<MPI_Request>& v, const std::vector<message>& peers, bool send,
                   int tag) {
     for (const auto& m : peers) {
@@ -239,19 +290,25 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
                 "MPI_Send_init/MPI_Recv_init(IPC control)", me);
     }
   };
-  init(p->clear_in, prog.sends, false, tag_clear);  // my receivers say: buffer free
-  init(p->ready_out, prog.sends, true, tag_ready);  // I tell my receivers: data in place
-  init(p->clear_out, prog.recvs, true, tag_clear);  // I tell my senders: buffer free
-  init(p->ready_in, prog.recvs, false, tag_ready);  // my senders say: data in place
-
-  prog.path = std::string(to_string(staging::peer_ipc)) +
-              (p->device_signalled
-                   ? " (node-local GPUs: the pack kernel writes into the receiver's GPU memory "
-                     "through CUDA IPC, then a data-ready flag; the unpack kernel waits for it and "
-                     "flags its buffer consumed: no host wait, no MPI message per exchange)"
-                   : " (node-local GPUs: the pack kernel writes into the receiver's GPU memory "
-                     "through CUDA IPC; MPI carries clear-to-send and data-ready only)");
+  const std::string ipc_path =
+      std::string(to_string(staging::peer_ipc)) +
+      (p->device_signalled
+           ? " (node-local GPUs: the pack kernel writes into the receiver's GPU memory through "
+             "CUDA IPC, then a data-ready flag; the unpack kernel waits for it and flags its "
+             "buffer consumed: no host wait, no MPI message per exchange)"
+           : " (node-local GPUs: the pack kernel writes into the receiver's GPU memory through "
+             "CUDA IPC; MPI carries clear-to-send and data-ready only)");
+  for (const auto& m : ipc_sends) prog.ipc_peers.push_back(m.peer);
+  for (const auto& m : ipc_recvs) prog.ipc_peers.push_back(m.peer);
+  if (all_ipc)
+    prog.path = ipc_path;
+  else
+    prog.ipc_path = ipc_path;
   if (p->device_signalled) return std::unique_ptr<peer_ipc>(new peer_ipc(std::move(p)));
+  init(p->clear_in, ipc_sends, false, tag_clear);  // my receivers say: buffer free
+  init(p->ready_out, ipc_sends, true, tag_ready);  // I tell my receivers: data in place
+  init(p->clear_out, ipc_recvs, true, tag_clear);  // I tell my senders: buffer free
+  init(p->ready_in, ipc_recvs, false, tag_ready);  // my senders say: data in place
   return std::unique_ptr<peer_ipc>(new peer_ipc(std::move(p)));
 }
 
@@ -263,6 +320,12 @@ bool peer_ipc::device_signalled() const {
 }
 const device_signals& peer_ipc::signals() const {
   return p_->signals;
+}
+const std::vector<message>& peer_ipc::mpi_sends() const {
+  return p_->mpi_sends;
+}
+const std::vector<message>& peer_ipc::mpi_recvs() const {
+  return p_->mpi_recvs;
 }
 
 void peer_ipc::start() {

@@ -1,5 +1,6 @@
 #include "halox/transport/staging.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -63,6 +64,26 @@ bool ipc_device_signals() {
   if (v == nullptr || *v == '\0' || std::string(v) == "device") return true;
   if (std::string(v) == "host") return false;
   fail("HALOX_IPC_SIGNAL='{}' is not a signalling mode; use device or host", v);
+}
+
+std::optional<std::vector<int>> peer_ipc_ranks() {
+  const char* v = std::getenv("HALOX_PEER_IPC_RANKS");
+  if (v == nullptr) return std::nullopt;
+  std::vector<int> ranks;
+  const std::string s = v;
+  std::size_t at = 0;
+  while (at <= s.size() && !s.empty()) {
+    const std::size_t end = std::min(s.find(',', at), s.size());
+    const std::string item = s.substr(at, end - at);
+    const bool digits = !item.empty() && item.size() < 10 &&
+                        item.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits)
+      fail("HALOX_PEER_IPC_RANKS='{}' is not a comma-separated list of ranks (item '{}')", s,
+           item);
+    ranks.push_back(std::stoi(item));
+    at = end + 1;
+  }
+  return ranks;
 }
 
 staging_choice choose_staging(staging s) {

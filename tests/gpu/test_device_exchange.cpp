@@ -121,16 +121,39 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
   auto u = dom.make_field<double>(st, halox::device);
   auto v = dom.make_field<double>(st, halox::device);
-  // Every transport: auto (CUDA IPC on one node), and both host_staged variants.
-  const auto [policy, variant] =
-      GENERATE(std::pair{"auto", "mapped"}, std::pair{"host_staged", "mapped"},
-               std::pair{"host_staged", "copy"});
+  // Every transport: auto (CUDA IPC on one node: device signals where every peer is on another
+  // GPU, else the MPI handshake, also forced), both host_staged variants, and CUDA IPC mixed
+  // with MPI in one exchange (only ranks 0 and 1 pair over IPC; with either staging variant for
+  // the MPI messages).
+  struct transport {
+    const char *policy, *variant, *ipc_ranks, *signal;
+  };
+  const auto t = GENERATE(transport{"auto", "mapped", nullptr, nullptr},
+                          transport{"auto", "mapped", nullptr, "host"},
+                          transport{"host_staged", "mapped", nullptr, nullptr},
+                          transport{"host_staged", "copy", nullptr, nullptr},
+                          transport{"auto", "mapped", "0,1", nullptr},
+                          transport{"auto", "copy", "0,1", nullptr});
+  const char* policy = t.policy;
+  const char* variant = t.variant;
   ::setenv("HALOX_STAGING", policy, 1);
   ::setenv("HALOX_HOST_STAGING", variant, 1);
+  if (t.ipc_ranks) ::setenv("HALOX_PEER_IPC_RANKS", t.ipc_ranks, 1);
+  if (t.signal) ::setenv("HALOX_IPC_SIGNAL", t.signal, 1);
   auto ex_u = halox::make_exchange(dom, st, u);
   auto ex_v = halox::make_exchange(dom, st, v);
   ::unsetenv("HALOX_STAGING");
   ::unsetenv("HALOX_HOST_STAGING");
+  ::unsetenv("HALOX_PEER_IPC_RANKS");
+  ::unsetenv("HALOX_IPC_SIGNAL");
+  if (t.ipc_ranks) {
+    // Ranks 0 and 1 reach each other through CUDA IPC, everybody else through MPI.
+    const auto d = ex_u.describe();
+    INFO(d);
+    if (world.size() >= 2 && world.rank() <= 1) CHECK(d.find("peer_ipc") != std::string::npos);
+    if (world.rank() >= 2) CHECK(d.find("peer_ipc") == std::string::npos);
+    if (world.size() >= 3 && world.rank() <= 1) CHECK(d.find("host_staged") != std::string::npos);
+  }
   cudaStream_t stream;
   cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   unsigned long long* errors = nullptr;
@@ -138,7 +161,9 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   cuda(cudaMemsetAsync(errors, 0, sizeof(unsigned long long), stream));
   const auto gu = geom_of(u, n), gv = geom_of(v, n);
   const int iterations = 300;
-  INFO("HALOX_STAGING=" << policy << " HALOX_HOST_STAGING=" << variant);
+  INFO("HALOX_STAGING=" << policy << " HALOX_HOST_STAGING=" << variant << " HALOX_PEER_IPC_RANKS="
+                         << (t.ipc_ranks ? t.ipc_ranks : "(unset)") << " HALOX_IPC_SIGNAL="
+                         << (t.signal ? t.signal : "(unset)"));
   for (int s = 1; s <= iterations; ++s) {
     // u and v alternate so two objects interleave on one stream, as a solver's steps do.
     auto& ex = s % 2 ? ex_u : ex_v;

@@ -61,6 +61,7 @@ void validate_fields(const Domain& dom, const stencil<D>& st,
   (void)staging_from_env();  // a bad HALOX_STAGING is an input error like any other
   (void)host_staging_copies();
   (void)ipc_device_signals();
+  (void)peer_ipc_ranks();
   for (int i = 0; i < D; ++i)
     require(st.lo[i] >= 0 && st.hi[i] >= 0,
             "rank {}: stencil widths {}/{} in dimension {} must not be negative", me, st.lo[i],

@@ -20,6 +20,7 @@ inline void validate_entity_fields(const unstructured& pat,
   (void)staging_from_env();  // a bad HALOX_STAGING is an input error like any other
   (void)host_staging_copies();
   (void)ipc_device_signals();
+  (void)peer_ipc_ranks();
   for (std::size_t k = 0; k < fields.size(); ++k) {
     const auto* f = fields[k];
     require(f != nullptr, "rank {}: field #{} is empty (default-constructed)", me, k);

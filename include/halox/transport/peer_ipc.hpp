@@ -15,25 +15,31 @@ namespace halox::detail {
 
 class peer_ipc {
  public:
-  /// Decides collectively whether this exchange runs over CUDA IPC and, if so, sets it up:
-  /// every rank's peers are on its node with GPUs that can reach each other (or the same GPU),
-  /// the exchange holds device fields only, and HALOX_STAGING is `auto` or `peer_ipc`. Then the
-  /// receive buffer moves to device memory, its IPC handle goes to the senders once, and their
-  /// pack steps are pointed into it. Returns null (nothing changed) otherwise. Collective over
-  /// `comm` whenever the program has device fields.
+  /// Decides, per pair of ranks, which messages of this exchange travel over CUDA IPC and sets
+  /// them up: the exchange holds device fields only, HALOX_STAGING is `auto` or `peer_ipc`, and
+  /// both ranks of the pair are on one node with GPUs that reach each other (or the same GPU),
+  /// and are allowed by HALOX_PEER_IPC_RANKS where set. Those messages arrive in a device buffer
+  /// whose IPC handle goes to their senders once, and the senders' pack steps point into it;
+  /// the other messages keep going through MPI (mpi_sends/mpi_recvs). Returns null (nothing
+  /// changed) when no message of this rank uses CUDA IPC. Collective over `comm` whenever the
+  /// program has device fields.
   static std::unique_ptr<peer_ipc> attach(MPI_Comm comm, exchange_program& prog);
   ~peer_ipc();
   peer_ipc(const peer_ipc&) = delete;
   peer_ipc& operator=(const peer_ipc&) = delete;
 
-  /// Whether the kernels order the exchange themselves (device_signals below): chosen when no
-  /// peer shares this rank's GPU, the unpack is not ordered (reverse exchanges) and
-  /// HALOX_IPC_SIGNAL is not `host`. Then no host waits or MPI messages remain per exchange and
+  /// Whether the kernels order the exchange themselves (device_signals below): chosen when, on
+  /// every rank, every message uses CUDA IPC and no peer shares the rank's GPU, the unpack is
+  /// not ordered (reverse exchanges) and HALOX_IPC_SIGNAL is not `host`. Then no host waits or MPI messages remain per exchange and
   /// the control calls below are not used.
   bool device_signalled() const;
   /// The flags for device_copier::use_signals: data-ready flags the senders write into the
   /// receiver's memory, consumed flags the receiver's unpack writes and the senders read.
   const device_signals& signals() const;
+
+  /// The messages of this rank that still travel through MPI (the others use CUDA IPC).
+  const std::vector<message>& mpi_sends() const;
+  const std::vector<message>& mpi_recvs() const;
 
   /// Posts this exchange's control receives and tells every sender that its buffer is free.
   void start();

@@ -2,7 +2,9 @@
 /// @file
 /// The staging policy: how messages of device fields reach MPI.
 
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace halox {
 
@@ -41,6 +43,10 @@ bool host_staging_copies();
 /// instead of flags the kernels write and poll (`device`, the default where it applies).
 /// Throws halox::error on any other value.
 bool ipc_device_signals();
+/// `HALOX_PEER_IPC_RANKS=0,1,...` (for tests and comparisons): only pairs of listed ranks may
+/// use CUDA IPC; other pairs of the same exchange go through MPI. Unset: no restriction.
+/// Throws halox::error on anything but a comma-separated list of non-negative integers.
+std::optional<std::vector<int>> peer_ipc_ranks();
 }  // namespace detail
 
 }  // namespace halox
