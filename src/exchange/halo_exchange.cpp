@@ -7,21 +7,40 @@
 #include "halox/error.hpp"
 #include "halox/pack/device_copy.hpp"
 #include "halox/transport/peer_ipc.hpp"
+#include "halox/transport/shm_mailbox.hpp"
 
 namespace halox {
 
 namespace detail {
 
+namespace {
+// The program's index of each message in `subset` (matched by peer: one message per peer).
+std::vector<std::size_t> indices_of(const std::vector<message>& subset,
+                                    const std::vector<message>& all) {
+  std::vector<std::size_t> out;
+  for (const auto& m : subset)
+    for (std::size_t k = 0; k < all.size(); ++k)
+      if (all[k].peer == m.peer) out.push_back(k);
+  return out;
+}
+}  // namespace
+
 struct exchange_state {
   boost::mpi::communicator comm;
   exchange_program prog;
   std::unique_ptr<peer_ipc> ipc;       // null unless messages travel through CUDA IPC
-  mpi_channels channels;               // data messages (those not under CUDA IPC)
+  std::unique_ptr<shm_mailbox> shm;    // null unless host messages travel through shared memory
+  const std::vector<message>& mpi_send_list;
+  const std::vector<message>& mpi_recv_list;
+  mpi_channels channels;               // data messages that go through MPI
   std::size_t mpi_sends, mpi_recvs;    // how many messages the channels carry
+  std::vector<std::size_t> recv_message;  // program index of each channel receive message
   std::unique_ptr<device_copier> gpu;  // null without device fields
   bool unpack_pending = false;         // a scheduled unpack may still read the receive buffer
   std::vector<int> done;               // scratch for test()
-  std::size_t arrived = 0;             // receive messages complete so far
+  std::vector<char> taken;             // shared-memory receives of this exchange already seen
+  std::size_t arrived = 0;             // MPI receive messages complete so far
+  std::size_t shm_arrived = 0;         // shared-memory receive messages complete so far
   bool ordered_done = false;           // test() has unpacked an ordered exchange
   std::uint64_t generation = 0;        // counts start()s, so stale handles know they are done
   bool in_flight = false;
@@ -30,11 +49,16 @@ struct exchange_state {
       : comm(c),
         prog(std::move(p)),
         ipc(peer_ipc::attach(MPI_Comm(comm), prog)),
-        channels(MPI_Comm(comm), ipc ? ipc->mpi_sends() : prog.sends, prog.send_buf.get(),
-                 ipc ? ipc->mpi_recvs() : prog.recvs, prog.recv_buf.get()),
-        mpi_sends(ipc ? ipc->mpi_sends().size() : prog.sends.size()),
-        mpi_recvs(ipc ? ipc->mpi_recvs().size() : prog.recvs.size()),
-        done(prog.recvs.size() + 1) {
+        shm(shm_mailbox::attach(MPI_Comm(comm), prog)),
+        mpi_send_list(ipc ? ipc->mpi_sends() : shm ? shm->mpi_sends() : prog.sends),
+        mpi_recv_list(ipc ? ipc->mpi_recvs() : shm ? shm->mpi_recvs() : prog.recvs),
+        channels(MPI_Comm(comm), mpi_send_list, prog.send_buf.get(), mpi_recv_list,
+                 prog.recv_buf.get()),
+        mpi_sends(mpi_send_list.size()),
+        mpi_recvs(mpi_recv_list.size()),
+        recv_message(indices_of(mpi_recv_list, prog.recvs)),
+        done(prog.recvs.size() + 1),
+        taken(prog.recvs.size(), 0) {
     if (!prog.device_pack.empty() || !prog.device_unpack.empty() || !prog.device_gather.empty() ||
         !prog.device_scatter.empty() || !prog.device_local_ordered.empty())
       gpu = std::make_unique<device_copier>(prog.device_pack, prog.device_gather,
@@ -54,6 +78,50 @@ struct exchange_state {
     const auto& r = prog.unpack_range[m];
     for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) run(prog.unpack.copies[k]);
     for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) scatter(prog.unpack.gathers[k]);
+  }
+  // Unpacks the messages that have arrived (through MPI or shared memory), in arrival order
+  // unless the exchange is ordered; with `block`, until all have. True when all have.
+  bool receive(bool block) {
+    const std::size_t shared = shm ? shm->shared_recv_count() : 0;
+    for (int spins = 0;;) {
+      bool moved = false;
+      for (std::size_t m = 0; shm_arrived < shared && m < prog.recvs.size(); ++m) {
+        if (!shm->recv_shared(m) || taken[m] || !shm->ready(m, generation)) continue;
+        if (!prog.ordered_unpack) {
+          unpack(m);
+          shm->post_consumed(m, generation);
+        }
+        taken[m] = 1;
+        ++shm_arrived;
+        moved = true;
+      }
+      if (arrived < mpi_recvs) {
+        if (block && shm_arrived == shared) {  // nothing left to poll: let MPI block
+          const int c = channels.wait_recv();
+          ++arrived;
+          if (!prog.ordered_unpack) unpack(recv_message[std::size_t(c)]);
+          moved = true;
+        } else {
+          const int n = channels.test_recvs(done.data());
+          arrived += std::size_t(n);
+          if (!prog.ordered_unpack)
+            for (int k = 0; k < n; ++k) unpack(recv_message[std::size_t(done[k])]);
+          moved = moved || n > 0;
+        }
+      }
+      if (arrived == mpi_recvs && shm_arrived == shared) return true;
+      if (!block) return false;
+      if (!moved) spin_pause(spins);
+    }
+  }
+  // Ordered exchanges (reverse): every message has arrived; unpack them in peer order once.
+  void unpack_ordered() {
+    if (!prog.ordered_unpack || ordered_done) return;
+    for (std::size_t m = 0; m < prog.recvs.size(); ++m) unpack(m);
+    if (shm)
+      for (std::size_t m = 0; m < prog.recvs.size(); ++m)
+        if (shm->recv_shared(m)) shm->post_consumed(m, generation);
+    ordered_done = true;
   }
   void start(stream_t after = nullptr) {
     require(!in_flight,
@@ -97,15 +165,23 @@ struct exchange_state {
       // MPI reads what the kernel packed; with nothing to send (only local copies) the host
       // does not wait, and a scheduled exchange stays entirely in stream order.
       if (!prog.sends.empty()) gpu->synchronize(me);
-      for (std::size_t m = 0; m < prog.sends.size(); ++m) channels.start_send(m);
+      for (std::size_t c = 0; c < mpi_sends; ++c) channels.start_send(c);
     } else {
       channels.start_recvs();
-      for (std::size_t m = 0; m < prog.sends.size(); ++m) {
-        pack(m);
-        channels.start_send(m);
+      for (std::size_t m = 0, c = 0; m < prog.sends.size(); ++m) {
+        if (shm && shm->send_shared(m)) {
+          shm->wait_consumed(m, generation + 1);  // the receiver is done with the last one
+          pack(m);
+          shm->post_ready(m, generation + 1);
+        } else {
+          pack(m);
+          channels.start_send(c++);  // channel messages keep the program's order
+        }
       }
     }
     for (const auto& op : prog.local_ops) run(op);
+    std::fill(taken.begin(), taken.end(), 0);
+    shm_arrived = 0;
     arrived = 0;
     ordered_done = false;
     ++generation;
@@ -116,16 +192,10 @@ struct exchange_state {
     const int me = comm.rank();
     if (signalled()) {
       // The unpack kernel waits for the senders' data-ready flags itself.
-    } else if (ipc) {
-      ipc->wait_ready();
-      while (channels.wait_recv() >= 0) {  // MPI peers; no host fields to unpack
-      }
-    } else if (prog.ordered_unpack) {
-      while (channels.wait_recv() >= 0) {
-      }
-      for (std::size_t m = 0; m < prog.recvs.size(); ++m) unpack(m);
     } else {
-      for (int m; (m = channels.wait_recv()) >= 0;) unpack(std::size_t(m));
+      if (ipc) ipc->wait_ready();
+      receive(true);
+      unpack_ordered();
     }
     if (gpu && !unpack_pending) {  // test() may have launched it already
       if (prog.copy_staging)
@@ -149,15 +219,8 @@ struct exchange_state {
       if (!ipc->test_ready()) return false;
       if (!ipc->test_sends()) return false;
     }
-    const int n = channels.test_recvs(done.data());
-    arrived += std::size_t(n);
-    if (!prog.ordered_unpack && !ipc)  // under CUDA IPC there are no host fields
-      for (int k = 0; k < n; ++k) unpack(std::size_t(done[k]));
-    if (arrived < mpi_recvs || !channels.test_sends()) return false;
-    if (prog.ordered_unpack && !ordered_done) {
-      for (std::size_t m = 0; m < prog.recvs.size(); ++m) unpack(m);
-      ordered_done = true;
-    }
+    if (!receive(false) || !channels.test_sends()) return false;
+    unpack_ordered();
     if (gpu) {
       if (!unpack_pending) {
         if (prog.copy_staging)
@@ -227,15 +290,16 @@ void halo_exchange::schedule_wait(stream_t stream) {
 std::string halo_exchange::describe() const {
   const auto& p = s_->prog;
   std::string out = fmt::format("rank {}: {}", s_->comm.rank(), p.summary);
-  auto path_to = [&](int peer) -> const std::string& {
-    const bool ipc = !p.ipc_path.empty() &&
-                     std::find(p.ipc_peers.begin(), p.ipc_peers.end(), peer) != p.ipc_peers.end();
-    return ipc ? p.ipc_path : p.path;
+  auto path_to = [&](int peer, const std::vector<int>& direct) -> const std::string& {
+    const bool d = !p.direct_path.empty() && std::find(direct.begin(), direct.end(), peer) != direct.end();
+    return d ? p.direct_path : p.path;
   };
   for (const auto& m : p.sends)
-    out += fmt::format("\n  send to {}: {} B via {}", m.peer, m.bytes, path_to(m.peer));
+    out += fmt::format("\n  send to {}: {} B via {}", m.peer, m.bytes,
+                       path_to(m.peer, p.direct_send_peers));
   for (const auto& m : p.recvs)
-    out += fmt::format("\n  recv from {}: {} B via {}", m.peer, m.bytes, path_to(m.peer));
+    out += fmt::format("\n  recv from {}: {} B via {}", m.peer, m.bytes,
+                       path_to(m.peer, p.direct_recv_peers));
   return out;
 }
 

@@ -298,12 +298,12 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
              "buffer consumed: no host wait, no MPI message per exchange)"
            : " (node-local GPUs: the pack kernel writes into the receiver's GPU memory through "
              "CUDA IPC; MPI carries clear-to-send and data-ready only)");
-  for (const auto& m : ipc_sends) prog.ipc_peers.push_back(m.peer);
-  for (const auto& m : ipc_recvs) prog.ipc_peers.push_back(m.peer);
+  for (const auto& m : ipc_sends) prog.direct_send_peers.push_back(m.peer);
+  for (const auto& m : ipc_recvs) prog.direct_recv_peers.push_back(m.peer);
   if (all_ipc)
     prog.path = ipc_path;
   else
-    prog.ipc_path = ipc_path;
+    prog.direct_path = ipc_path;
   if (p->device_signalled) return std::unique_ptr<peer_ipc>(new peer_ipc(std::move(p)));
   init(p->clear_in, ipc_sends, false, tag_clear);  // my receivers say: buffer free
   init(p->ready_out, ipc_sends, true, tag_ready);  // I tell my receivers: data in place

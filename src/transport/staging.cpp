@@ -66,8 +66,9 @@ bool ipc_device_signals() {
   fail("HALOX_IPC_SIGNAL='{}' is not a signalling mode; use device or host", v);
 }
 
-std::optional<std::vector<int>> peer_ipc_ranks() {
-  const char* v = std::getenv("HALOX_PEER_IPC_RANKS");
+namespace {
+std::optional<std::vector<int>> rank_list(const char* name) {
+  const char* v = std::getenv(name);
   if (v == nullptr) return std::nullopt;
   std::vector<int> ranks;
   const std::string s = v;
@@ -78,12 +79,26 @@ std::optional<std::vector<int>> peer_ipc_ranks() {
     const bool digits = !item.empty() && item.size() < 10 &&
                         item.find_first_not_of("0123456789") == std::string::npos;
     if (!digits)
-      fail("HALOX_PEER_IPC_RANKS='{}' is not a comma-separated list of ranks (item '{}')", s,
-           item);
+      fail("{}='{}' is not a comma-separated list of ranks (item '{}')", name, s, item);
     ranks.push_back(std::stoi(item));
     at = end + 1;
   }
   return ranks;
+}
+}  // namespace
+
+std::optional<std::vector<int>> peer_ipc_ranks() {
+  return rank_list("HALOX_PEER_IPC_RANKS");
+}
+std::optional<std::vector<int>> peer_shm_ranks() {
+  return rank_list("HALOX_PEER_SHM_RANKS");
+}
+
+bool host_shared_memory() {
+  const char* v = std::getenv("HALOX_HOST_TRANSPORT");
+  if (v == nullptr || *v == '\0' || std::string(v) == "auto") return true;
+  if (std::string(v) == "mpi") return false;
+  fail("HALOX_HOST_TRANSPORT='{}' is not a host transport; use auto or mpi", v);
 }
 
 staging_choice choose_staging(staging s) {

@@ -62,6 +62,8 @@ void validate_fields(const Domain& dom, const stencil<D>& st,
   (void)host_staging_copies();
   (void)ipc_device_signals();
   (void)peer_ipc_ranks();
+  (void)peer_shm_ranks();
+  (void)host_shared_memory();
   for (int i = 0; i < D; ++i)
     require(st.lo[i] >= 0 && st.hi[i] >= 0,
             "rank {}: stencil widths {}/{} in dimension {} must not be negative", me, st.lo[i],

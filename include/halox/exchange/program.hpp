@@ -53,9 +53,10 @@ struct exchange_program {
   std::vector<std::shared_ptr<void>> fields;      ///< keeps the fields' memory alive
   std::string summary;                            ///< what describe() prints first
   std::string path;                               ///< how messages travel, for describe()
-  /// Peers whose messages travel through CUDA IPC while others use MPI (`path`), and how.
-  std::vector<int> ipc_peers;
-  std::string ipc_path;
+  /// Peers whose messages travel directly (CUDA IPC, shared memory) while the others use MPI
+  /// (`path`), and how.
+  std::vector<int> direct_send_peers, direct_recv_peers;
+  std::string direct_path;
 };
 
 }  // namespace halox::detail

@@ -21,6 +21,8 @@ inline void validate_entity_fields(const unstructured& pat,
   (void)host_staging_copies();
   (void)ipc_device_signals();
   (void)peer_ipc_ranks();
+  (void)peer_shm_ranks();
+  (void)host_shared_memory();
   for (std::size_t k = 0; k < fields.size(); ++k) {
     const auto* f = fields[k];
     require(f != nullptr, "rank {}: field #{} is empty (default-constructed)", me, k);

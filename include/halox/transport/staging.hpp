@@ -47,6 +47,11 @@ bool ipc_device_signals();
 /// use CUDA IPC; other pairs of the same exchange go through MPI. Unset: no restriction.
 /// Throws halox::error on anything but a comma-separated list of non-negative integers.
 std::optional<std::vector<int>> peer_ipc_ranks();
+/// `HALOX_HOST_TRANSPORT=auto|mpi`: whether host-only exchanges may use shared memory between
+/// node-local ranks (`auto`, the default) or send everything through MPI. Throws on others.
+bool host_shared_memory();
+/// `HALOX_PEER_SHM_RANKS=0,1,...`: as HALOX_PEER_IPC_RANKS, for the shared-memory transport.
+std::optional<std::vector<int>> peer_shm_ranks();
 }  // namespace detail
 
 }  // namespace halox

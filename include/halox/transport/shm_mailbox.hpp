@@ -1,0 +1,68 @@
+#pragma once
+/// @file
+/// Node-local transport for host fields: a sender packs each message into a send buffer that
+/// lives in shared memory, and the receiver unpacks straight out of it — two copies (pack,
+/// unpack) where MPI's shared-memory path makes three or four — with two counters per message
+/// in the same shared memory instead of MPI messages: `ready` (the sender packed exchange g)
+/// and `consumed` (the receiver unpacked it, so the slot may be reused).
+///
+/// Set-up is collective: each rank's send buffer becomes a `memfd` mapping; its receivers map
+/// it through `/proc/<pid>/fd/<fd>` and say whether that worked, so every message either goes
+/// through shared memory on both sides or through MPI on both. No MPI message per exchange for
+/// the shared-memory ones.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <mpi.h>
+
+#include "halox/exchange/program.hpp"
+
+namespace halox::detail {
+
+class shm_mailbox {
+ public:
+  /// Sets up shared-memory messages for the node-local peers of a host-only exchange (no
+  /// device fields), unless `HALOX_HOST_TRANSPORT=mpi`. Moves the program's send buffer into
+  /// shared memory and points the unpack steps of shared-memory messages into the senders'
+  /// buffers. Returns null when no message of this rank goes through shared memory. Collective
+  /// over `comm` whenever the program has no device fields.
+  static std::unique_ptr<shm_mailbox> attach(MPI_Comm comm, exchange_program& prog);
+  ~shm_mailbox();
+  shm_mailbox(const shm_mailbox&) = delete;
+  shm_mailbox& operator=(const shm_mailbox&) = delete;
+
+  /// Whether send / receive message `m` (the program's index) uses shared memory.
+  bool send_shared(std::size_t m) const { return send_slot_[m] >= 0; }
+  bool recv_shared(std::size_t m) const { return recv_slot_[m] >= 0; }
+  /// The messages that still travel through MPI.
+  const std::vector<message>& mpi_sends() const { return mpi_sends_; }
+  const std::vector<message>& mpi_recvs() const { return mpi_recvs_; }
+  std::size_t shared_recv_count() const { return shared_recvs_; }
+
+  /// Sender, exchange `g` (from 1): waits until the receiver consumed exchange g - 1.
+  void wait_consumed(std::size_t send, std::uint64_t g) const;
+  /// Sender: message `send` of exchange `g` is packed.
+  void post_ready(std::size_t send, std::uint64_t g) const;
+  /// Receiver: whether message `recv` of exchange `g` is packed (never blocks).
+  bool ready(std::size_t recv, std::uint64_t g) const;
+  /// Receiver: message `recv` of exchange `g` is unpacked; the sender may reuse its buffer.
+  void post_consumed(std::size_t recv, std::uint64_t g) const;
+
+  struct impl;
+
+ private:
+  shm_mailbox() = default;
+  std::unique_ptr<impl> p_;
+  std::vector<int> send_slot_, recv_slot_;  // -1: through MPI
+  std::vector<std::uint64_t*> send_ready_, send_consumed_, recv_ready_, recv_consumed_;
+  std::vector<message> mpi_sends_, mpi_recvs_;
+  std::size_t shared_recvs_ = 0;
+};
+
+/// Yields the processor while spinning on shared-memory counters (ranks may outnumber cores).
+void spin_pause(int& spins);
+
+}  // namespace halox::detail

@@ -1,0 +1,238 @@
+// Shared-memory messages between node-local ranks (see halox/transport/shm_mailbox.hpp).
+#include "halox/transport/shm_mailbox.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "halox/error.hpp"
+#include "halox/transport/staging.hpp"
+
+namespace halox::detail {
+
+namespace {
+
+enum : int { tag_offer = 20, tag_reply = 21 };
+constexpr std::size_t slot_bytes = 128;  // ready at +0, consumed at +64: separate cache lines
+
+void check_mpi(int rc, const char* call, int rank) {
+  if (rc != MPI_SUCCESS) fail("rank {}: {} failed (shared-memory transport set-up)", rank, call);
+}
+
+// A sender's offer for one message: where its buffer can be opened and where the message is.
+struct offer {
+  long long pid = 0;
+  int fd = -1;
+  int slot = -1;
+  unsigned long long size = 0;     // of the whole segment
+  unsigned long long data_at = 0;  // of this message's bytes in the segment
+  int valid = 0;
+  int pad = 0;
+};
+
+// A shared mapping, unmapped when the last owner lets go.
+std::shared_ptr<std::byte> map_shared(int fd, std::size_t size) {
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return nullptr;
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
+                                    [size](std::byte* q) { munmap(q, size); });
+}
+
+std::uint64_t load_acquire(const std::uint64_t* p) {
+  return std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t*>(p))
+      .load(std::memory_order_acquire);
+}
+void store_release(std::uint64_t* p, std::uint64_t v) {
+  std::atomic_ref<std::uint64_t>(*p).store(v, std::memory_order_release);
+}
+
+}  // namespace
+
+void spin_pause(int& spins) {
+  if (++spins > 64) sched_yield();  // oversubscribed nodes: let the peer run
+}
+
+struct shm_mailbox::impl {
+  std::shared_ptr<std::byte> own;                  // this rank's segment (send buffer inside)
+  std::vector<std::shared_ptr<std::byte>> mapped;  // the senders' segments
+};
+
+std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program& prog) {
+  // The same on every rank (same fields, same environment): decides who joins the set-up.
+  if (prog.has_device_fields || !host_shared_memory()) return nullptr;
+  int me = 0;
+  MPI_Comm_rank(comm, &me);
+
+  // Node-local ranks (of `comm`), optionally restricted by HALOX_PEER_SHM_RANKS.
+  MPI_Comm node;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type", me);
+  int n = 0;
+  MPI_Comm_size(node, &n);
+  std::vector<int> local(static_cast<std::size_t>(n));
+  check_mpi(MPI_Allgather(&me, 1, MPI_INT, local.data(), 1, MPI_INT, node), "MPI_Allgather", me);
+  MPI_Comm_free(&node);
+  const auto listed = peer_shm_ranks();
+  auto allowed = [&](int r) {
+    return !listed || std::find(listed->begin(), listed->end(), r) != listed->end();
+  };
+  auto candidate = [&](int peer) {
+    return allowed(me) && allowed(peer) && std::find(local.begin(), local.end(), peer) != local.end();
+  };
+
+  // This rank's segment: one slot per send message, then the send buffer.
+  std::size_t send_size = 0;
+  for (const auto& m : prog.sends) send_size = std::max(send_size, m.offset + m.bytes);
+  const std::size_t data_at = (prog.sends.size() * slot_bytes + 63) / 64 * 64;
+  const std::size_t seg_size = std::max<std::size_t>(data_at + send_size, 64);
+  const bool wants = std::any_of(prog.sends.begin(), prog.sends.end(),
+                                 [&](const message& m) { return candidate(m.peer); });
+  int fd = -1;
+  std::shared_ptr<std::byte> own;
+  if (wants) {
+    fd = memfd_create("halox-messages", MFD_CLOEXEC);
+    if (fd >= 0 && ftruncate(fd, off_t(seg_size)) == 0) own = map_shared(fd, seg_size);
+  }
+
+  // Offers to every receiver (valid only where this rank could share), replies back.
+  std::vector<offer> out(prog.sends.size()), in(prog.recvs.size());
+  std::vector<int> reply_out(prog.recvs.size(), 0), reply_in(prog.sends.size(), 0);
+  std::vector<MPI_Request> reqs;
+  for (std::size_t k = 0; k < prog.sends.size(); ++k) {
+    auto& o = out[k];
+    o.pid = getpid();
+    o.fd = fd;
+    o.slot = int(k);
+    o.size = seg_size;
+    o.data_at = data_at + prog.sends[k].offset;
+    o.valid = own && candidate(prog.sends[k].peer);
+    reqs.emplace_back();
+    check_mpi(MPI_Isend(&o, sizeof(offer), MPI_BYTE, prog.sends[k].peer, tag_offer, comm,
+                        &reqs.back()),
+              "MPI_Isend(offer)", me);
+  }
+  for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
+    reqs.emplace_back();
+    check_mpi(MPI_Irecv(&in[k], sizeof(offer), MPI_BYTE, prog.recvs[k].peer, tag_offer, comm,
+                        &reqs.back()),
+              "MPI_Irecv(offer)", me);
+  }
+  check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall(offers)",
+            me);
+  reqs.clear();
+
+  std::unique_ptr<shm_mailbox> box(new shm_mailbox());
+  box->p_ = std::make_unique<impl>();
+  box->recv_slot_.assign(prog.recvs.size(), -1);
+  box->recv_ready_.assign(prog.recvs.size(), nullptr);
+  box->recv_consumed_.assign(prog.recvs.size(), nullptr);
+  std::vector<std::byte*> base(prog.recvs.size(), nullptr);
+  for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
+    const auto& o = in[k];
+    if (!o.valid || !candidate(prog.recvs[k].peer)) continue;
+    const std::string path = fmt::format("/proc/{}/fd/{}", o.pid, o.fd);
+    const int f = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (f < 0) continue;  // e.g. not allowed to open another process's descriptors
+    auto seg = map_shared(f, std::size_t(o.size));
+    close(f);
+    if (!seg) continue;
+    base[k] = seg.get();
+    box->p_->mapped.push_back(std::move(seg));
+    box->recv_slot_[k] = o.slot;
+    auto* slot = reinterpret_cast<std::uint64_t*>(base[k] + std::size_t(o.slot) * slot_bytes);
+    box->recv_ready_[k] = slot;
+    box->recv_consumed_[k] = slot + 8;
+    reply_out[k] = 1;
+  }
+  for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
+    reqs.emplace_back();
+    check_mpi(MPI_Isend(&reply_out[k], 1, MPI_INT, prog.recvs[k].peer, tag_reply, comm,
+                        &reqs.back()),
+              "MPI_Isend(reply)", me);
+  }
+  for (std::size_t k = 0; k < prog.sends.size(); ++k) {
+    reqs.emplace_back();
+    check_mpi(MPI_Irecv(&reply_in[k], 1, MPI_INT, prog.sends[k].peer, tag_reply, comm,
+                        &reqs.back()),
+              "MPI_Irecv(reply)", me);
+  }
+  check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
+            "MPI_Waitall(replies)", me);
+  if (fd >= 0) close(fd);  // the receivers have mapped it (or given up); mappings stay
+
+  box->send_slot_.assign(prog.sends.size(), -1);
+  box->send_ready_.assign(prog.sends.size(), nullptr);
+  box->send_consumed_.assign(prog.sends.size(), nullptr);
+  for (std::size_t k = 0; k < prog.sends.size(); ++k) {
+    if (!(out[k].valid && reply_in[k])) {
+      box->mpi_sends_.push_back(prog.sends[k]);
+      continue;
+    }
+    box->send_slot_[k] = int(k);
+    auto* slot = reinterpret_cast<std::uint64_t*>(own.get() + k * slot_bytes);
+    box->send_ready_[k] = slot;
+    box->send_consumed_[k] = slot + 8;
+  }
+  for (std::size_t k = 0; k < prog.recvs.size(); ++k)
+    if (box->recv_slot_[k] < 0)
+      box->mpi_recvs_.push_back(prog.recvs[k]);
+    else
+      ++box->shared_recvs_;
+  const bool any = box->mpi_sends_.size() < prog.sends.size() || box->shared_recvs_ > 0;
+  if (!any) return nullptr;
+
+  // The send buffer moves into the segment (MPI messages are sent from there too).
+  if (own) {
+    std::byte* data = own.get() + data_at;
+    const std::byte* old = prog.send_buf.get();
+    for (auto& op : prog.pack.copies) op.dst = data + (op.dst - old);
+    for (auto& op : prog.pack.gathers) op.buf = data + (op.buf - old);
+    prog.send_buf = std::shared_ptr<std::byte>(own, data);
+    box->p_->own = own;
+  }
+  // Unpack steps of shared messages read the senders' buffers.
+  for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
+    if (box->recv_slot_[k] < 0) continue;
+    const std::byte* old = prog.recv_buf.get() + prog.recvs[k].offset;
+    std::byte* now = base[k] + in[k].data_at;
+    const auto& r = prog.unpack_range[k];
+    for (std::size_t c = r.c0; c < r.c0 + r.cn; ++c)
+      prog.unpack.copies[c].src = now + (prog.unpack.copies[c].src - old);
+    for (std::size_t g = r.g0; g < r.g0 + r.gn; ++g)
+      prog.unpack.gathers[g].buf = now + (prog.unpack.gathers[g].buf - old);
+  }
+  const std::string shm_path =
+      "shared memory (node-local: packed into a shared send buffer, unpacked straight out of it; "
+      "no MPI message per exchange)";
+  for (std::size_t k = 0; k < prog.sends.size(); ++k)
+    if (box->send_slot_[k] >= 0) prog.direct_send_peers.push_back(prog.sends[k].peer);
+  for (std::size_t k = 0; k < prog.recvs.size(); ++k)
+    if (box->recv_slot_[k] >= 0) prog.direct_recv_peers.push_back(prog.recvs[k].peer);
+  prog.direct_path = shm_path;
+  return box;
+}
+
+shm_mailbox::~shm_mailbox() = default;
+
+void shm_mailbox::wait_consumed(std::size_t send, std::uint64_t g) const {
+  for (int spins = 0; load_acquire(send_consumed_[send]) + 1 < g;) spin_pause(spins);
+}
+void shm_mailbox::post_ready(std::size_t send, std::uint64_t g) const {
+  store_release(send_ready_[send], g);
+}
+bool shm_mailbox::ready(std::size_t recv, std::uint64_t g) const {
+  return load_acquire(recv_ready_[recv]) >= g;
+}
+void shm_mailbox::post_consumed(std::size_t recv, std::uint64_t g) const {
+  store_release(recv_consumed_[recv], g);
+}
+
+}  // namespace halox::detail
