@@ -36,15 +36,20 @@ def bars(ax, cases, series, ylabel, title):
 
 
 def cpu():
-    rows = load("h100-host-cpu-2ranks.jsonl")
+    rows = [r for r in load("h100-host-cpu-2ranks-shm.jsonl") if "median_us" in r]
+    mpi_only = {r["case"]: r["median_us"]
+                for r in load("h100-host-cpu-2ranks-halox-mpi-only.jsonl") if "median_us" in r}
     cases = []
     for r in rows:
         if r["case"] not in cases:
             cases.append(r["case"])
     impls = ["halox", "mpi_manual", "mpi_types"]
     med = {(r["impl"], r["case"]): r["median_us"] for r in rows}
+    series = [("halox (shared memory)", [med[("halox", c)] for c in cases]),
+              ("halox, HALOX_HOST_TRANSPORT=mpi", [mpi_only[c] for c in cases])]
+    series += [(i, [med[(i, c)] for c in cases]) for i in impls[1:]]
     fig, ax = plt.subplots(figsize=(8, 5.2))
-    bars(ax, cases, [(i, [med[(i, c)] for c in cases]) for i in impls], "median µs per exchange",
+    bars(ax, cases, series, "median µs per exchange",
          "CPU, 2 ranks, 3 double fields, box stencil (H100 host, Xeon)")
     fig.tight_layout()
     fig.savefig(os.path.join(HERE, "cpu-2ranks.png"), dpi=110)
