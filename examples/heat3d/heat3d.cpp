@@ -20,6 +20,8 @@
 #include <boost/mpi.hpp>
 #include <halox/halox.hpp>
 
+#include "../common/app.hpp"
+
 #ifdef HALOX_HEAT3D_DEVICE
 #include "../common/select_gpu.hpp"
 #include "heat3d_device.hpp"
@@ -192,12 +194,8 @@ halox::field<double, 3> run_host(const halox::cartesian<3>& dom, const halox::st
   return o.steps % 2 == 0 ? u : v;
 }
 
-// Ends every rank of the job after an error on this one (the others would wait in MPI).
 [[noreturn]] void abort_run(const mpi::communicator& world, const std::exception& e) {
-  std::fprintf(stderr, "heat3d: rank %d: %s\n", world.rank(), e.what());
-  std::fflush(stderr);
-  mpi::environment::abort(1);
-  std::abort();  // not reached: MPI_Abort does not return
+  example_app::abort_run("heat3d", world, e);
 }
 
 #ifdef HALOX_HEAT3D_DEVICE

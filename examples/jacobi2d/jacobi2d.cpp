@@ -34,6 +34,8 @@
 #include <boost/serialization/vector.hpp>
 #include <halox/halox.hpp>
 
+#include "../common/app.hpp"
+
 #ifdef HALOX_JACOBI2D_DEVICE
 #include "../common/select_gpu.hpp"
 #include "jacobi2d_device.hpp"
@@ -175,12 +177,8 @@ result run_host(const mpi::communicator& comm, const options& o) {
   return r;
 }
 
-// Ends every rank of the job after an error on this one (the others would wait in MPI).
 [[noreturn]] void abort_run(const std::exception& e) {
-  std::fprintf(stderr, "jacobi2d: rank %d: %s\n", mpi::communicator().rank(), e.what());
-  std::fflush(stderr);
-  mpi::environment::abort(1);
-  std::abort();  // not reached: MPI_Abort does not return
+  example_app::abort_run("jacobi2d", mpi::communicator(), e);
 }
 
 #ifdef HALOX_JACOBI2D_DEVICE

@@ -18,6 +18,8 @@
 #include <boost/serialization/vector.hpp>
 #include <halox/halox.hpp>
 
+#include "../common/app.hpp"
+
 namespace mpi = boost::mpi;
 using idx = halox::index;
 using cell = std::uint8_t;  // 1 alive, 0 dead
@@ -148,23 +150,13 @@ board run(const halox::cartesian<2>& dom, const options& o, const mpi::communica
   return o.steps % 2 == 0 ? u : v;
 }
 
-// Ends every rank of the job after an error on this one (the others would wait in MPI).
 [[noreturn]] void abort_run(const mpi::communicator& world, const std::exception& e) {
-  std::fprintf(stderr, "life2d: rank %d: %s\n", world.rank(), e.what());
-  std::fflush(stderr);
-  mpi::environment::abort(1);
-  std::abort();  // not reached: MPI_Abort does not return
+  example_app::abort_run("life2d", world, e);
 }
 
-// The integer value of option `arg`, or halox::error naming the option and the text.
 template <class T>
 T integer(const std::string& arg, const char* text) {
-  T v{};
-  const std::string s = text;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty())
-    throw halox::error("life2d: " + arg + " needs an integer, got '" + s + "'");
-  return v;
+  return example_app::integer<T>("life2d", arg, text);
 }
 
 // Reads the options; returns -1 to run, else the exit code (0 after --help, 2 on a bad one).

@@ -18,6 +18,8 @@
 #include <boost/mpi.hpp>
 #include <halox/halox.hpp>
 
+#include "../common/app.hpp"
+
 namespace mpi = boost::mpi;
 using i64 = std::int64_t;
 
@@ -81,20 +83,13 @@ std::vector<i64> window_sums(const std::vector<i64>& data, std::size_t out, std:
   return sums;
 }
 
+// Ends every rank of the job after an error on this one.
 [[noreturn]] void abort_run(const mpi::communicator& world, const std::exception& e) {
-  std::fprintf(stderr, "rolling_mean: rank %d: %s\n", world.rank(), e.what());
-  std::fflush(stderr);
-  mpi::environment::abort(1);
-  std::abort();  // not reached: MPI_Abort does not return
+  example_app::abort_run("rolling_mean", world, e);
 }
 
 std::size_t count(const std::string& arg, const char* text) {
-  std::size_t v{};
-  const std::string s = text;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty())
-    throw halox::error("rolling_mean: " + arg + " needs a non-negative integer, got '" + s + "'");
-  return v;
+  return example_app::integer<std::size_t>("rolling_mean", arg, text);
 }
 
 // Reads the options; returns -1 to run, else the exit code (0 after --help, 2 on a bad one).

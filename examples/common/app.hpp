@@ -1,0 +1,36 @@
+// Small pieces the mini-apps share: ending the whole job after an error on one rank, and
+// reading integer options with an error that names the option.
+#pragma once
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include <boost/mpi.hpp>
+#include <halox/error.hpp>
+
+namespace example_app {
+
+/// Ends every rank of the job after an error on this one (the others would wait in MPI).
+[[noreturn]] inline void abort_run(const char* app, const boost::mpi::communicator& world,
+                                   const std::exception& e) {
+  std::fprintf(stderr, "%s: rank %d: %s\n", app, world.rank(), e.what());
+  std::fflush(stderr);
+  boost::mpi::environment::abort(1);
+  std::abort();  // not reached: MPI_Abort does not return
+}
+
+/// The integer value of option `arg`, or halox::error naming the app, the option and the text.
+template <class T>
+T integer(const char* app, const std::string& arg, const char* text) {
+  T v{};
+  const std::string s = text;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty())
+    throw halox::error(std::string(app) + ": " + arg + " needs an integer, got '" + s + "'");
+  return v;
+}
+
+}  // namespace example_app
