@@ -33,4 +33,16 @@ T integer(const char* app, const std::string& arg, const char* text) {
   return v;
 }
 
+/// Reads the options with `parse()` (-1: run, else the exit code: 0 after --help, 2 for a bad
+/// option). A halox::error it throws is printed once (by rank 0) and gives exit code 2.
+template <class Parse>
+int read_options(const boost::mpi::communicator& world, Parse&& parse) {
+  try {
+    return parse();
+  } catch (const halox::error& e) {
+    if (world.rank() == 0) std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+}
+
 }  // namespace example_app

@@ -56,8 +56,7 @@ double since(clock_type::time_point t) {
 // synchronisation is added for it.
 class progress_meter {
  public:
-  progress_meter(const options& o, const mpi::communicator& comm, double cells_per_step,
-                 int steps)
+  progress_meter(const options& o, const mpi::communicator& comm, double cells_per_step, int steps)
       : every_(comm.rank() == 0 ? o.progress_s : 0), cells_(cells_per_step), steps_(steps) {}
   void start() { t0_ = last_ = clock_type::now(); }
   void step_done(int s) {
@@ -120,9 +119,8 @@ std::vector<double> serial_run(const extents3& n, int steps) {
         const idx jm = wrap(j - 1, n[1]), jp = wrap(j + 1, n[1]);
         for (idx k = 0; k < n[2]; ++k) {
           const idx km = wrap(k - 1, n[2]), kp = wrap(k + 1, n[2]);
-          v[at(i, j, k)] = update(u[at(i, j, k)], u[at(im, j, k)], u[at(ip, j, k)],
-                                  u[at(i, jm, k)], u[at(i, jp, k)], u[at(i, j, km)],
-                                  u[at(i, j, kp)]);
+          v[at(i, j, k)] = update(u[at(i, j, k)], u[at(im, j, k)], u[at(ip, j, k)], u[at(i, jm, k)],
+                                  u[at(i, jp, k)], u[at(i, j, km)], u[at(i, j, kp)]);
         }
       }
     });
@@ -351,12 +349,10 @@ int main(int argc, char** argv) {
   mpi::environment env(argc, argv);
   mpi::communicator world;
   options o;
-  try {
-    if (const int code = parse(argc, argv, o, world.rank()); code >= 0) return code;
-  } catch (const halox::error& e) {
-    if (world.rank() == 0) std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  if (const int code =
+          example_app::read_options(world, [&] { return parse(argc, argv, o, world.rank()); });
+      code >= 0)
+    return code;
 
   constexpr auto st = halox::stencil<3>::star(1);
   constexpr halox::periodic<3> all_periodic{true, true, true};

@@ -347,15 +347,18 @@ int main(int argc, char** argv) {
   mpi::environment env(argc, argv);
   mpi::communicator world;
   options o;
-  try {
-    if (const int code = parse(argc, argv, o, world.rank()); code >= 0) return code;
-    if (o.ny - 2 < world.size())
-      throw halox::error("jacobi2d: " + std::to_string(world.size()) + " ranks need -ny >= " +
-                         std::to_string(world.size() + 2) + " (a computed row each)");
-  } catch (const halox::error& e) {
-    if (world.rank() == 0) std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  if (const int code = example_app::read_options(
+          world,
+          [&] {
+            const int c = parse(argc, argv, o, world.rank());
+            if (c < 0 && o.ny - 2 < world.size())
+              throw halox::error("jacobi2d: " + std::to_string(world.size()) +
+                                 " ranks need -ny >= " + std::to_string(world.size() + 2) +
+                                 " (a computed row each)");
+            return c;
+          });
+      code >= 0)
+    return code;
   const int P = world.size();
   const char* mode = o.device ? "device, stream-ordered exchange overlapped with the interior"
                               : (o.overlap ? "CPU, overlapped exchange" : "CPU, blocking exchange");

@@ -211,12 +211,10 @@ int main(int argc, char** argv) {
   mpi::environment env(argc, argv);
   mpi::communicator world;
   options o;
-  try {
-    if (const int code = parse(argc, argv, o, world.rank()); code >= 0) return code;
-  } catch (const halox::error& e) {
-    if (world.rank() == 0) std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  if (const int code =
+          example_app::read_options(world, [&] { return parse(argc, argv, o, world.rank()); });
+      code >= 0)
+    return code;
 
   timing t;
   std::vector<cell> mine;            // this rank's final owned cells, row by row
