@@ -46,6 +46,7 @@ struct options {
   int iters = 0;  // 0: chosen per case
   int warmup = 10;
   bool device = false;
+  bool sweep = false;  // --sweep: message sizes between two GPUs, peer_ipc vs host_staged
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -403,6 +404,123 @@ std::pair<double, double> time_it(const mpi::communicator& comm, int warmup, int
   return {t[t.size() / 2], t.front()};
 }
 
+
+#ifdef HALOX_BENCH_CUDA
+// Peer copy bandwidth between GPU 0 and GPU 1 of this process (the ceiling for one message of
+// `bytes`): median over `reps` copies, in GB/s. Needs both GPUs visible and peer access.
+double peer_copy_gbps(std::size_t bytes, int reps) {
+  int here = 0, can = 0;
+  cuda_check(cudaGetDevice(&here));
+  const int other = here == 0 ? 1 : 0;
+  cuda_check(cudaDeviceCanAccessPeer(&can, here, other));
+  if (!can) return 0;
+  if (cudaDeviceEnablePeerAccess(other, 0) == cudaErrorPeerAccessAlreadyEnabled)
+    (void)cudaGetLastError();
+  void *src = nullptr, *dst = nullptr;
+  cuda_check(cudaMalloc(&src, bytes));
+  cuda_check(cudaSetDevice(other));
+  cuda_check(cudaMalloc(&dst, bytes));
+  cuda_check(cudaSetDevice(here));
+  cudaStream_t s;
+  cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaEvent_t t0, t1;
+  cuda_check(cudaEventCreate(&t0));
+  cuda_check(cudaEventCreate(&t1));
+  std::vector<double> t;
+  for (int k = 0; k < reps + 3; ++k) {
+    cuda_check(cudaEventRecord(t0, s));
+    cuda_check(cudaMemcpyPeerAsync(dst, other, src, here, bytes, s));
+    cuda_check(cudaEventRecord(t1, s));
+    cuda_check(cudaEventSynchronize(t1));
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, t0, t1));
+    if (k >= 3) t.push_back(double(ms) * 1e-3);
+  }
+  std::sort(t.begin(), t.end());
+  cuda_check(cudaEventDestroy(t0));
+  cuda_check(cudaEventDestroy(t1));
+  cuda_check(cudaStreamDestroy(s));
+  cuda_check(cudaFree(src));
+  cuda_check(cudaSetDevice(other));
+  cuda_check(cudaFree(dst));
+  cuda_check(cudaSetDevice(here));
+  return double(bytes) / t[t.size() / 2] / 1e9;
+}
+
+// Two ranks on two GPUs, periodic 2x1x1 grid, one double field, halo width 1 in x only: each
+// rank sends the other one message of two y-z faces. For each message size: the blocking
+// exchange (median of the slower rank), the per-iteration time of a loop of scheduled exchanges
+// on one stream (no host synchronisation inside the loop; CUDA events), for peer_ipc (auto) and
+// host_staged, and the peer copy bandwidth of the same size on rank 0 as the ceiling.
+bool sweep(const mpi::communicator& world, const options& o) {
+  if (world.size() != 2) {
+    if (world.rank() == 0) std::fprintf(stderr, "halo_bench --sweep needs 2 ranks\n");
+    return false;
+  }
+  bool all_ok = true;
+  for (const std::size_t bytes : {std::size_t(8) << 10, std::size_t(64) << 10,
+                                  std::size_t(512) << 10, std::size_t(1) << 20,
+                                  std::size_t(8) << 20, std::size_t(64) << 20}) {
+    const idx face = idx(bytes / 16);  // cells per face: two faces of doubles per message
+    idx ny = 1;
+    while (ny * ny * 4 <= face) ny *= 2;
+    const idx nz = face / ny;
+    const halox::extents<3> global{8, ny, nz};
+    const halox::cartesian<3> dom(world, global, halox::periodic<3>::all(),
+                                  halox::process_grid<3>{{2, 1, 1}});
+    const double ceiling = world.rank() == 0 ? peer_copy_gbps(bytes, 20) : 0;
+    for (const char* policy : {"auto", "host_staged"}) {
+      setup s{dom, halox::stencil<3>::star({1, 0, 0}, {1, 0, 0}), {}, {}, global, {}};
+      s.f.push_back(dom.make_field<double>(s.st, halox::device));
+      s.mirror.push_back(dom.make_field<double>(s.st));
+      s.owned = s.f[0].owned_box();
+      ::setenv("HALOX_STAGING", policy, 1);
+      auto ex = halox::make_exchange(dom, s.st, s.f[0]);
+      ::unsetenv("HALOX_STAGING");
+      s.fill();
+      ex.exchange();
+      const bool ok = s.check();
+      all_ok = all_ok && ok;
+      const int iters = bytes >= (std::size_t(8) << 20) ? 100 : 500;
+      const auto [median, best] = time_it(world, o.warmup, iters, [&] { ex.exchange(); });
+      // A loop of scheduled exchanges, as a solver's time steps run them.
+      cudaStream_t st;
+      cuda_check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+      cudaEvent_t t0, t1;
+      cuda_check(cudaEventCreate(&t0));
+      cuda_check(cudaEventCreate(&t1));
+      for (int k = 0; k < 10; ++k) ex.schedule_exchange(st), ex.schedule_wait(st);
+      cuda_check(cudaStreamSynchronize(st));
+      world.barrier();
+      cuda_check(cudaEventRecord(t0, st));
+      for (int k = 0; k < iters; ++k) {
+        ex.schedule_exchange(st);
+        ex.schedule_wait(st);
+      }
+      cuda_check(cudaEventRecord(t1, st));
+      cuda_check(cudaEventSynchronize(t1));
+      float ms = 0;
+      cuda_check(cudaEventElapsedTime(&ms, t0, t1));
+      const double loop_us =
+          mpi::all_reduce(world, double(ms) * 1e3 / iters, mpi::maximum<double>());
+      cuda_check(cudaEventDestroy(t0));
+      cuda_check(cudaEventDestroy(t1));
+      cuda_check(cudaStreamDestroy(st));
+      if (world.rank() == 0)
+        std::printf(
+            "{\"impl\":\"halox\",\"staging\":\"%s\",\"case\":\"sweep %zu KiB\",\"ranks\":2,"
+            "\"message_bytes\":%zu,\"bytes\":%zu,\"grid\":\"2x1x1\",\"iters\":%d,"
+            "\"median_us\":%.2f,\"min_us\":%.2f,\"loop_us\":%.2f,\"GBps\":%.1f,"
+            "\"loop_GBps\":%.1f,\"peer_copy_GBps\":%.1f,\"verified\":%s}\n",
+            policy, bytes >> 10, bytes, s.halo_bytes(), iters, median, best, loop_us,
+            double(bytes) / median / 1e3, double(bytes) / loop_us / 1e3, ceiling,
+            ok ? "true" : "false");
+      std::fflush(stdout);
+    }
+  }
+  return all_ok;
+}
+#endif
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -432,6 +550,8 @@ int main(int argc, char** argv) {
       o.impls = split_list(v), ++a;
     else if (arg == "--device")
       o.device = true;
+    else if (arg == "--sweep")
+      o.sweep = o.device = true;
     else {
       if (world.rank() == 0)
         std::printf(
@@ -439,6 +559,10 @@ int main(int argc, char** argv) {
             "         [--impls halox,mpi_manual,mpi_types] [--iters N] [--warmup N]\n"
             "         [--device]   (GPU fields; impls halox and, at 1 rank, memcpy3d and\n"
             "                       per_region_kernels)\n"
+            "         [--sweep]    (2 ranks, one GPU each: one double field, one message per\n"
+            "                       direction of 8 KB .. 64 MB, peer_ipc vs host_staged, blocking\n"
+            "                       and in a loop of scheduled exchanges, next to the GPUs'\n"
+            "                       peer copy bandwidth)\n"
             "Prints one JSON object per case and implementation.\n");
       return arg == "--help" ? 0 : 2;
     }
@@ -465,6 +589,9 @@ int main(int argc, char** argv) {
     return 2;
 #endif
   }
+#ifdef HALOX_BENCH_CUDA
+  if (o.sweep) return sweep(world, o) ? 0 : 1;
+#endif
   bool all_ok = true;
   for (int L : o.sizes)
     for (int w : o.widths) {
