@@ -10,6 +10,8 @@
 #include <halox/halox.hpp>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "check.hpp"
@@ -97,4 +99,41 @@ TEST_CASE("shared memory: two objects completed in opposite orders on alternate 
     HXT_REQUIRE_OK(hxt::check(dom, u, st, {0, round}));
     HXT_REQUIRE_OK(hxt::check(dom, v, st, {1, round}));
   }
+}
+
+namespace {
+// Lines of a /proc/self file (open descriptors, mappings): what a leak would grow.
+std::size_t count_entries(const char* what) {
+  if (std::string(what) == "fd") {
+    std::size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+      n += !e.path().empty();
+    return n;
+  }
+  std::ifstream in("/proc/self/maps");
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("shared memory: many exchange objects leak no descriptors or mappings") {
+  mpi::communicator world;
+  const halox::cartesian<2> dom(world, {12, 10}, halox::periodic{true, true});
+  constexpr auto st = halox::stencil<2>::box(1);
+  auto u = dom.make_field<double>(st);
+  {
+    auto warm = halox::make_exchange(dom, st, u);
+    warm.exchange();
+  }  // MPI's own set-up
+  const std::size_t fds = count_entries("fd"), maps = count_entries("maps");
+  for (int k = 0; k < 100; ++k) {
+    auto ex = halox::make_exchange(dom, st, u);
+    hxt::fill(dom, u, {0, k});
+    ex.exchange();
+    HXT_REQUIRE_OK(hxt::check(dom, u, st, {0, k}));
+  }
+  CHECK(count_entries("fd") == fds);
+  // Mappings may vary by a few with the allocator's own arenas, never by one per object.
+  CHECK(count_entries("maps") <= maps + 8);
 }
