@@ -9,6 +9,7 @@
 #include <span>
 
 #include "check.hpp"
+#include "support.hpp"
 
 namespace mpi = boost::mpi;
 using halox::box;
@@ -28,29 +29,6 @@ halox::periodic<D> periodic_mask(int m) {
   halox::periodic<D> p;
   for (int i = 0; i < D; ++i) p.flags[i] = (m >> i) & 1;
   return p;
-}
-
-// Every process grid of `size` ranks that fits `n`.
-template <int D>
-void grids(int size, int dim, std::array<int, D>& cur, const halox::extents<D>& n,
-           std::vector<halox::process_grid<D>>& out) {
-  if (dim == D - 1) {
-    cur[dim] = size;
-    if (size <= n[dim]) out.push_back({cur});
-    return;
-  }
-  for (int f = 1; f <= size; ++f)
-    if (size % f == 0 && f <= n[dim]) {
-      cur[dim] = f;
-      grids<D>(size / f, dim + 1, cur, n, out);
-    }
-}
-template <int D>
-std::vector<halox::process_grid<D>> all_grids(int size, const halox::extents<D>& n) {
-  std::vector<halox::process_grid<D>> out;
-  std::array<int, D> cur{};
-  grids<D>(size, 0, cur, n, out);
-  return out;
 }
 
 // One field of T made by the domain, filled, exchanged once, checked.
@@ -151,7 +129,7 @@ TEST_CASE("explicit process grids: decomposition and exchange") {
   mpi::communicator world;
   auto run = [&](auto dtag, const auto& n) {
     constexpr int D = decltype(dtag)::value;
-    const auto gs = all_grids<D>(world.size(), n);
+    const auto gs = hxt::all_grids<D>(world.size(), n);
     REQUIRE(!gs.empty());
     for (const auto& g : gs) {
       halox::extents<D> gd{};

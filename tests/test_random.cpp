@@ -9,13 +9,11 @@
 
 #include <boost/mpi/collectives.hpp>
 
-#include <chrono>
-#include <cstdlib>
-#include <iostream>
 #include <random>
 #include <sstream>
 
 #include "check.hpp"
+#include "support.hpp"
 
 namespace mpi = boost::mpi;
 using halox::box;
@@ -27,21 +25,6 @@ using rng_t = std::mt19937_64;
 
 int pick(rng_t& rng, int n) {
   return int(rng() % std::uint64_t(n));
-}
-
-template <int D>
-void grids(int size, int dim, std::array<int, D>& cur, const halox::extents<D>& n,
-           std::vector<halox::process_grid<D>>& out) {
-  if (dim == D - 1) {
-    cur[dim] = size;
-    if (size <= n[dim]) out.push_back({cur});
-    return;
-  }
-  for (int f = 1; f <= size; ++f)
-    if (size % f == 0 && f <= n[dim]) {
-      cur[dim] = f;
-      grids<D>(size / f, dim + 1, cur, n, out);
-    }
 }
 
 template <int D>
@@ -165,9 +148,7 @@ void run_config(const mpi::communicator& world, rng_t& rng, std::ostringstream& 
   std::vector<halox::process_grid<D>> gs;
   do {  // only extents some process grid fits (all ranks own a cell)
     for (auto& x : n) x = 1 + pick(rng, 12);
-    gs.clear();
-    std::array<int, D> cur{};
-    grids<D>(size, 0, cur, n, gs);
+    gs = hxt::all_grids<D>(size, n);
   } while (gs.empty());
   halox::periodic<D> per;
   for (auto& f : per.flags) f = pick(rng, 2) == 1;
@@ -260,16 +241,7 @@ void run_config(const mpi::communicator& world, rng_t& rng, std::ostringstream& 
 
 TEST_CASE("random configurations") {
   mpi::communicator world;
-  unsigned long long seed = 0;
-  if (world.rank() == 0) {
-    const char* env = std::getenv("HALOX_TEST_SEED");
-    seed = env && *env
-               ? std::strtoull(env, nullptr, 10)
-               : (unsigned long long)(std::chrono::system_clock::now().time_since_epoch().count());
-    std::cout << "test_random: " << world.size() << " ranks, seed " << seed
-              << " (replay: HALOX_TEST_SEED=" << seed << ")" << std::endl;
-  }
-  mpi::broadcast(world, seed, 0);
+  const unsigned long long seed = hxt::shared_seed(world, "test_random");
   INFO("seed " << seed << " (HALOX_TEST_SEED=" << seed << " replays)");
   rng_t rng(seed);
   const int configurations = 250;

@@ -13,11 +13,8 @@
 
 #include <boost/mpi/collectives.hpp>
 
-#include <chrono>
-#include <cstdlib>
-#include <iostream>
-
 #include "entity_check.hpp"
+#include "support.hpp"
 
 namespace mpi = boost::mpi;
 using idx = halox::index;
@@ -168,16 +165,7 @@ void run_graph(const mpi::communicator& world, rng_t& rng, std::ostringstream& d
 
 TEST_CASE("random graphs") {
   mpi::communicator world;
-  unsigned long long seed = 0;
-  if (world.rank() == 0) {
-    const char* env = std::getenv("HALOX_TEST_SEED");
-    seed = env && *env
-               ? std::strtoull(env, nullptr, 10)
-               : (unsigned long long)(std::chrono::system_clock::now().time_since_epoch().count());
-    std::cout << "test_unstructured_random: " << world.size() << " ranks, seed " << seed
-              << " (replay: HALOX_TEST_SEED=" << seed << ")" << std::endl;
-  }
-  mpi::broadcast(world, seed, 0);
+  const unsigned long long seed = hxt::shared_seed(world, "test_unstructured_random");
   INFO("seed " << seed << " (HALOX_TEST_SEED=" << seed << " replays)");
   rng_t rng(seed);
   const int graphs = 220;

@@ -28,21 +28,20 @@ std::vector<std::size_t> indices_of(const std::vector<message>& subset,
 struct exchange_state {
   boost::mpi::communicator comm;
   exchange_program prog;
-  std::unique_ptr<peer_ipc> ipc;       // null unless messages travel through CUDA IPC
-  std::unique_ptr<shm_mailbox> shm;    // null unless host messages travel through shared memory
+  std::unique_ptr<peer_ipc> ipc;     // null unless messages travel through CUDA IPC
+  std::unique_ptr<shm_mailbox> shm;  // null unless host messages travel through shared memory
   const std::vector<message>& mpi_send_list;
   const std::vector<message>& mpi_recv_list;
-  mpi_channels channels;               // data messages that go through MPI
-  std::size_t mpi_sends, mpi_recvs;    // how many messages the channels carry
+  mpi_channels channels;                  // data messages that go through MPI
   std::vector<std::size_t> recv_message;  // program index of each channel receive message
-  std::unique_ptr<device_copier> gpu;  // null without device fields
-  bool unpack_pending = false;         // a scheduled unpack may still read the receive buffer
-  std::vector<int> done;               // scratch for test()
-  std::vector<char> taken;             // shared-memory receives of this exchange already seen
-  std::size_t arrived = 0;             // MPI receive messages complete so far
-  std::size_t shm_arrived = 0;         // shared-memory receive messages complete so far
-  bool ordered_done = false;           // test() has unpacked an ordered exchange
-  std::uint64_t generation = 0;        // counts start()s, so stale handles know they are done
+  std::unique_ptr<device_copier> gpu;     // null without device fields
+  bool unpack_pending = false;            // a scheduled unpack may still read the receive buffer
+  std::vector<int> done;                  // scratch for test()
+  std::vector<char> taken;                // shared-memory receives of this exchange already seen
+  std::size_t arrived = 0;                // MPI receive messages complete so far
+  std::size_t shm_arrived = 0;            // shared-memory receive messages complete so far
+  bool ordered_done = false;              // test() has unpacked an ordered exchange
+  std::uint64_t generation = 0;           // counts start()s, so stale handles know they are done
   bool in_flight = false;
 
   exchange_state(const boost::mpi::communicator& c, exchange_program p)
@@ -50,12 +49,14 @@ struct exchange_state {
         prog(std::move(p)),
         ipc(peer_ipc::attach(MPI_Comm(comm), prog)),
         shm(shm_mailbox::attach(MPI_Comm(comm), prog)),
-        mpi_send_list(ipc ? ipc->mpi_sends() : shm ? shm->mpi_sends() : prog.sends),
-        mpi_recv_list(ipc ? ipc->mpi_recvs() : shm ? shm->mpi_recvs() : prog.recvs),
+        mpi_send_list(ipc   ? ipc->mpi_sends()
+                      : shm ? shm->mpi_sends()
+                            : prog.sends),
+        mpi_recv_list(ipc   ? ipc->mpi_recvs()
+                      : shm ? shm->mpi_recvs()
+                            : prog.recvs),
         channels(MPI_Comm(comm), mpi_send_list, prog.send_buf.get(), mpi_recv_list,
                  prog.recv_buf.get()),
-        mpi_sends(mpi_send_list.size()),
-        mpi_recvs(mpi_recv_list.size()),
         recv_message(indices_of(mpi_recv_list, prog.recvs)),
         done(prog.recvs.size() + 1),
         taken(prog.recvs.size(), 0) {
@@ -95,7 +96,7 @@ struct exchange_state {
         ++shm_arrived;
         moved = true;
       }
-      if (arrived < mpi_recvs) {
+      if (arrived < mpi_recv_list.size()) {
         if (block && shm_arrived == shared) {  // nothing left to poll: let MPI block
           const int c = channels.wait_recv();
           ++arrived;
@@ -109,7 +110,7 @@ struct exchange_state {
           moved = moved || n > 0;
         }
       }
-      if (arrived == mpi_recvs && shm_arrived == shared) return true;
+      if (arrived == mpi_recv_list.size() && shm_arrived == shared) return true;
       if (!block) return false;
       if (!moved) spin_pause(spins);
     }
@@ -142,7 +143,7 @@ struct exchange_state {
     }
     if (gpu && unpack_pending) gpu->synchronize(me);  // the last unpack read the receive buffer
     unpack_pending = false;
-    if (ipc) {  // device fields only: no host packing
+    if (ipc) {                 // device fields only: no host packing
       channels.start_recvs();  // peers not reached through CUDA IPC
       ipc->start();            // our IPC senders may now write into our receive buffer
       if (gpu && after) gpu->wait_for(after, me);
@@ -154,7 +155,7 @@ struct exchange_state {
         gpu->synchronize(me);
       }
       ipc->signal_ready();
-      for (std::size_t m = 0; m < mpi_sends; ++m) channels.start_send(m);
+      for (std::size_t m = 0; m < mpi_send_list.size(); ++m) channels.start_send(m);
     } else if (gpu) {
       channels.start_recvs();
       if (after) gpu->wait_for(after, me);
@@ -165,7 +166,7 @@ struct exchange_state {
       // MPI reads what the kernel packed; with nothing to send (only local copies) the host
       // does not wait, and a scheduled exchange stays entirely in stream order.
       if (!prog.sends.empty()) gpu->synchronize(me);
-      for (std::size_t c = 0; c < mpi_sends; ++c) channels.start_send(c);
+      for (std::size_t c = 0; c < mpi_send_list.size(); ++c) channels.start_send(c);
     } else {
       channels.start_recvs();
       for (std::size_t m = 0, c = 0; m < prog.sends.size(); ++m) {
@@ -291,7 +292,8 @@ std::string halo_exchange::describe() const {
   const auto& p = s_->prog;
   std::string out = fmt::format("rank {}: {}", s_->comm.rank(), p.summary);
   auto path_to = [&](int peer, const std::vector<int>& direct) -> const std::string& {
-    const bool d = !p.direct_path.empty() && std::find(direct.begin(), direct.end(), peer) != direct.end();
+    const bool d =
+        !p.direct_path.empty() && std::find(direct.begin(), direct.end(), peer) != direct.end();
     return d ? p.direct_path : p.path;
   };
   for (const auto& m : p.sends)

@@ -78,8 +78,7 @@ std::optional<std::vector<int>> rank_list(const char* name) {
     const std::string item = s.substr(at, end - at);
     const bool digits = !item.empty() && item.size() < 10 &&
                         item.find_first_not_of("0123456789") == std::string::npos;
-    if (!digits)
-      fail("{}='{}' is not a comma-separated list of ranks (item '{}')", name, s, item);
+    if (!digits) fail("{}='{}' is not a comma-separated list of ranks (item '{}')", name, s, item);
     ranks.push_back(std::stoi(item));
     at = end + 1;
   }
@@ -99,6 +98,15 @@ bool host_shared_memory() {
   if (v == nullptr || *v == '\0' || std::string(v) == "auto") return true;
   if (std::string(v) == "mpi") return false;
   fail("HALOX_HOST_TRANSPORT='{}' is not a host transport; use auto or mpi", v);
+}
+
+void validate_transport_environment() {
+  (void)staging_from_env();
+  (void)host_staging_copies();
+  (void)ipc_device_signals();
+  (void)peer_ipc_ranks();
+  (void)peer_shm_ranks();
+  (void)host_shared_memory();
 }
 
 staging_choice choose_staging(staging s) {

@@ -58,12 +58,7 @@ template <int D, class Domain>
 void validate_fields(const Domain& dom, const stencil<D>& st,
                      const std::vector<const field_state<D>*>& fields) {
   const int me = dom.rank();
-  (void)staging_from_env();  // a bad HALOX_STAGING is an input error like any other
-  (void)host_staging_copies();
-  (void)ipc_device_signals();
-  (void)peer_ipc_ranks();
-  (void)peer_shm_ranks();
-  (void)host_shared_memory();
+  validate_transport_environment();  // a bad HALOX_* variable is an input error like any other
   for (int i = 0; i < D; ++i)
     require(st.lo[i] >= 0 && st.hi[i] >= 0,
             "rank {}: stencil widths {}/{} in dimension {} must not be negative", me, st.lo[i],
@@ -155,12 +150,9 @@ exchange_program compile(const structured_plan<D>& plan,
       else
         b.program().device_pack.push_back(op);
     }
-  b.program().ordered_unpack = reverse;
-  b.program().ordered_device_unpack = reverse;
-  for (const auto* f : fields)
-    (f->space == memory_space::device ? b.program().has_device_fields
-                                      : b.program().has_host_fields) = true;
-  return b.finish(fields.size());
+  std::vector<memory_space> spaces;
+  for (const auto* f : fields) spaces.push_back(f->space);
+  return b.finish(spaces, reverse);
 }
 
 }  // namespace detail

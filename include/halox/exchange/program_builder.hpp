@@ -60,7 +60,13 @@ class program_builder {
   exchange_program& program() { return p_; }
 
   /// Allocates both buffers, points every step at its place, and writes the summary.
-  exchange_program finish(std::size_t field_count) {
+  /// `spaces`: where each field lives; `reverse`: a halo-to-owner exchange, whose unpacking
+  /// runs in peer order after every message arrived (deterministic combining).
+  exchange_program finish(const std::vector<memory_space>& spaces, bool reverse) {
+    const std::size_t field_count = spaces.size();
+    p_.ordered_unpack = p_.ordered_device_unpack = reverse;
+    for (const auto s : spaces)
+      (s == memory_space::device ? p_.has_device_fields : p_.has_host_fields) = true;
     // With device steps the kernels write and read the messages in place: in device memory
     // (gpu_aware with a CUDA-aware MPI) or mapped pinned host memory (host_staged).
     const bool gpu = !p_.device_pack.empty() || !p_.device_unpack.empty() ||

@@ -17,12 +17,7 @@ namespace detail {
 inline void validate_entity_fields(const unstructured& pat,
                                    const std::vector<const entity_field_state*>& fields) {
   const int me = pat.rank();
-  (void)staging_from_env();  // a bad HALOX_STAGING is an input error like any other
-  (void)host_staging_copies();
-  (void)ipc_device_signals();
-  (void)peer_ipc_ranks();
-  (void)peer_shm_ranks();
-  (void)host_shared_memory();
+  validate_transport_environment();  // a bad HALOX_* variable is an input error like any other
   for (std::size_t k = 0; k < fields.size(); ++k) {
     const auto* f = fields[k];
     require(f != nullptr, "rank {}: field #{} is empty (default-constructed)", me, k);
@@ -69,12 +64,9 @@ inline exchange_program compile(const unstructured& pat,
   lists.reserve(pat.sends().size() + pat.recvs().size());  // gather steps point into these
   add_side(program_builder::send, reverse ? pat.recvs() : pat.sends(), false);
   add_side(program_builder::recv, reverse ? pat.sends() : pat.recvs(), reverse);
-  b.program().ordered_unpack = reverse;
-  b.program().ordered_device_unpack = reverse;
-  for (const auto* f : fields)
-    (f->space == memory_space::device ? b.program().has_device_fields
-                                      : b.program().has_host_fields) = true;
-  return b.finish(fields.size());
+  std::vector<memory_space> spaces;
+  for (const auto* f : fields) spaces.push_back(f->space);
+  return b.finish(spaces, reverse);
 }
 
 }  // namespace detail

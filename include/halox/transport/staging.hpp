@@ -52,6 +52,9 @@ std::optional<std::vector<int>> peer_ipc_ranks();
 bool host_shared_memory();
 /// `HALOX_PEER_SHM_RANKS=0,1,...`: as HALOX_PEER_IPC_RANKS, for the shared-memory transport.
 std::optional<std::vector<int>> peer_shm_ranks();
+/// Reads every transport environment variable above, so that a bad value is an input error
+/// raised where make_exchange validates its input (inside the collective agreement).
+void validate_transport_environment();
 }  // namespace detail
 
 }  // namespace halox
