@@ -96,6 +96,10 @@ void check_balanced(int ranks, const halox::extents<D>& n) {
 
 TEST_CASE("balanced_grid: known answers") {
   CHECK(halox::balanced_grid<3>(8, {64, 64, 64}).dims == std::array<int, 3>{2, 2, 2});
+  // Ties go to the outer dimensions (contiguous faces for row-major fields).
+  CHECK(halox::balanced_grid<3>(2, {64, 64, 64}).dims == std::array<int, 3>{2, 1, 1});
+  CHECK(halox::balanced_grid<3>(4, {64, 64, 64}).dims == std::array<int, 3>{2, 2, 1});
+  CHECK(halox::balanced_grid<2>(2, {64, 64}).dims == std::array<int, 2>{2, 1});
   CHECK(halox::balanced_grid<2>(4, {1000, 10}).dims == std::array<int, 2>{4, 1});
   CHECK(halox::balanced_grid<2>(4, {10, 1000}).dims == std::array<int, 2>{1, 4});
   CHECK(halox::balanced_grid<2>(4, {1, 4}).dims == std::array<int, 2>{1, 4});

@@ -196,11 +196,12 @@ __device__ void copy_elements(const dev_op& op, long long first, long long end) 
 // A launch's signals (see device_signals): flag pointers in device memory, the exchange number
 // and the launch's block counter (it counts up by gridDim.x per launch).
 struct signal_args {
+  unsigned long long* const* start = nullptr;
   const unsigned long long* const* wait = nullptr;
   unsigned long long* const* post = nullptr;
   unsigned long long* blocks_done = nullptr;
   unsigned long long exchange = 0, wait_for = 0;
-  int n_wait = 0, n_post = 0;
+  int n_start = 0, n_wait = 0, n_post = 0;
 };
 
 __device__ unsigned long long load_acquire_sys(const unsigned long long* p) {
@@ -212,13 +213,18 @@ __device__ void store_release_sys(unsigned long long* p, unsigned long long v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-// Every block waits until its flags allow it to start (one thread polls, the block follows).
+// Block 0 announces that this rank has started the exchange (the launch runs after everything
+// before it on the stream, so every earlier read of the halo is done); then every block waits
+// until its flags allow it to go on (one thread polls, the block follows).
 __device__ void wait_signals(const signal_args& sig) {
-  if (sig.n_wait == 0) return;
-  if (threadIdx.x == 0)
+  if (sig.n_wait + sig.n_start == 0) return;
+  if (threadIdx.x == 0) {
+    if (blockIdx.x == 0)
+      for (int k = 0; k < sig.n_start; ++k) store_release_sys(sig.start[k], sig.exchange);
     for (int k = 0; k < sig.n_wait; ++k)
       while (load_acquire_sys(sig.wait[k]) < sig.wait_for) {
       }
+  }
   __syncthreads();
 }
 
@@ -234,8 +240,8 @@ __device__ void post_signals(const signal_args& sig) {
   for (int k = 0; k < sig.n_post; ++k) store_release_sys(sig.post[k], sig.exchange);
 }
 
-// The pack's wait on flags in the receivers' memory (read over NVLink): one block polls them
-// once, before the copy launch, instead of every block of the copy paying a remote round trip.
+// The pack's start announcement and its wait on flags in the receivers' memory (read over
+// NVLink), ahead of a large copy launch: one block spins instead of a whole grid holding the SMs.
 __global__ void gate_kernel(signal_args sig) {
   wait_signals(sig);
 }
@@ -374,13 +380,15 @@ struct table {
     if (tile_start) (void)cudaFree(tile_start);
     if (tile_op) (void)cudaFree(tile_op);
   }
+  // With signals the grid must be the same at every launch (the block counter relies on it).
+  int grid(int grid_cap) const {
+    return int(std::max<long long>(1, std::min<long long>(tiles, grid_cap)));
+  }
   void launch(cudaStream_t s, int grid_cap, int rank, const char* what,
               const signal_args& sig = {}) const {
-    const bool signals = sig.n_wait + sig.n_post > 0;
+    const bool signals = sig.n_start + sig.n_wait + sig.n_post > 0;
     if (n == 0 && !signals) return;
-    // With signals the grid must be the same at every launch (the block counter relies on it).
-    const int grid = int(std::max<long long>(1, std::min<long long>(tiles, grid_cap)));
-    copy_kernel<<<grid, block_threads, 0, s>>>(ops, tile_op, tile_start, tiles, sig);
+    copy_kernel<<<grid(grid_cap), block_threads, 0, s>>>(ops, tile_op, tile_start, tiles, sig);
     check(cudaGetLastError(), what, rank);
   }
 };
@@ -389,13 +397,15 @@ struct table {
 
 // One launch's flags, uploaded once.
 struct signal_set {
-  unsigned long long** wait = nullptr;  // device arrays of flag pointers
+  unsigned long long** start = nullptr;  // device arrays of flag pointers
+  unsigned long long** wait = nullptr;
   unsigned long long** post = nullptr;
   unsigned long long* blocks_done = nullptr;
-  int n_wait = 0, n_post = 0;
+  int n_start = 0, n_wait = 0, n_post = 0;
 
-  void upload(const std::vector<std::uint64_t*>& w, const std::vector<std::uint64_t*>& p,
-              int rank) {
+  void upload(const std::vector<std::uint64_t*>& st, const std::vector<std::uint64_t*>& w,
+              const std::vector<std::uint64_t*>& p, int rank) {
+    n_start = int(st.size());
     n_wait = int(w.size());
     n_post = int(p.size());
     auto put = [&](unsigned long long**& dst, const std::vector<std::uint64_t*>& v) {
@@ -404,6 +414,7 @@ struct signal_set {
       check(cudaMemcpy(dst, v.data(), v.size() * sizeof(void*), cudaMemcpyHostToDevice),
             "cudaMemcpy(signal table)", rank);
     };
+    put(start, st);
     put(wait, w);
     put(post, p);
     check(cudaMalloc(&blocks_done, sizeof(unsigned long long)), "cudaMalloc(block counter)", rank);
@@ -411,12 +422,15 @@ struct signal_set {
           rank);
   }
   void release() {
+    if (start) (void)cudaFree(start);
     if (wait) (void)cudaFree(wait);
     if (post) (void)cudaFree(post);
     if (blocks_done) (void)cudaFree(blocks_done);
   }
   signal_args args(unsigned long long exchange, unsigned long long wait_for) const {
     signal_args a;
+    a.start = start;
+    a.n_start = n_start;
     a.wait = wait;
     a.post = post;
     a.blocks_done = blocks_done;
@@ -435,7 +449,8 @@ struct device_copier::impl {
   std::vector<table> local_steps, unpack_steps;  // one launch each, in order (reverse)
   cudaStream_t stream = nullptr;
   cudaEvent_t done = nullptr, incoming = nullptr;
-  int grid_cap = 1024;
+  int grid_cap = 1024;  // blocks that fit on the GPU at once: every block runs in one wave
+  int fold_cap = 1;     // pack grids up to this size wait for their signals themselves
 };
 
 device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
@@ -447,7 +462,13 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
   check(cudaGetDevice(&dev), "cudaGetDevice", -1);
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute",
         -1);
-  p_->grid_cap = std::max(1, sms * 8);
+  // One wave of blocks (grid-stride over the tiles): a block pays its start-up and, with
+  // signals, its system-scope fence once, not once per tile group.
+  int per_sm = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, copy_kernel, block_threads, 0),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor", -1);
+  p_->grid_cap = std::max(1, sms * std::max(1, per_sm));
+  p_->fold_cap = std::max(1, sms / 4);
   check(cudaStreamCreate(&p_->stream), "cudaStreamCreate", -1);
   check(cudaEventCreateWithFlags(&p_->done, cudaEventDisableTiming), "cudaEventCreate", -1);
   check(cudaEventCreateWithFlags(&p_->incoming, cudaEventDisableTiming), "cudaEventCreate", -1);
@@ -487,16 +508,18 @@ device_copier::~device_copier() {
 void device_copier::use_signals(const device_signals& s) {
   if (!p_->unpack_steps.empty() || !p_->local_steps.empty())
     fail("device signals requested for an ordered (reverse) exchange (internal error)");
-  p_->pack_signals.upload(s.pack_wait, s.pack_post, -1);
-  p_->unpack_signals.upload(s.unpack_wait, s.unpack_post, -1);
+  p_->pack_signals.upload(s.start_post, s.pack_wait, s.pack_post, -1);
+  p_->unpack_signals.upload({}, s.unpack_wait, {}, -1);
   p_->signals = true;
 }
 void device_copier::launch_pack(int rank, std::uint64_t exchange) {
-  signal_args sig = p_->signals ? p_->pack_signals.args(exchange, exchange - 1) : signal_args{};
-  if (sig.n_wait > 0) {  // the receivers' consumed flags are remote: poll them once
+  signal_args sig = p_->signals ? p_->pack_signals.args(exchange, exchange) : signal_args{};
+  // A small pack waits in its own blocks (one launch less per exchange); a large one behind a
+  // one-block gate, so that a whole grid never spins while a peer is late.
+  if (sig.n_start + sig.n_wait > 0 && p_->pack.grid(p_->grid_cap) > p_->fold_cap) {
     gate_kernel<<<1, 32, 0, p_->stream>>>(sig);
     check(cudaGetLastError(), "pack gate kernel launch", rank);
-    sig.n_wait = 0;
+    sig.n_start = sig.n_wait = 0;
   }
   p_->pack.launch(p_->stream, p_->grid_cap, rank, "pack kernel launch", sig);
   for (const auto& t : p_->local_steps)

@@ -1,4 +1,5 @@
 // CUDA IPC transport between node-local GPUs (see halox/transport/peer_ipc.hpp).
+#include <cuda.h>  // driver types only: the one driver call goes through the runtime's entry point
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "halox/error.hpp"
 #include "halox/transport/peer_ipc.hpp"
 #include "halox/transport/staging.hpp"
@@ -17,7 +20,14 @@ namespace halox::detail {
 
 namespace {
 
-enum : int { tag_handle = 10, tag_clear = 11, tag_ready = 12, tag_pair = 13 };
+enum : int {
+  tag_handle = 10,
+  tag_clear = 11,
+  tag_ready = 12,
+  tag_pair = 13,
+  tag_regions = 14,
+  tag_direct = 15
+};
 
 void check_cuda(cudaError_t rc, const char* call, int rank) {
   if (rc != cudaSuccess)
@@ -121,8 +131,114 @@ struct handle_msg {
   cudaIpcMemHandle_t handle;
   unsigned long long offset;  // of the receiver's message from the sender, in its buffer
   cudaIpcMemHandle_t flags;   // device signals: the receiver's flag array
-  unsigned long long ready, consumed;  // the sender's two slots in it
+  unsigned long long ready, started;  // the sender's data-ready slot, the receiver's start flag
+  long long regions;  // halo regions the sender may write straight into (-1: it may not)
 };
+
+// One unpack step of a message as its sender sees it, to write the halo region directly: where
+// the step reads the message and where it writes the receiver's field (an allocation the
+// sender opens through CUDA IPC).
+struct region_msg {
+  cudaIpcMemHandle_t alloc;
+  unsigned long long alloc_offset;  // of the step's first element in the allocation
+  unsigned long long buf_offset;    // of the step's first element in the message
+  unsigned long long elem;
+  long long rank;
+  long long count[max_copy_rank], buf_stride[max_copy_rank], field_stride[max_copy_rank];
+};
+
+// The allocation holding device pointer `p` (start), through the driver's
+// cuMemGetAddressRange, reached via the runtime so that halox does not link libcuda.
+bool allocation_start(const void* p, const std::byte*& start) {
+  using range_fn = CUresult (*)(CUdeviceptr*, std::size_t*, CUdeviceptr);
+  static const range_fn fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return range_fn(nullptr);
+    }
+    return reinterpret_cast<range_fn>(f);
+  }();
+  CUdeviceptr base = 0;
+  std::size_t size = 0;
+  if (fn == nullptr || fn(&base, &size, CUdeviceptr(reinterpret_cast<std::uintptr_t>(p))) !=
+                           CUDA_SUCCESS)
+    return false;
+  start = reinterpret_cast<const std::byte*>(std::uintptr_t(base));
+  return true;
+}
+
+// The receiver's side of writing straight into its halos: the unpack steps of the message
+// that arrives at `[buf + m.offset, + m.bytes)`, with the IPC handle of each step's field
+// allocation. Empty when the message cannot go that way (index-list steps, reductions, or
+// memory CUDA IPC cannot export).
+std::vector<region_msg> direct_regions(const exchange_program& prog, const std::byte* buf,
+                                       const message& m) {
+  auto in = [&](const void* p) {
+    const auto* b = static_cast<const std::byte*>(p);
+    return b >= buf + m.offset && b < buf + m.offset + m.bytes;
+  };
+  for (const auto& g : prog.device_scatter)
+    if (in(g.buf)) return {};
+  std::vector<region_msg> out;
+  for (const auto& op : prog.device_unpack) {
+    if (op.rank == 0 || !in(op.src)) continue;  // (rank 0: an empty copy)
+    const std::byte* start = nullptr;
+    region_msg r{};
+    if (op.dev_reduce.op != 0 || !allocation_start(op.dst, start) ||
+        cudaIpcGetMemHandle(&r.alloc, const_cast<std::byte*>(start)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return {};
+    }
+    r.alloc_offset = std::uint64_t(op.dst - start);
+    r.buf_offset = std::uint64_t(op.src - (buf + m.offset));
+    r.elem = op.elem;
+    r.rank = op.rank;
+    for (int k = 0; k < op.rank; ++k) {
+      r.count[k] = op.count[k];
+      r.buf_stride[k] = op.src_stride[k];
+      r.field_stride[k] = op.dst_stride[k];
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The sender's side: its pack steps into the message at `[buf + m.offset, + m.bytes)`, each
+// matched to the receiver's unpack step of the same message bytes (same offset, shape and
+// message strides) and fused with it into one copy from this rank's field to the receiver's
+// (`field[k]`: where region k's allocation is mapped here). Empty when any step fails to match.
+std::vector<copy_op> fuse_regions(const exchange_program& prog, const std::byte* buf,
+                                  const message& m, const std::vector<region_msg>& regions,
+                                  const std::vector<std::byte*>& field) {
+  auto in = [&](const void* p) {
+    const auto* b = static_cast<const std::byte*>(p);
+    return b >= buf + m.offset && b < buf + m.offset + m.bytes;
+  };
+  for (const auto& g : prog.device_gather)
+    if (in(g.buf)) return {};
+  std::vector<copy_op> out;
+  for (const auto& op : prog.device_pack) {
+    if (op.rank == 0 || !in(op.dst)) continue;
+    const auto at = std::uint64_t(op.dst - (buf + m.offset));
+    auto r = std::find_if(regions.begin(), regions.end(),
+                          [&](const region_msg& x) { return x.buf_offset == at; });
+    if (r == regions.end() || op.dev_reduce.op != 0 || r->elem != op.elem || r->rank != op.rank)
+      return {};
+    copy_op fused = op;
+    fused.dst = field[std::size_t(r - regions.begin())] + r->alloc_offset;
+    for (int k = 0; k < op.rank; ++k) {
+      if (r->count[k] != op.count[k] || r->buf_stride[k] != op.dst_stride[k]) return {};
+      fused.dst_stride[k] = r->field_stride[k];
+    }
+    out.push_back(fused);
+  }
+  if (out.size() != regions.size()) return {};
+  return out;
+}
 
 }  // namespace
 
@@ -194,30 +310,157 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   for (const auto& m : prog.recvs) (by_ipc(m) ? ipc_recvs : p->mpi_recvs).push_back(m);
   const std::size_t n_recv = ipc_recvs.size();
   if (p->device_signalled) {
-    p->flags = allocate(memory_space::device, std::max<std::size_t>(1, 2 * n_recv) * 8);
+    // [data-ready per receive message (written by its sender), this rank's start flag]
+    p->flags = allocate(memory_space::device, (n_recv + 1) * 8);
     auto* f = reinterpret_cast<std::uint64_t*>(p->flags.get());
-    for (std::size_t k = 0; k < n_recv; ++k) {
-      p->signals.unpack_wait.push_back(f + k);           // ready, written by sender k
-      p->signals.unpack_post.push_back(f + n_recv + k);  // consumed, read by sender k
-    }
+    for (std::size_t k = 0; k < n_recv; ++k) p->signals.unpack_wait.push_back(f + k);
+    if (n_recv > 0) p->signals.start_post.push_back(f + n_recv);
   }
 
   // The IPC messages arrive in device memory (a buffer of the whole receive extent, at the
-  // same offsets); their unpack steps follow them. The MPI messages keep the staging buffers.
+  // same offsets) and are unpacked from there, unless their sender writes them straight into
+  // this rank's halos (device signals only: the start flag then also says "halo free").
+  // The MPI messages keep the staging buffers.
   const std::size_t recv_size = extent_of(prog.recvs), send_size = extent_of(prog.sends);
   // The buffers the kernels use now (device copies under copy staging).
   const std::byte* old_recv = prog.copy_staging ? prog.device_recv.get() : prog.recv_buf.get();
   const std::byte* old_send = prog.copy_staging ? prog.device_send.get() : prog.send_buf.get();
-  auto in_message = [](std::size_t off, const std::vector<message>& msgs) -> const message* {
-    for (const auto& m : msgs)
-      if (off >= m.offset && off < m.offset + m.bytes) return &m;
-    return nullptr;
-  };
+  const bool into_fields = p->device_signalled && ipc_into_fields();
+  std::vector<std::vector<region_msg>> regions_out(n_recv);
+  if (into_fields)
+    for (std::size_t k = 0; k < n_recv; ++k)
+      regions_out[k] = direct_regions(prog, old_recv, ipc_recvs[k]);
   p->recv = allocate(memory_space::device, recv_size);
+
+  // Each receiver sends its buffer's handle, where each sender's message goes, its flags and
+  // how many halo regions the sender may write directly; each sender opens the handles once.
+  cudaIpcMemHandle_t h{}, fh{};
+  if (!ipc_recvs.empty())
+    check_cuda(cudaIpcGetMemHandle(&h, p->recv.get()), "cudaIpcGetMemHandle", me);
+  if (!ipc_recvs.empty() && p->device_signalled)
+    check_cuda(cudaIpcGetMemHandle(&fh, p->flags.get()), "cudaIpcGetMemHandle(flags)", me);
+  std::vector<handle_msg> out(n_recv), in(ipc_sends.size());
+  auto exchange_all = [&](auto&& post_sends, auto&& post_recvs, const char* what) {
+    std::vector<MPI_Request> reqs;
+    post_sends(reqs);
+    post_recvs(reqs);
+    if (!reqs.empty())
+      check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), what, me);
+  };
+  auto isend = [&](std::vector<MPI_Request>& reqs, const void* data, std::size_t bytes, int peer,
+                   int tag) {
+    reqs.emplace_back();
+    check_mpi(MPI_Isend(data, int(bytes), MPI_BYTE, peer, tag, comm, &reqs.back()),
+              "MPI_Isend(CUDA IPC set-up)", me);
+  };
+  auto irecv = [&](std::vector<MPI_Request>& reqs, void* data, std::size_t bytes, int peer,
+                   int tag) {
+    reqs.emplace_back();
+    check_mpi(MPI_Irecv(data, int(bytes), MPI_BYTE, peer, tag, comm, &reqs.back()),
+              "MPI_Irecv(CUDA IPC set-up)", me);
+  };
+  for (std::size_t k = 0; k < n_recv; ++k)
+    out[k] = {h, ipc_recvs[k].offset, fh, k, n_recv,
+              regions_out[k].empty() ? -1 : (long long)regions_out[k].size()};
+  exchange_all(
+      [&](auto& reqs) {
+        for (std::size_t k = 0; k < n_recv; ++k)
+          isend(reqs, &out[k], sizeof(handle_msg), ipc_recvs[k].peer, tag_handle);
+      },
+      [&](auto& reqs) {
+        for (std::size_t k = 0; k < ipc_sends.size(); ++k)
+          irecv(reqs, &in[k], sizeof(handle_msg), ipc_sends[k].peer, tag_handle);
+      },
+      "MPI_Waitall(IPC handles)");
+  auto open = [&](const cudaIpcMemHandle_t& handle, const char* what) {
+    void* base = nullptr;
+    check_cuda(cudaIpcOpenMemHandle(&base, handle, cudaIpcMemLazyEnablePeerAccess), what, me);
+    p->opened.push_back(base);
+    return static_cast<std::byte*>(base);
+  };
+  std::vector<std::byte*> remote(ipc_sends.size());
+  for (std::size_t k = 0; k < ipc_sends.size(); ++k) {
+    remote[k] = open(in[k].handle, "cudaIpcOpenMemHandle") + in[k].offset;
+    if (!p->device_signalled) continue;
+    auto* f = reinterpret_cast<std::uint64_t*>(open(in[k].flags, "cudaIpcOpenMemHandle(flags)"));
+    p->signals.pack_wait.push_back(f + in[k].started);
+    p->signals.pack_post.push_back(f + in[k].ready);
+  }
+
+  // Halo regions written directly: the receivers describe their unpack steps, the senders fuse
+  // each with the matching pack step and say which messages go that way.
+  std::vector<std::vector<region_msg>> regions_in(ipc_sends.size());
+  for (std::size_t k = 0; k < ipc_sends.size(); ++k)
+    regions_in[k].resize(std::size_t(std::max(0LL, in[k].regions)));
+  exchange_all(
+      [&](auto& reqs) {
+        for (std::size_t k = 0; k < n_recv; ++k)
+          if (!regions_out[k].empty())
+            isend(reqs, regions_out[k].data(), regions_out[k].size() * sizeof(region_msg),
+                  ipc_recvs[k].peer, tag_regions);
+      },
+      [&](auto& reqs) {
+        for (std::size_t k = 0; k < ipc_sends.size(); ++k)
+          if (!regions_in[k].empty())
+            irecv(reqs, regions_in[k].data(), regions_in[k].size() * sizeof(region_msg),
+                  ipc_sends[k].peer, tag_regions);
+      },
+      "MPI_Waitall(IPC halo regions)");
+  std::vector<int> direct_out(ipc_sends.size(), 0), direct_in(n_recv, 0);
+  std::vector<copy_op> fused;
+  for (std::size_t k = 0; k < ipc_sends.size(); ++k) {
+    if (regions_in[k].empty()) continue;
+    std::vector<std::byte*> field;
+    for (const auto& r : regions_in[k])
+      field.push_back(open(r.alloc, "cudaIpcOpenMemHandle(field)"));
+    auto ops = fuse_regions(prog, old_send, ipc_sends[k], regions_in[k], field);
+    if (ops.empty()) continue;
+    direct_out[k] = 1;
+    fused.insert(fused.end(), ops.begin(), ops.end());
+  }
+  exchange_all(
+      [&](auto& reqs) {
+        for (std::size_t k = 0; k < ipc_sends.size(); ++k)
+          if (!regions_in[k].empty())
+            isend(reqs, &direct_out[k], sizeof(int), ipc_sends[k].peer, tag_direct);
+      },
+      [&](auto& reqs) {
+        for (std::size_t k = 0; k < n_recv; ++k)
+          if (!regions_out[k].empty())
+            irecv(reqs, &direct_in[k], sizeof(int), ipc_recvs[k].peer, tag_direct);
+      },
+      "MPI_Waitall(IPC direct replies)");
+  // Direct messages: their pack steps become the fused copies, their unpack steps go.
+  auto in_direct = [](const void* ptr, const std::byte* buf, const std::vector<message>& msgs,
+                      const std::vector<int>& direct) {
+    const auto* b = static_cast<const std::byte*>(ptr);
+    for (std::size_t k = 0; k < msgs.size(); ++k)
+      if (direct[k] && b >= buf + msgs[k].offset && b < buf + msgs[k].offset + msgs[k].bytes)
+        return true;
+    return false;
+  };
+  auto& pk = prog.device_pack;
+  pk.erase(std::remove_if(pk.begin(), pk.end(),
+                          [&](const copy_op& op) {
+                            return in_direct(op.dst, old_send, ipc_sends, direct_out);
+                          }),
+           pk.end());
+  prog.device_pack.insert(prog.device_pack.end(), fused.begin(), fused.end());
+  auto& up = prog.device_unpack;
+  up.erase(std::remove_if(up.begin(), up.end(),
+                          [&](const copy_op& op) {
+                            return in_direct(op.src, old_recv, ipc_recvs, direct_in);
+                          }),
+           up.end());
+  const auto n_direct = std::count(direct_out.begin(), direct_out.end(), 1) +
+                        std::count(direct_in.begin(), direct_in.end(), 1);
+
+  // Unpack steps of buffered IPC messages read the IPC receive buffer.
   auto rebase_recv = [&](auto*& ptr) {
     if (!inside(ptr, old_recv, recv_size)) return;
     const std::size_t off = std::size_t(reinterpret_cast<const std::byte*>(ptr) - old_recv);
-    if (in_message(off, ipc_recvs)) ptr = p->recv.get() + off;
+    for (const auto& m : ipc_recvs)
+      if (off >= m.offset && off < m.offset + m.bytes) ptr = p->recv.get() + off;
   };
   for (auto& op : prog.device_unpack) rebase_recv(op.src);
   for (auto& op : prog.device_scatter) rebase_recv(op.buf);
@@ -225,49 +468,7 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
     prog.copy_staging = false;
     prog.recv_buf = p->recv;
   }
-
-  // Each receiver sends its buffer's handle and where each sender's message goes; each sender
-  // opens the handles once.
-  cudaIpcMemHandle_t h{}, fh{};
-  if (!ipc_recvs.empty())
-    check_cuda(cudaIpcGetMemHandle(&h, p->recv.get()), "cudaIpcGetMemHandle", me);
-  if (!ipc_recvs.empty() && p->device_signalled)
-    check_cuda(cudaIpcGetMemHandle(&fh, p->flags.get()), "cudaIpcGetMemHandle(flags)", me);
-  std::vector<handle_msg> out(ipc_recvs.size()), in(ipc_sends.size());
-  std::vector<MPI_Request> reqs;
-  for (std::size_t k = 0; k < ipc_recvs.size(); ++k) {
-    out[k] = {h, ipc_recvs[k].offset, fh, k, n_recv + k};
-    reqs.emplace_back();
-    check_mpi(MPI_Isend(&out[k], sizeof(handle_msg), MPI_BYTE, ipc_recvs[k].peer, tag_handle,
-                        comm, &reqs.back()),
-              "MPI_Isend(IPC handle)", me);
-  }
-  for (std::size_t k = 0; k < ipc_sends.size(); ++k) {
-    reqs.emplace_back();
-    check_mpi(MPI_Irecv(&in[k], sizeof(handle_msg), MPI_BYTE, ipc_sends[k].peer, tag_handle, comm,
-                        &reqs.back()),
-              "MPI_Irecv(IPC handle)", me);
-  }
-  if (!reqs.empty())
-    check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitall(IPC handles)", me);
-  std::vector<std::byte*> remote(ipc_sends.size());
-  for (std::size_t k = 0; k < ipc_sends.size(); ++k) {
-    void* base = nullptr;
-    check_cuda(cudaIpcOpenMemHandle(&base, in[k].handle, cudaIpcMemLazyEnablePeerAccess),
-               "cudaIpcOpenMemHandle", me);
-    p->opened.push_back(base);
-    remote[k] = static_cast<std::byte*>(base) + in[k].offset;
-    if (!p->device_signalled) continue;
-    void* flags = nullptr;
-    check_cuda(cudaIpcOpenMemHandle(&flags, in[k].flags, cudaIpcMemLazyEnablePeerAccess),
-               "cudaIpcOpenMemHandle(flags)", me);
-    p->opened.push_back(flags);
-    auto* f = static_cast<std::uint64_t*>(flags);
-    p->signals.pack_wait.push_back(f + in[k].consumed);
-    p->signals.pack_post.push_back(f + in[k].ready);
-  }
-  // Pack steps of IPC messages write straight into the receivers' buffers.
+  // Pack steps of buffered IPC messages write straight into the receivers' buffers.
   auto rebase_send = [&](auto*& ptr) {
     if (!inside(ptr, old_send, send_size)) return;
     const std::size_t off = std::size_t(reinterpret_cast<const std::byte*>(ptr) - old_send);
@@ -290,14 +491,23 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
                 "MPI_Send_init/MPI_Recv_init(IPC control)", me);
     }
   };
+  const std::size_t n_ipc = ipc_sends.size() + n_recv;
+  const char* target = n_direct == 0 ? "into the receiver's GPU memory"
+                       : std::size_t(n_direct) == n_ipc
+                           ? "straight into the receiver's halo (no unpack)"
+                           : "straight into the receiver's halo where the regions allow (no "
+                             "unpack), else into its receive buffer";
   const std::string ipc_path =
       std::string(to_string(staging::peer_ipc)) +
       (p->device_signalled
-           ? " (node-local GPUs: the pack kernel writes into the receiver's GPU memory through "
-             "CUDA IPC, then a data-ready flag; the unpack kernel waits for it and flags its "
-             "buffer consumed: no host wait, no MPI message per exchange)"
-           : " (node-local GPUs: the pack kernel writes into the receiver's GPU memory through "
-             "CUDA IPC; MPI carries clear-to-send and data-ready only)");
+           ? fmt::format(" (node-local GPUs: the pack kernel writes {} through CUDA IPC once the "
+                         "receiver has started the exchange, then a data-ready flag the "
+                         "receiver's stream waits for: no host wait, no MPI message per "
+                         "exchange)",
+                         target)
+           : std::string(" (node-local GPUs: the pack kernel writes into the receiver's GPU "
+                         "memory through CUDA IPC; MPI carries clear-to-send and data-ready "
+                         "only)"));
   for (const auto& m : ipc_sends) prog.direct_send_peers.push_back(m.peer);
   for (const auto& m : ipc_recvs) prog.direct_recv_peers.push_back(m.peer);
   if (all_ipc)

@@ -66,6 +66,13 @@ bool ipc_device_signals() {
   fail("HALOX_IPC_SIGNAL='{}' is not a signalling mode; use device or host", v);
 }
 
+bool ipc_into_fields() {
+  const char* v = std::getenv("HALOX_IPC_INTO");
+  if (v == nullptr || *v == '\0' || std::string(v) == "field") return true;
+  if (std::string(v) == "buffer") return false;
+  fail("HALOX_IPC_INTO='{}' is not a CUDA IPC target; use field or buffer", v);
+}
+
 namespace {
 std::optional<std::vector<int>> rank_list(const char* name) {
   const char* v = std::getenv(name);
@@ -104,6 +111,7 @@ void validate_transport_environment() {
   (void)staging_from_env();
   (void)host_staging_copies();
   (void)ipc_device_signals();
+  (void)ipc_into_fields();
   (void)peer_ipc_ranks();
   (void)peer_shm_ranks();
   (void)host_shared_memory();

@@ -114,6 +114,61 @@ TEST_CASE("device and host fields of several types in one blocking exchange") {
   HXT_REQUIRE_OK(hxt::check(h, st, n, per.flags, {4, 5}));
 }
 
+TEST_CASE("device fields only: several types and layouts, uneven boxes, every CUDA IPC target") {
+  // Device fields only, so node-local peers pair over CUDA IPC: with device signals (one GPU
+  // per rank) the senders write straight into the receivers' halos, or into their receive
+  // buffers when HALOX_IPC_INTO=buffer. 13 x 10 x 9 cells split unevenly: the two sides of a
+  // message have different field strides.
+  boost::mpi::communicator world;
+  const halox::extents<3> n{13, 10, 9};
+  const char* into = GENERATE("field", "buffer");
+  const auto per =
+      GENERATE(halox::periodic<3>{true, true, true}, halox::periodic<3>{false, true, false});
+  const auto st = GENERATE(halox::stencil<3>::box(1), halox::stencil<3>::star({0, 1, 2}, {2, 0, 1}));
+  const halox::cartesian<3> dom(world, n, per);
+  halox::field_options planar;
+  planar.components = 2;
+  planar.component_layout = halox::components_layout::planar;
+  halox::field_options three;
+  three.components = 3;
+  auto a = make_mirrored<double>(dom, st, {});
+  auto b = make_mirrored<float>(dom, st, planar);
+  auto c = make_mirrored<hxt::triple>(dom, st, three);
+  hxt::fill(a.host, n, {1, 0});
+  hxt::fill(b.host, n, {2, 0});
+  hxt::fill(c.host, n, {3, 0});
+  a.upload(), b.upload(), c.upload();
+  ::setenv("HALOX_IPC_INTO", into, 1);
+  auto ex = halox::make_exchange(dom, st, a.dev, b.dev, c.dev);
+  ::unsetenv("HALOX_IPC_INTO");
+  INFO("HALOX_IPC_INTO=" << into << "\n" << ex.describe());
+  for (int round = 0; round < 3; ++round) {  // blocking, split phase, stream-ordered
+    hxt::fill(a.host, n, {1, round});
+    hxt::fill(b.host, n, {2, round});
+    hxt::fill(c.host, n, {3, round});
+    a.upload(), b.upload(), c.upload();
+    if (round == 0) {
+      ex.exchange();
+    } else if (round == 1) {
+      auto handle = ex.start();
+      while (!handle.test()) {
+      }
+      handle.wait();
+    } else {
+      cudaStream_t s;
+      cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      ex.schedule_exchange(s);
+      ex.schedule_wait(s);
+      cuda(cudaStreamSynchronize(s));
+      cuda(cudaStreamDestroy(s));
+    }
+    a.download(), b.download(), c.download();
+    HXT_REQUIRE_OK(hxt::check(a.host, st, n, per.flags, {1, round}));
+    HXT_REQUIRE_OK(hxt::check(b.host, st, n, per.flags, {2, round}));
+    HXT_REQUIRE_OK(hxt::check(c.host, st, n, per.flags, {3, round}));
+  }
+}
+
 TEST_CASE("stream-ordered exchanges back to back with kernels writing and reading the halo") {
   boost::mpi::communicator world;
   const halox::extents<3> n{24, 20, 18};
@@ -122,30 +177,44 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   auto u = dom.make_field<double>(st, halox::device);
   auto v = dom.make_field<double>(st, halox::device);
   // Every transport: auto (CUDA IPC on one node: device signals where every peer is on another
-  // GPU, else the MPI handshake, also forced), both host_staged variants, and CUDA IPC mixed
-  // with MPI in one exchange (only ranks 0 and 1 pair over IPC; with either staging variant for
-  // the MPI messages).
+  // GPU, writing straight into the peers' halos or, forced, into their receive buffers; else
+  // the MPI handshake, also forced), both host_staged variants, and CUDA IPC mixed with MPI in
+  // one exchange (only ranks 0 and 1 pair over IPC; with either staging variant for the MPI
+  // messages).
   struct transport {
-    const char *policy, *variant, *ipc_ranks, *signal;
+    const char *policy, *variant, *ipc_ranks, *signal, *into;
   };
-  const auto t = GENERATE(transport{"auto", "mapped", nullptr, nullptr},
-                          transport{"auto", "mapped", nullptr, "host"},
-                          transport{"host_staged", "mapped", nullptr, nullptr},
-                          transport{"host_staged", "copy", nullptr, nullptr},
-                          transport{"auto", "mapped", "0,1", nullptr},
-                          transport{"auto", "copy", "0,1", nullptr});
+  const auto t = GENERATE(transport{"auto", "mapped", nullptr, nullptr, nullptr},
+                          transport{"auto", "mapped", nullptr, nullptr, "buffer"},
+                          transport{"auto", "mapped", nullptr, "host", nullptr},
+                          transport{"host_staged", "mapped", nullptr, nullptr, nullptr},
+                          transport{"host_staged", "copy", nullptr, nullptr, nullptr},
+                          transport{"auto", "mapped", "0,1", nullptr, nullptr},
+                          transport{"auto", "copy", "0,1", nullptr, nullptr});
   const char* policy = t.policy;
   const char* variant = t.variant;
   ::setenv("HALOX_STAGING", policy, 1);
   ::setenv("HALOX_HOST_STAGING", variant, 1);
   if (t.ipc_ranks) ::setenv("HALOX_PEER_IPC_RANKS", t.ipc_ranks, 1);
   if (t.signal) ::setenv("HALOX_IPC_SIGNAL", t.signal, 1);
+  if (t.into) ::setenv("HALOX_IPC_INTO", t.into, 1);
   auto ex_u = halox::make_exchange(dom, st, u);
   auto ex_v = halox::make_exchange(dom, st, v);
   ::unsetenv("HALOX_STAGING");
   ::unsetenv("HALOX_HOST_STAGING");
   ::unsetenv("HALOX_PEER_IPC_RANKS");
   ::unsetenv("HALOX_IPC_SIGNAL");
+  ::unsetenv("HALOX_IPC_INTO");
+  // Two ranks on two GPUs with device signals: the senders write straight into the halos
+  // unless told to use the receive buffers.
+  int gpus = 0;
+  cuda(cudaGetDeviceCount(&gpus));
+  if (world.size() == 2 && gpus >= 2 && std::strcmp(policy, "auto") == 0 && !t.ipc_ranks &&
+      !t.signal) {
+    const auto d = ex_u.describe();
+    INFO(d);
+    CHECK((d.find("straight into the receiver's halo") != std::string::npos) == (t.into == nullptr));
+  }
   if (t.ipc_ranks) {
     // Ranks 0 and 1 reach each other through CUDA IPC, everybody else through MPI.
     const auto d = ex_u.describe();
@@ -163,7 +232,8 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   const int iterations = 300;
   INFO("HALOX_STAGING=" << policy << " HALOX_HOST_STAGING=" << variant << " HALOX_PEER_IPC_RANKS="
                          << (t.ipc_ranks ? t.ipc_ranks : "(unset)") << " HALOX_IPC_SIGNAL="
-                         << (t.signal ? t.signal : "(unset)"));
+                         << (t.signal ? t.signal : "(unset)") << " HALOX_IPC_INTO="
+                         << (t.into ? t.into : "(unset)"));
   for (int s = 1; s <= iterations; ++s) {
     // u and v alternate so two objects interleave on one stream, as a solver's steps do.
     auto& ex = s % 2 ? ex_u : ex_v;

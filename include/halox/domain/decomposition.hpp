@@ -65,7 +65,9 @@ void grid_search(int remaining, int dim, std::array<int, D>& cur, const extents<
     }
     return;
   }
-  for (int f = 1; f <= remaining; ++f)
+  // Largest factor first: among equal grids the first found has the most ranks along the
+  // outer dimensions (as MPI_Dims_create orders them).
+  for (int f = remaining; f >= 1; --f)
     if (remaining % f == 0) {
       cur[dim] = f;
       grid_search<D>(remaining / f, dim + 1, cur, n, best, best_cost, best_spread);
@@ -75,7 +77,9 @@ void grid_search(int remaining, int dim, std::array<int, D>& cur, const extents<
 }  // namespace detail
 
 /// The process grid for `ranks` ranks over a domain of `n` cells that minimises the halo
-/// surface a rank exchanges (ties: the most cube-like blocks, then the first found).
+/// surface a rank exchanges (ties: the most cube-like blocks, then the most ranks along the
+/// outer dimensions, so that with row-major fields the split dimensions' faces are made of
+/// long contiguous rows: 2 ranks over a cube split dimension 0, 2x1x1).
 /// Throws halox::error when no grid gives every rank at least one cell.
 template <int D>
 process_grid<D> balanced_grid(int ranks, const extents<D>& n) {

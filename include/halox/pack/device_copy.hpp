@@ -15,12 +15,14 @@ namespace halox::detail {
 
 /// Flags that order the pack and unpack launches with other processes' kernels, in GPU memory
 /// (some mapped from peers through CUDA IPC). Exchange number `g` (from 1): the pack launch
-/// waits until every `pack_wait` flag is >= g - 1 (the receivers consumed exchange g - 1), and
-/// after its last block has written its data it stores g into every `pack_post` flag (data
-/// ready); the unpack launch waits until every `unpack_wait` flag is >= g and then stores g into
-/// every `unpack_post` flag (buffer consumed). No host thread waits for any of it.
+/// first stores g into every `start_post` flag (this rank has started exchange g: everything
+/// its stream did before, including every read of the halo and of the receive buffer, is
+/// done), then waits until every `pack_wait` flag (its receivers' start flags) is >= g, copies,
+/// and after its last block has written its data stores g into every `pack_post` flag (data
+/// ready); the unpack launch waits until every `unpack_wait` flag is >= g. No host thread waits
+/// for any of it.
 struct device_signals {
-  std::vector<std::uint64_t*> pack_wait, pack_post, unpack_wait, unpack_post;
+  std::vector<std::uint64_t*> start_post, pack_wait, pack_post, unpack_wait;
 };
 
 /// Runs two fixed copy lists on the GPU, each as one kernel launch on halox's own stream.

@@ -33,8 +33,10 @@ class peer_ipc {
   /// not ordered (reverse exchanges) and HALOX_IPC_SIGNAL is not `host`. Then no host waits or MPI messages remain per exchange and
   /// the control calls below are not used.
   bool device_signalled() const;
-  /// The flags for device_copier::use_signals: data-ready flags the senders write into the
-  /// receiver's memory, consumed flags the receiver's unpack writes and the senders read.
+  /// The flags for device_copier::use_signals: this rank's start flag (read by its senders),
+  /// its receivers' start flags, the data-ready flags the senders write into the receiver's
+  /// memory. With them, messages whose steps allow it are written straight into the receiver's
+  /// halo (their pack steps become field-to-field copies and their unpack steps are dropped).
   const device_signals& signals() const;
 
   /// The messages of this rank that still travel through MPI (the others use CUDA IPC).

@@ -43,6 +43,10 @@ bool host_staging_copies();
 /// instead of flags the kernels write and poll (`device`, the default where it applies).
 /// Throws halox::error on any other value.
 bool ipc_device_signals();
+/// `HALOX_IPC_INTO=buffer`: with device signals, CUDA IPC senders write into the receiver's
+/// receive buffer (then unpacked) instead of straight into its fields' halos (`field`, the
+/// default where the regions' layouts allow it). Throws halox::error on any other value.
+bool ipc_into_fields();
 /// `HALOX_PEER_IPC_RANKS=0,1,...` (for tests and comparisons): only pairs of listed ranks may
 /// use CUDA IPC; other pairs of the same exchange go through MPI. Unset: no restriction.
 /// Throws halox::error on anything but a comma-separated list of non-negative integers.
