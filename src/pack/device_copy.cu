@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "../cuda_driver.hpp"
 #include "halox/error.hpp"
 #include "halox/pack/device_copy.hpp"
 
@@ -234,26 +235,29 @@ __device__ void post_signals(const signal_args& sig) {
   __syncthreads();
   if (threadIdx.x != 0) return;
   __threadfence_system();
-  const unsigned long long before = atomicAdd(sig.blocks_done, 1ull);
-  if (before + 1 != sig.exchange * gridDim.x) return;
-  __threadfence_system();
+  if (gridDim.x > 1) {  // (a single block is its own last block)
+    const unsigned long long before = atomicAdd(sig.blocks_done, 1ull);
+    if (before + 1 != sig.exchange * gridDim.x) return;
+    __threadfence_system();
+  }
   for (int k = 0; k < sig.n_post; ++k) store_release_sys(sig.post[k], sig.exchange);
 }
 
-// The pack's start announcement and its wait on flags in the receivers' memory (read over
-// NVLink), ahead of a large copy launch: one block spins instead of a whole grid holding the SMs.
+// The pack's start announcement (into the senders' memory) and its wait on the receivers'
+// announcements, ahead of a large copy launch where stream memory operations are unavailable:
+// one block spins instead of a whole grid holding the SMs.
 __global__ void gate_kernel(signal_args sig) {
   wait_signals(sig);
 }
 
 __global__ void
     copy_kernel(const dev_op* __restrict__ ops, const int* __restrict__ tile_op,
-                const long long* __restrict__ tile_start, long long tiles, signal_args sig) {
+                const int* __restrict__ tile_index, long long tiles, signal_args sig) {
   wait_signals(sig);
   for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int lo = tile_op[tile];  // one load, not a search: the table has an entry per tile
     const dev_op& op = ops[lo];
-    const long long base = (tile - tile_start[lo]) * tile_elems;
+    const long long base = (long long)tile_index[tile] * tile_elems;
     const long long end = base + tile_elems < op.total ? base + tile_elems : op.total;
     const long long first = base + threadIdx.x;
     if (op.red_op != 0 || op.words != 1) {
@@ -284,7 +288,7 @@ __global__ void
 // One uploaded copy list.
 struct table {
   dev_op* ops = nullptr;
-  long long* tile_start = nullptr;
+  int* tile_index = nullptr;  // which tile of its copy each tile is
   int* tile_op = nullptr;  // the copy each tile belongs to
   long long* indices = nullptr;  // every index list the gathers/scatters use, back to back
   int n = 0;
@@ -360,24 +364,38 @@ struct table {
     tiles = start.back();
     if (n == 0) return;
     check(cudaMalloc(&ops, host.size() * sizeof(dev_op)), "cudaMalloc(copy table)", rank);
-    check(cudaMalloc(&tile_start, start.size() * sizeof(long long)), "cudaMalloc(tile table)",
-          rank);
     check(cudaMemcpy(ops, host.data(), host.size() * sizeof(dev_op), cudaMemcpyHostToDevice),
           "cudaMemcpy(copy table)", rank);
-    check(cudaMemcpy(tile_start, start.data(), start.size() * sizeof(long long),
-                     cudaMemcpyHostToDevice),
-          "cudaMemcpy(tile table)", rank);
-    std::vector<int> owner(std::size_t(tiles), 0);
-    for (int k = 0; k < n; ++k)
-      std::fill(owner.begin() + start[std::size_t(k)], owner.begin() + start[std::size_t(k) + 1], k);
+    // Tiles in order of their relative position in their copy, so that every copy advances at
+    // the same rate: each wave of blocks mixes every kind of copy (writes to a peer's GPU over
+    // NVLink overlap the local copies instead of all coming last).
+    struct slot {
+      double at;
+      int op, index;
+    };
+    std::vector<slot> order;
+    order.reserve(std::size_t(tiles));
+    for (int k = 0; k < n; ++k) {
+      const long long count = start[std::size_t(k) + 1] - start[std::size_t(k)];
+      for (long long i = 0; i < count; ++i)
+        order.push_back({(double(i) + 0.5) / double(count), k, int(i)});
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const slot& a, const slot& b) { return a.at < b.at; });
+    std::vector<int> owner, within;
+    for (const auto& o : order) owner.push_back(o.op), within.push_back(o.index);
     check(cudaMalloc(&tile_op, owner.size() * sizeof(int)), "cudaMalloc(tile owners)", rank);
+    check(cudaMalloc(&tile_index, within.size() * sizeof(int)), "cudaMalloc(tile table)", rank);
     check(cudaMemcpy(tile_op, owner.data(), owner.size() * sizeof(int), cudaMemcpyHostToDevice),
           "cudaMemcpy(tile owners)", rank);
+    check(cudaMemcpy(tile_index, within.data(), within.size() * sizeof(int),
+                     cudaMemcpyHostToDevice),
+          "cudaMemcpy(tile table)", rank);
   }
   void release() {
     if (indices) (void)cudaFree(indices);
     if (ops) (void)cudaFree(ops);
-    if (tile_start) (void)cudaFree(tile_start);
+    if (tile_index) (void)cudaFree(tile_index);
     if (tile_op) (void)cudaFree(tile_op);
   }
   // With signals the grid must be the same at every launch (the block counter relies on it).
@@ -388,7 +406,7 @@ struct table {
               const signal_args& sig = {}) const {
     const bool signals = sig.n_start + sig.n_wait + sig.n_post > 0;
     if (n == 0 && !signals) return;
-    copy_kernel<<<grid(grid_cap), block_threads, 0, s>>>(ops, tile_op, tile_start, tiles, sig);
+    copy_kernel<<<grid(grid_cap), block_threads, 0, s>>>(ops, tile_op, tile_index, tiles, sig);
     check(cudaGetLastError(), what, rank);
   }
 };
@@ -451,6 +469,10 @@ struct device_copier::impl {
   cudaEvent_t done = nullptr, incoming = nullptr;
   int grid_cap = 1024;  // blocks that fit on the GPU at once: every block runs in one wave
   int fold_cap = 1;     // pack grids up to this size wait for their signals themselves
+  // Where the driver supports stream memory operations on 64-bit flags: the gate of a large
+  // pack, and the wait of an unpack with nothing to copy, as one batch each instead of a kernel.
+  CUresult (*batch)(CUstream, unsigned, CUstreamBatchMemOpParams*, unsigned) = nullptr;
+  std::vector<CUstreamBatchMemOpParams> gate_ops, wait_ops;
 };
 
 device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
@@ -468,7 +490,9 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
   check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, copy_kernel, block_threads, 0),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor", -1);
   p_->grid_cap = std::max(1, sms * std::max(1, per_sm));
-  p_->fold_cap = std::max(1, sms / 4);
+  // Up to half the blocks that fit at once: a pack waiting for a late peer still leaves half
+  // the GPU to other streams' kernels.
+  p_->fold_cap = std::max(1, p_->grid_cap / 2);
   check(cudaStreamCreate(&p_->stream), "cudaStreamCreate", -1);
   check(cudaEventCreateWithFlags(&p_->done, cudaEventDisableTiming), "cudaEventCreate", -1);
   check(cudaEventCreateWithFlags(&p_->incoming, cudaEventDisableTiming), "cudaEventCreate", -1);
@@ -505,31 +529,92 @@ device_copier::~device_copier() {
   if (p_->stream) (void)cudaStreamDestroy(p_->stream);
 }
 
+namespace {
+// Stream memory operations on 64-bit flags, where the driver and the GPU support them.
+using batch_fn = CUresult (*)(CUstream, unsigned, CUstreamBatchMemOpParams*, unsigned);
+batch_fn stream_mem_ops() {
+  using attr_fn = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+  using get_fn = CUresult (*)(CUdevice*, int);
+  const auto attr = driver_function<attr_fn>("cuDeviceGetAttribute");
+  const auto get = driver_function<get_fn>("cuDeviceGet");
+  int ordinal = 0, can = 0;
+  CUdevice dev{};
+  check(cudaGetDevice(&ordinal), "cudaGetDevice", -1);
+  if (!attr || !get || get(&dev, ordinal) != CUDA_SUCCESS ||
+      attr(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev) != CUDA_SUCCESS || !can)
+    return nullptr;
+  return driver_function<batch_fn>("cuStreamBatchMemOp");
+}
+CUstreamBatchMemOpParams wait_op(const std::uint64_t* flag) {
+  CUstreamBatchMemOpParams w{};
+  w.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
+  w.waitValue.address = CUdeviceptr(reinterpret_cast<std::uintptr_t>(flag));
+  w.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+  return w;
+}
+CUstreamBatchMemOpParams write_op(std::uint64_t* flag) {
+  CUstreamBatchMemOpParams w{};
+  w.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+  w.writeValue.address = CUdeviceptr(reinterpret_cast<std::uintptr_t>(flag));
+  w.writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;  // after earlier work, fully visible
+  return w;
+}
+// Enqueues `ops` (their values set to `value`); false when the driver refuses them.
+bool run_mem_ops(batch_fn batch, cudaStream_t stream, std::vector<CUstreamBatchMemOpParams>& ops,
+                 std::uint64_t value) {
+  for (auto& op : ops) {
+    if (op.operation == CU_STREAM_MEM_OP_WAIT_VALUE_64)
+      op.waitValue.value64 = cuuint64_t(value);
+    else
+      op.writeValue.value64 = cuuint64_t(value);
+  }
+  return batch(stream, unsigned(ops.size()), ops.data(), 0) == CUDA_SUCCESS;
+}
+}  // namespace
+
 void device_copier::use_signals(const device_signals& s) {
   if (!p_->unpack_steps.empty() || !p_->local_steps.empty())
     fail("device signals requested for an ordered (reverse) exchange (internal error)");
   p_->pack_signals.upload(s.start_post, s.pack_wait, s.pack_post, -1);
   p_->unpack_signals.upload({}, s.unpack_wait, {}, -1);
   p_->signals = true;
+  p_->batch = stream_mem_ops();
+  if (!p_->batch) return;
+  // Gate of a large pack: announce the start in the senders' memory, then wait for the
+  // receivers' announcements in this rank's. Wait of an unpack with nothing to copy.
+  for (auto* flag : s.start_post) p_->gate_ops.push_back(write_op(flag));
+  for (auto* flag : s.pack_wait) p_->gate_ops.push_back(wait_op(flag));
+  if (p_->unpack.n == 0)
+    for (auto* flag : s.unpack_wait) p_->wait_ops.push_back(wait_op(flag));
 }
 void device_copier::launch_pack(int rank, std::uint64_t exchange) {
   signal_args sig = p_->signals ? p_->pack_signals.args(exchange, exchange) : signal_args{};
   // A small pack waits in its own blocks (one launch less per exchange); a large one behind a
-  // one-block gate, so that a whole grid never spins while a peer is late.
+  // gate (stream memory operations, else a one-block kernel), so that a whole grid never
+  // spins, holding the SMs, while a peer is late.
   if (sig.n_start + sig.n_wait > 0 && p_->pack.grid(p_->grid_cap) > p_->fold_cap) {
-    gate_kernel<<<1, 32, 0, p_->stream>>>(sig);
-    check(cudaGetLastError(), "pack gate kernel launch", rank);
+    if (p_->batch && !p_->gate_ops.empty() &&
+        !run_mem_ops(p_->batch, p_->stream, p_->gate_ops, exchange))
+      p_->gate_ops.clear();  // refused (first use): the kernel gate from now on
+    if (!p_->batch || p_->gate_ops.empty()) {
+      gate_kernel<<<1, 32, 0, p_->stream>>>(sig);
+      check(cudaGetLastError(), "pack gate kernel launch", rank);
+    }
     sig.n_start = sig.n_wait = 0;
   }
   p_->pack.launch(p_->stream, p_->grid_cap, rank, "pack kernel launch", sig);
   for (const auto& t : p_->local_steps)
     t.launch(p_->stream, p_->grid_cap, rank, "local copy launch");
-  check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
 }
 void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
-  const signal_args sig =
-      p_->signals ? p_->unpack_signals.args(exchange, exchange) : signal_args{};
-  p_->unpack.launch(p_->stream, p_->grid_cap, rank, "unpack kernel launch", sig);
+  const bool waited = p_->batch && !p_->wait_ops.empty() &&
+                      run_mem_ops(p_->batch, p_->stream, p_->wait_ops, exchange);
+  if (p_->batch && !p_->wait_ops.empty() && !waited) p_->wait_ops.clear();  // refused
+  if (!waited) {
+    const signal_args sig =
+        p_->signals ? p_->unpack_signals.args(exchange, exchange) : signal_args{};
+    p_->unpack.launch(p_->stream, p_->grid_cap, rank, "unpack kernel launch", sig);
+  }
   for (const auto& t : p_->unpack_steps)
     t.launch(p_->stream, p_->grid_cap, rank, "unpack step launch");
   check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);

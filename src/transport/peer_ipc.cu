@@ -1,5 +1,4 @@
 // CUDA IPC transport between node-local GPUs (see halox/transport/peer_ipc.hpp).
-#include <cuda.h>  // driver types only: the one driver call goes through the runtime's entry point
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "../cuda_driver.hpp"
 #include "halox/error.hpp"
 #include "halox/transport/peer_ipc.hpp"
 #include "halox/transport/staging.hpp"
@@ -26,7 +26,8 @@ enum : int {
   tag_ready = 12,
   tag_pair = 13,
   tag_regions = 14,
-  tag_direct = 15
+  tag_direct = 15,
+  tag_start = 16
 };
 
 void check_cuda(cudaError_t rc, const char* call, int rank) {
@@ -131,8 +132,15 @@ struct handle_msg {
   cudaIpcMemHandle_t handle;
   unsigned long long offset;  // of the receiver's message from the sender, in its buffer
   cudaIpcMemHandle_t flags;   // device signals: the receiver's flag array
-  unsigned long long ready, started;  // the sender's data-ready slot, the receiver's start flag
+  unsigned long long ready;   // the sender's data-ready slot in it
   long long regions;  // halo regions the sender may write straight into (-1: it may not)
+};
+
+// Device signals, from a sender to its receiver: where the receiver says it has started an
+// exchange (a slot of the sender's flag array).
+struct start_msg {
+  cudaIpcMemHandle_t flags;
+  unsigned long long started;
 };
 
 // One unpack step of a message as its sender sees it, to write the halo region directly: where
@@ -147,21 +155,10 @@ struct region_msg {
   long long count[max_copy_rank], buf_stride[max_copy_rank], field_stride[max_copy_rank];
 };
 
-// The allocation holding device pointer `p` (start), through the driver's
-// cuMemGetAddressRange, reached via the runtime so that halox does not link libcuda.
+// The allocation holding device pointer `p` (start), through the driver's cuMemGetAddressRange.
 bool allocation_start(const void* p, const std::byte*& start) {
   using range_fn = CUresult (*)(CUdeviceptr*, std::size_t*, CUdeviceptr);
-  static const range_fn fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return range_fn(nullptr);
-    }
-    return reinterpret_cast<range_fn>(f);
-  }();
+  static const auto fn = driver_function<range_fn>("cuMemGetAddressRange");
   CUdeviceptr base = 0;
   std::size_t size = 0;
   if (fn == nullptr || fn(&base, &size, CUdeviceptr(reinterpret_cast<std::uintptr_t>(p))) !=
@@ -247,7 +244,7 @@ struct peer_ipc::impl {
   int rank = 0;
   std::vector<void*> opened;  // remote receive buffers and flag arrays, closed at destruction
   bool device_signalled = false;
-  std::shared_ptr<std::byte> flags;  // device signals: [ready per receive, consumed per receive]
+  std::shared_ptr<std::byte> flags;  // device signals: [ready per receive, started per send]
   std::shared_ptr<std::byte> recv;   // device memory the IPC senders write into
   device_signals signals;
   std::vector<message> mpi_sends, mpi_recvs;  // the messages that still travel through MPI
@@ -309,12 +306,14 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   for (const auto& m : prog.sends) (by_ipc(m) ? ipc_sends : p->mpi_sends).push_back(m);
   for (const auto& m : prog.recvs) (by_ipc(m) ? ipc_recvs : p->mpi_recvs).push_back(m);
   const std::size_t n_recv = ipc_recvs.size();
+  const std::size_t n_send = ipc_sends.size();
   if (p->device_signalled) {
-    // [data-ready per receive message (written by its sender), this rank's start flag]
-    p->flags = allocate(memory_space::device, (n_recv + 1) * 8);
+    // [data-ready per receive message (written by its sender), started per send message
+    // (written by its receiver)]: each side polls only its own memory and writes the peer's.
+    p->flags = allocate(memory_space::device, std::max<std::size_t>(1, n_recv + n_send) * 8);
     auto* f = reinterpret_cast<std::uint64_t*>(p->flags.get());
     for (std::size_t k = 0; k < n_recv; ++k) p->signals.unpack_wait.push_back(f + k);
-    if (n_recv > 0) p->signals.start_post.push_back(f + n_recv);
+    for (std::size_t k = 0; k < n_send; ++k) p->signals.pack_wait.push_back(f + n_recv + k);
   }
 
   // The IPC messages arrive in device memory (a buffer of the whole receive extent, at the
@@ -337,9 +336,10 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   cudaIpcMemHandle_t h{}, fh{};
   if (!ipc_recvs.empty())
     check_cuda(cudaIpcGetMemHandle(&h, p->recv.get()), "cudaIpcGetMemHandle", me);
-  if (!ipc_recvs.empty() && p->device_signalled)
+  if (p->device_signalled)
     check_cuda(cudaIpcGetMemHandle(&fh, p->flags.get()), "cudaIpcGetMemHandle(flags)", me);
-  std::vector<handle_msg> out(n_recv), in(ipc_sends.size());
+  std::vector<handle_msg> out(n_recv), in(n_send);
+  std::vector<start_msg> start_out(n_send), start_in(n_recv);
   auto exchange_all = [&](auto&& post_sends, auto&& post_recvs, const char* what) {
     std::vector<MPI_Request> reqs;
     post_sends(reqs);
@@ -360,16 +360,22 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
               "MPI_Irecv(CUDA IPC set-up)", me);
   };
   for (std::size_t k = 0; k < n_recv; ++k)
-    out[k] = {h, ipc_recvs[k].offset, fh, k, n_recv,
+    out[k] = {h, ipc_recvs[k].offset, fh, k,
               regions_out[k].empty() ? -1 : (long long)regions_out[k].size()};
+  for (std::size_t k = 0; k < n_send; ++k) start_out[k] = {fh, n_recv + k};
+  const bool signalled = p->device_signalled;
   exchange_all(
       [&](auto& reqs) {
         for (std::size_t k = 0; k < n_recv; ++k)
           isend(reqs, &out[k], sizeof(handle_msg), ipc_recvs[k].peer, tag_handle);
+        for (std::size_t k = 0; k < n_send && signalled; ++k)
+          isend(reqs, &start_out[k], sizeof(start_msg), ipc_sends[k].peer, tag_start);
       },
       [&](auto& reqs) {
-        for (std::size_t k = 0; k < ipc_sends.size(); ++k)
+        for (std::size_t k = 0; k < n_send; ++k)
           irecv(reqs, &in[k], sizeof(handle_msg), ipc_sends[k].peer, tag_handle);
+        for (std::size_t k = 0; k < n_recv && signalled; ++k)
+          irecv(reqs, &start_in[k], sizeof(start_msg), ipc_recvs[k].peer, tag_start);
       },
       "MPI_Waitall(IPC handles)");
   auto open = [&](const cudaIpcMemHandle_t& handle, const char* what) {
@@ -378,13 +384,17 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
     p->opened.push_back(base);
     return static_cast<std::byte*>(base);
   };
-  std::vector<std::byte*> remote(ipc_sends.size());
-  for (std::size_t k = 0; k < ipc_sends.size(); ++k) {
+  std::vector<std::byte*> remote(n_send);
+  for (std::size_t k = 0; k < n_send; ++k) {
     remote[k] = open(in[k].handle, "cudaIpcOpenMemHandle") + in[k].offset;
-    if (!p->device_signalled) continue;
+    if (!signalled) continue;
     auto* f = reinterpret_cast<std::uint64_t*>(open(in[k].flags, "cudaIpcOpenMemHandle(flags)"));
-    p->signals.pack_wait.push_back(f + in[k].started);
     p->signals.pack_post.push_back(f + in[k].ready);
+  }
+  for (std::size_t k = 0; k < n_recv && signalled; ++k) {
+    auto* f =
+        reinterpret_cast<std::uint64_t*>(open(start_in[k].flags, "cudaIpcOpenMemHandle(flags)"));
+    p->signals.start_post.push_back(f + start_in[k].started);
   }
 
   // Halo regions written directly: the receivers describe their unpack steps, the senders fuse

@@ -13,14 +13,15 @@
 
 namespace halox::detail {
 
-/// Flags that order the pack and unpack launches with other processes' kernels, in GPU memory
-/// (some mapped from peers through CUDA IPC). Exchange number `g` (from 1): the pack launch
-/// first stores g into every `start_post` flag (this rank has started exchange g: everything
-/// its stream did before, including every read of the halo and of the receive buffer, is
-/// done), then waits until every `pack_wait` flag (its receivers' start flags) is >= g, copies,
-/// and after its last block has written its data stores g into every `pack_post` flag (data
-/// ready); the unpack launch waits until every `unpack_wait` flag is >= g. No host thread waits
-/// for any of it.
+/// Flags that order the pack and unpack launches with other processes' kernels, in GPU memory.
+/// Every flag a launch waits for is in this rank's memory; every flag it posts is in a peer's
+/// (mapped through CUDA IPC). Exchange number `g` (from 1): the pack launch first stores g into
+/// every `start_post` flag (in its senders' memory: this rank has started exchange g, so
+/// everything its stream did before, including every read of the halo and of the receive
+/// buffer, is done), then waits until every `pack_wait` flag (its receivers' announcements) is
+/// >= g, copies, and after its last block has written its data stores g into every `pack_post`
+/// flag (data ready, in the receivers' memory); the unpack launch waits until every
+/// `unpack_wait` flag is >= g. No host thread waits for any of it.
 struct device_signals {
   std::vector<std::uint64_t*> start_post, pack_wait, pack_post, unpack_wait;
 };
