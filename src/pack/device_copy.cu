@@ -493,7 +493,13 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
   // Up to half the blocks that fit at once: a pack waiting for a late peer still leaves half
   // the GPU to other streams' kernels.
   p_->fold_cap = std::max(1, p_->grid_cap / 2);
-  check(cudaStreamCreate(&p_->stream), "cudaStreamCreate", -1);
+  // The highest priority: packing and its signals get SMs ahead of the interior computation
+  // a solver overlaps with the exchange on its own streams, so halos arrive in time.
+  int least = 0, greatest = 0;
+  check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange",
+        -1);
+  check(cudaStreamCreateWithPriority(&p_->stream, cudaStreamDefault, greatest),
+        "cudaStreamCreateWithPriority", -1);
   check(cudaEventCreateWithFlags(&p_->done, cudaEventDisableTiming), "cudaEventCreate", -1);
   check(cudaEventCreateWithFlags(&p_->incoming, cudaEventDisableTiming), "cudaEventCreate", -1);
   p_->pack.upload(pack, gather, gather_kind, -1);

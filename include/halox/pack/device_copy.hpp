@@ -28,8 +28,9 @@ struct device_signals {
 
 /// Runs two fixed copy lists on the GPU, each as one kernel launch on halox's own stream.
 ///
-/// The stream is a blocking stream: work on the legacy default stream finishes before a launch
-/// starts. Descriptor tables live in device memory, uploaded once here.
+/// The stream is a blocking stream of the highest priority: work on the legacy default stream
+/// finishes before a launch starts, and halox kernels get SMs ahead of other streams' kernels.
+/// Descriptor tables live in device memory, uploaded once here.
 class device_copier {
  public:
   /// Uploads the pack launch (strided copies and index-list gathers) and the unpack launch
