@@ -3,7 +3,8 @@
 
     /usr/bin/python3 docs/bench/plot.py      # needs Debian's python3-matplotlib
 
-Writes docs/bench/cpu-2ranks.png and docs/bench/gpu-2xh200.png next to this script.
+Writes cpu-2ranks.png, gpu-2xh200.png (second session), gpu-2xh200-v3.png and
+sweep-2xh200.png (third session) next to this script.
 """
 import json
 import os
@@ -79,6 +80,61 @@ def gpu():
     fig.savefig(os.path.join(HERE, "gpu-2xh200.png"), dpi=110)
 
 
+def gpu_v3():
+    field = {r["case"]: r for r in load("h200x2-full-field.jsonl") if r["impl"] == "halox"}
+    buf = {r["case"]: r for r in load("h200x2-full-buffer.jsonl") if r["impl"] == "halox"}
+    old = {r["case"]: r["median_us"] for r in load("h200x2-peer-ipc-device-signals.jsonl")
+           if "median_us" in r}
+    cases = list(field)
+    ref = {"64^3 w1 device": 710.0, "256^3 w2 device": 590.0}  # the issue's library figures
+    series = [("halox, straight into the halo", [field[c]["median_us"] for c in cases]),
+              ("  same, GPU time in a scheduled loop", [field[c]["loop_us"] for c in cases]),
+              ("halox, through the receive buffer", [buf[c]["median_us"] for c in cases]),
+              ("halox, second session (grid 1x1x2)", [old.get(c, float("nan")) for c in cases]),
+              ("NCCL-based library (issue)", [ref.get(c, float("nan")) for c in cases])]
+    fig, ax = plt.subplots(figsize=(8, 5.4))
+    bars(ax, [c.replace(" device", "") for c in cases], series, "µs per exchange",
+         "2 ranks on 2 H200s (grid 2x1x1), 3 double fields, box stencil, full exchange")
+    targets = {"64^3 w1": 20.0, "256^3 w2": 60.0}
+    for i, c in enumerate(cases):
+        t = targets.get(c.replace(" device", ""))
+        if t:
+            ax.hlines(t, i - 0.45, i + 0.45, colors="k", linestyles="dashed")
+    ax.set_ylim(bottom=5)
+    ax.text(0.01, 0.02, "dashed: issue targets", transform=ax.transAxes, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(HERE, "gpu-2xh200-v3.png"), dpi=110)
+
+
+def sweep():
+    rows = [r for r in load("h200x2-sweep-v2.jsonl") if r["impl"] == "halox"]
+    sizes = sorted({r["message_bytes"] for r in rows})
+    by = {(r["staging"], r["message_bytes"]): r for r in rows}
+    kib = [b / 1024 for b in sizes]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    ax.plot(kib, [by[("auto", b)]["peer_copy_GBps"] for b in sizes], "k--", marker="o",
+            label="peer copy (cudaMemcpyPeerAsync, same run): ceiling")
+    ax.plot(kib, [0.8 * by[("auto", b)]["peer_copy_GBps"] for b in sizes], "k:",
+            label="80% of the ceiling (issue target at >= 8 MiB)")
+    ax.plot(kib, [by[("auto", b)]["loop_GBps"] for b in sizes], marker="o",
+            label="halox peer_ipc, scheduled loop")
+    ax.plot(kib, [by[("auto", b)]["GBps"] for b in sizes], marker="s",
+            label="halox peer_ipc, blocking exchange()")
+    ax.plot(kib, [by[("host_staged", b)]["loop_GBps"] for b in sizes], marker="^",
+            label="halox host_staged, scheduled loop")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("message size per peer (KiB)")
+    ax.set_ylabel("GB/s (message bytes per round)")
+    ax.set_title("One message each way between 2 H200s (NVLink)")
+    ax.grid(which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(HERE, "sweep-2xh200.png"), dpi=110)
+
+
 if __name__ == "__main__":
     cpu()
     gpu()
+    gpu_v3()
+    sweep()
