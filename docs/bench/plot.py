@@ -36,6 +36,24 @@ def bars(ax, cases, series, ylabel, title):
     ax.grid(axis="y", which="both", alpha=0.3)
 
 
+def full_exchange_figure(cases, series, ylabel, title, bottom, name):
+    """Bars of the 2-GPU full-exchange cases next to the library the issue names, with the
+    issue's targets as dashed lines."""
+    ref = {"64^3 w1 device": 710.0, "256^3 w2 device": 590.0}  # the issue's library figures
+    series = series + [("NCCL-based library (issue)", [ref.get(c, float("nan")) for c in cases])]
+    fig, ax = plt.subplots(figsize=(8, 5.4))
+    bars(ax, [c.replace(" device", "") for c in cases], series, ylabel, title)
+    targets = {"64^3 w1": 20.0, "256^3 w2": 60.0}
+    for i, c in enumerate(cases):
+        t = targets.get(c.replace(" device", ""))
+        if t:
+            ax.hlines(t, i - 0.45, i + 0.45, colors="k", linestyles="dashed")
+    ax.set_ylim(bottom=bottom)
+    ax.text(0.01, 0.02, "dashed: issue targets", transform=ax.transAxes, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(HERE, name), dpi=110)
+
+
 def cpu():
     rows = [r for r in load("h100-host-cpu-2ranks-shm.jsonl") if "median_us" in r]
     mpi_only = {r["case"]: r["median_us"]
@@ -61,23 +79,12 @@ def gpu():
     mapped = {r["case"]: r["median_us"] for r in load("h200x2-host-staged-mapped.jsonl") if "median_us" in r}
     copy = {r["case"]: r["median_us"] for r in load("h200x2-host-staged-copy.jsonl") if "median_us" in r}
     cases = list(ipc)
-    ref = {"64^3 w1 device": 710.0, "256^3 w2 device": 590.0}  # the issue's library figures
     series = [("halox peer_ipc", [ipc[c] for c in cases]),
               ("halox host_staged (mapped)", [mapped[c] for c in cases]),
-              ("halox host_staged (copy)", [copy[c] for c in cases]),
-              ("NCCL-based library (issue)", [ref.get(c, float("nan")) for c in cases])]
-    fig, ax = plt.subplots(figsize=(8, 5.2))
-    bars(ax, [c.replace(" device", "") for c in cases], series, "median µs per exchange",
-         "2 ranks on 2 H200s, 3 double fields, box stencil, full exchange")
-    targets = {"64^3 w1": 20.0, "256^3 w2": 60.0}
-    for i, c in enumerate(cases):
-        t = targets.get(c.replace(" device", ""))
-        if t:
-            ax.hlines(t, i - 0.45, i + 0.45, colors="k", linestyles="dashed")
-    ax.set_ylim(bottom=10)
-    ax.text(0.01, 0.02, "dashed: issue targets", transform=ax.transAxes, fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(HERE, "gpu-2xh200.png"), dpi=110)
+              ("halox host_staged (copy)", [copy[c] for c in cases])]
+    full_exchange_figure(cases, series, "median µs per exchange",
+                         "2 ranks on 2 H200s, 3 double fields, box stencil, full exchange",
+                         10, "gpu-2xh200.png")
 
 
 def gpu_v3():
@@ -86,24 +93,13 @@ def gpu_v3():
     old = {r["case"]: r["median_us"] for r in load("h200x2-peer-ipc-device-signals.jsonl")
            if "median_us" in r}
     cases = list(field)
-    ref = {"64^3 w1 device": 710.0, "256^3 w2 device": 590.0}  # the issue's library figures
     series = [("halox, straight into the halo", [field[c]["median_us"] for c in cases]),
               ("  same, GPU time in a scheduled loop", [field[c]["loop_us"] for c in cases]),
               ("halox, through the receive buffer", [buf[c]["median_us"] for c in cases]),
-              ("halox, second session (grid 1x1x2)", [old.get(c, float("nan")) for c in cases]),
-              ("NCCL-based library (issue)", [ref.get(c, float("nan")) for c in cases])]
-    fig, ax = plt.subplots(figsize=(8, 5.4))
-    bars(ax, [c.replace(" device", "") for c in cases], series, "µs per exchange",
-         "2 ranks on 2 H200s (grid 2x1x1), 3 double fields, box stencil, full exchange")
-    targets = {"64^3 w1": 20.0, "256^3 w2": 60.0}
-    for i, c in enumerate(cases):
-        t = targets.get(c.replace(" device", ""))
-        if t:
-            ax.hlines(t, i - 0.45, i + 0.45, colors="k", linestyles="dashed")
-    ax.set_ylim(bottom=5)
-    ax.text(0.01, 0.02, "dashed: issue targets", transform=ax.transAxes, fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(HERE, "gpu-2xh200-v3.png"), dpi=110)
+              ("halox, second session (grid 1x1x2)", [old.get(c, float("nan")) for c in cases])]
+    full_exchange_figure(cases, series, "µs per exchange",
+                         "2 ranks on 2 H200s (grid 2x1x1), 3 double fields, box stencil, full "
+                         "exchange", 5, "gpu-2xh200-v3.png")
 
 
 def sweep():

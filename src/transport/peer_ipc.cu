@@ -168,16 +168,19 @@ bool allocation_start(const void* p, const std::byte*& start) {
   return true;
 }
 
+// Whether `p` points into message `m` of the buffer at `buf`.
+bool in_message(const void* p, const std::byte* buf, const message& m) {
+  const auto* b = static_cast<const std::byte*>(p);
+  return b >= buf + m.offset && b < buf + m.offset + m.bytes;
+}
+
 // The receiver's side of writing straight into its halos: the unpack steps of the message
 // that arrives at `[buf + m.offset, + m.bytes)`, with the IPC handle of each step's field
 // allocation. Empty when the message cannot go that way (index-list steps, reductions, or
 // memory CUDA IPC cannot export).
 std::vector<region_msg> direct_regions(const exchange_program& prog, const std::byte* buf,
                                        const message& m) {
-  auto in = [&](const void* p) {
-    const auto* b = static_cast<const std::byte*>(p);
-    return b >= buf + m.offset && b < buf + m.offset + m.bytes;
-  };
+  auto in = [&](const void* p) { return in_message(p, buf, m); };
   for (const auto& g : prog.device_scatter)
     if (in(g.buf)) return {};
   std::vector<region_msg> out;
@@ -211,10 +214,7 @@ std::vector<region_msg> direct_regions(const exchange_program& prog, const std::
 std::vector<copy_op> fuse_regions(const exchange_program& prog, const std::byte* buf,
                                   const message& m, const std::vector<region_msg>& regions,
                                   const std::vector<std::byte*>& field) {
-  auto in = [&](const void* p) {
-    const auto* b = static_cast<const std::byte*>(p);
-    return b >= buf + m.offset && b < buf + m.offset + m.bytes;
-  };
+  auto in = [&](const void* p) { return in_message(p, buf, m); };
   for (const auto& g : prog.device_gather)
     if (in(g.buf)) return {};
   std::vector<copy_op> out;
@@ -443,10 +443,8 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   // Direct messages: their pack steps become the fused copies, their unpack steps go.
   auto in_direct = [](const void* ptr, const std::byte* buf, const std::vector<message>& msgs,
                       const std::vector<int>& direct) {
-    const auto* b = static_cast<const std::byte*>(ptr);
     for (std::size_t k = 0; k < msgs.size(); ++k)
-      if (direct[k] && b >= buf + msgs[k].offset && b < buf + msgs[k].offset + msgs[k].bytes)
-        return true;
+      if (direct[k] && in_message(ptr, buf, msgs[k])) return true;
     return false;
   };
   auto& pk = prog.device_pack;

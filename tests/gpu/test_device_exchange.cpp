@@ -41,6 +41,45 @@ mirrored<T, D> make_mirrored(const Dom& dom, const halox::stencil<D>& st, halox:
           dom.template make_field<T>(st, halox::host, o)};
 }
 
+// Three device fields of different element types and layouts (double; float x 2, planar;
+// triple x 3, interleaved), each with its host mirror: filled, uploaded, checked together.
+template <class Dom>
+struct three_fields {
+  mirrored<double, 3> a;
+  mirrored<float, 3> b;
+  mirrored<hxt::triple, 3> c;
+
+  three_fields(const Dom& dom, const halox::stencil<3>& st)
+      : a(make_mirrored<double>(dom, st, {})),
+        b(make_mirrored<float>(dom, st, planar_pair())),
+        c(make_mirrored<hxt::triple>(dom, st, interleaved_triple())) {}
+  static halox::field_options planar_pair() {
+    halox::field_options o;
+    o.components = 2;
+    o.component_layout = halox::components_layout::planar;
+    return o;
+  }
+  static halox::field_options interleaved_triple() {
+    halox::field_options o;
+    o.components = 3;
+    return o;
+  }
+  // Tags {1, salt}, {2, salt}, {3, salt} in owned cells, sentinels in the halos; uploaded.
+  void fill(const halox::extents<3>& n, int salt) {
+    hxt::fill(a.host, n, {1, salt});
+    hxt::fill(b.host, n, {2, salt});
+    hxt::fill(c.host, n, {3, salt});
+    a.upload(), b.upload(), c.upload();
+  }
+  void check(const halox::stencil<3>& st, const halox::extents<3>& n,
+             const std::array<bool, 3>& periodic, int salt) {
+    a.download(), b.download(), c.download();
+    HXT_REQUIRE_OK(hxt::check(a.host, st, n, periodic, {1, salt}));
+    HXT_REQUIRE_OK(hxt::check(b.host, st, n, periodic, {2, salt}));
+    HXT_REQUIRE_OK(hxt::check(c.host, st, n, periodic, {3, salt}));
+  }
+};
+
 halox_test::geom geom_of(const halox::field<double, 3>& f, const halox::extents<3>& n) {
   halox_test::geom g{};
   g.base = f.data();
@@ -79,26 +118,14 @@ TEST_CASE("device and host fields of several types in one blocking exchange") {
   const auto st = GENERATE(halox::stencil<3>::box(1), halox::stencil<3>::star({0, 1, 2}, {2, 0, 1}),
                            halox::stencil<3>::box(2));
   const halox::cartesian<3> dom(world, n, per);
-  halox::field_options planar;
-  planar.components = 2;
-  planar.component_layout = halox::components_layout::planar;
-  halox::field_options three;
-  three.components = 3;
-  auto a = make_mirrored<double>(dom, st, {});
-  auto b = make_mirrored<float>(dom, st, planar);
-  auto c = make_mirrored<hxt::triple>(dom, st, three);
+  three_fields<halox::cartesian<3>> t(dom, st);
+  auto& a = t.a;
   auto h = dom.make_field<int>(st);  // a host field in the same exchange
-  hxt::fill(a.host, n, {1, 0});
-  hxt::fill(b.host, n, {2, 0});
-  hxt::fill(c.host, n, {3, 0});
+  t.fill(n, 0);
   hxt::fill(h, n, {4, 0});
-  a.upload(), b.upload(), c.upload();
-  auto ex = halox::make_exchange(dom, st, a.dev, h, b.dev, c.dev);
+  auto ex = halox::make_exchange(dom, st, a.dev, h, t.b.dev, t.c.dev);
   ex.exchange();
-  a.download(), b.download(), c.download();
-  HXT_REQUIRE_OK(hxt::check(a.host, st, n, per.flags, {1, 0}));
-  HXT_REQUIRE_OK(hxt::check(b.host, st, n, per.flags, {2, 0}));
-  HXT_REQUIRE_OK(hxt::check(c.host, st, n, per.flags, {3, 0}));
+  t.check(st, n, per.flags, 0);
   HXT_REQUIRE_OK(hxt::check(h, st, n, per.flags, {4, 0}));
 
   // Again with changed data, split phase.
@@ -126,27 +153,13 @@ TEST_CASE("device fields only: several types and layouts, uneven boxes, every CU
       GENERATE(halox::periodic<3>{true, true, true}, halox::periodic<3>{false, true, false});
   const auto st = GENERATE(halox::stencil<3>::box(1), halox::stencil<3>::star({0, 1, 2}, {2, 0, 1}));
   const halox::cartesian<3> dom(world, n, per);
-  halox::field_options planar;
-  planar.components = 2;
-  planar.component_layout = halox::components_layout::planar;
-  halox::field_options three;
-  three.components = 3;
-  auto a = make_mirrored<double>(dom, st, {});
-  auto b = make_mirrored<float>(dom, st, planar);
-  auto c = make_mirrored<hxt::triple>(dom, st, three);
-  hxt::fill(a.host, n, {1, 0});
-  hxt::fill(b.host, n, {2, 0});
-  hxt::fill(c.host, n, {3, 0});
-  a.upload(), b.upload(), c.upload();
+  three_fields<halox::cartesian<3>> t(dom, st);
   ::setenv("HALOX_IPC_INTO", into, 1);
-  auto ex = halox::make_exchange(dom, st, a.dev, b.dev, c.dev);
+  auto ex = halox::make_exchange(dom, st, t.a.dev, t.b.dev, t.c.dev);
   ::unsetenv("HALOX_IPC_INTO");
   INFO("HALOX_IPC_INTO=" << into << "\n" << ex.describe());
   for (int round = 0; round < 3; ++round) {  // blocking, split phase, stream-ordered
-    hxt::fill(a.host, n, {1, round});
-    hxt::fill(b.host, n, {2, round});
-    hxt::fill(c.host, n, {3, round});
-    a.upload(), b.upload(), c.upload();
+    t.fill(n, round);
     if (round == 0) {
       ex.exchange();
     } else if (round == 1) {
@@ -162,10 +175,7 @@ TEST_CASE("device fields only: several types and layouts, uneven boxes, every CU
       cuda(cudaStreamSynchronize(s));
       cuda(cudaStreamDestroy(s));
     }
-    a.download(), b.download(), c.download();
-    HXT_REQUIRE_OK(hxt::check(a.host, st, n, per.flags, {1, round}));
-    HXT_REQUIRE_OK(hxt::check(b.host, st, n, per.flags, {2, round}));
-    HXT_REQUIRE_OK(hxt::check(c.host, st, n, per.flags, {3, round}));
+    t.check(st, n, per.flags, round);
   }
 }
 
