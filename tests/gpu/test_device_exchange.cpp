@@ -400,22 +400,26 @@ TEST_CASE("wrapped user device memory; exchange() orders after the legacy defaul
   const auto alloc = halox::grow(owned, st.lo, st.hi).size();
   double* raw = nullptr;  // memory from "another library"
   cuda(cudaMalloc(&raw, std::size_t(alloc[0] * alloc[1] * alloc[2]) * sizeof(double)));
-  auto u = dom.wrap(raw, alloc, st.lo, st.hi, {}, halox::device);
-  REQUIRE(u.space() == halox::memory_space::device);
-  auto ex = halox::make_exchange(dom, st, u);
-  unsigned long long* errors = nullptr;
-  cuda(cudaMalloc(&errors, sizeof(unsigned long long)));
-  cuda(cudaMemset(errors, 0, sizeof(unsigned long long)));
-  const auto g = geom_of(u, n);
-  for (int s = 1; s <= 50; ++s) {
-    halox_test::stamp(g, s, nullptr);  // legacy default stream, no host synchronisation
-    ex.exchange();                     // documented: packing sees the legacy stream's work
-    halox_test::verify(g, s, errors, nullptr);
-  }
   unsigned long long bad = 0;
-  cuda(cudaMemcpy(&bad, errors, sizeof bad, cudaMemcpyDeviceToHost));
-  cuda(cudaFree(errors));
-  cuda(cudaDeviceSynchronize());
+  {
+    auto u = dom.wrap(raw, alloc, st.lo, st.hi, {}, halox::device);
+    REQUIRE(u.space() == halox::memory_space::device);
+    auto ex = halox::make_exchange(dom, st, u);
+    unsigned long long* errors = nullptr;
+    cuda(cudaMalloc(&errors, sizeof(unsigned long long)));
+    cuda(cudaMemset(errors, 0, sizeof(unsigned long long)));
+    const auto g = geom_of(u, n);
+    for (int s = 1; s <= 50; ++s) {
+      halox_test::stamp(g, s, nullptr);  // legacy default stream, no host synchronisation
+      ex.exchange();                     // documented: packing sees the legacy stream's work
+      halox_test::verify(g, s, errors, nullptr);
+    }
+    cuda(cudaMemcpy(&bad, errors, sizeof bad, cudaMemcpyDeviceToHost));
+    cuda(cudaFree(errors));
+    cuda(cudaDeviceSynchronize());
+  }
   REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>()) == 0);
+  // Every rank's exchange object is gone (the all-reduce is after every destructor), so no
+  // peer still has this memory open through CUDA IPC: now it may be freed (concepts.md).
   cuda(cudaFree(raw));
 }
