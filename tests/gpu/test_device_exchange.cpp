@@ -423,3 +423,43 @@ TEST_CASE("wrapped user device memory; exchange() orders after the legacy defaul
   // peer still has this memory open through CUDA IPC: now it may be freed (concepts.md).
   cuda(cudaFree(raw));
 }
+
+TEST_CASE("memory CUDA IPC cannot export: the messages into it keep the receive buffer") {
+  // A field wrapped around stream-ordered pool memory (cudaMallocAsync), which legacy CUDA IPC
+  // cannot export: its senders cannot write straight into its halo, so both sides agree on the
+  // receive buffer for those messages, and the exchange stays correct.
+  boost::mpi::communicator world;
+  const halox::extents<3> n{20, 18, 16};
+  constexpr auto st = halox::stencil<3>::box(1);
+  const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
+  const auto alloc = halox::grow(dom.local_boxes()[0], st.lo, st.hi).size();
+  const auto bytes = std::size_t(alloc[0] * alloc[1] * alloc[2]) * sizeof(double);
+  double* raw = nullptr;
+  cuda(cudaMallocAsync(reinterpret_cast<void**>(&raw), bytes, nullptr));
+  cuda(cudaStreamSynchronize(nullptr));
+  cudaIpcMemHandle_t probe{};
+  const bool exportable = cudaIpcGetMemHandle(&probe, raw) == cudaSuccess;
+  (void)cudaGetLastError();
+  unsigned long long bad = 0;
+  {
+    auto u = dom.wrap(raw, alloc, st.lo, st.hi, {}, halox::device);
+    auto ex = halox::make_exchange(dom, st, u);
+    const auto d = ex.describe();
+    INFO(d);
+    if (!exportable) CHECK(d.find("straight into the receiver's halo") == std::string::npos);
+    unsigned long long* errors = nullptr;
+    cuda(cudaMalloc(&errors, sizeof(unsigned long long)));
+    cuda(cudaMemset(errors, 0, sizeof(unsigned long long)));
+    const auto g = geom_of(u, n);
+    for (int s = 1; s <= 20; ++s) {
+      halox_test::stamp(g, s, nullptr);
+      ex.exchange();
+      halox_test::verify(g, s, errors, nullptr);
+    }
+    cuda(cudaMemcpy(&bad, errors, sizeof bad, cudaMemcpyDeviceToHost));
+    cuda(cudaFree(errors));
+  }
+  REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>()) == 0);
+  cuda(cudaFreeAsync(raw, nullptr));
+  cuda(cudaStreamSynchronize(nullptr));
+}
