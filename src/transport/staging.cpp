@@ -52,25 +52,28 @@ staging staging_from_env() {
        s);
 }
 
+namespace {
+// A two-valued environment switch: unset, empty or `usual` gives false, `other` gives true,
+// anything else is an input error naming the variable, its value and both choices.
+bool env_other(const char* name, const char* what, const char* usual, const char* other) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0' || std::string(v) == usual) return false;
+  if (std::string(v) == other) return true;
+  fail("{}='{}' is not {}; use {} or {}", name, v, what, usual, other);
+}
+}  // namespace
+
 bool host_staging_copies() {
-  const char* v = std::getenv("HALOX_HOST_STAGING");
-  if (v == nullptr || *v == '\0' || std::string(v) == "mapped") return false;
-  if (std::string(v) == "copy") return true;
-  fail("HALOX_HOST_STAGING='{}' is not a host staging variant; use mapped or copy", v);
+  return env_other("HALOX_HOST_STAGING", "a host staging variant", "mapped", "copy");
 }
-
 bool ipc_device_signals() {
-  const char* v = std::getenv("HALOX_IPC_SIGNAL");
-  if (v == nullptr || *v == '\0' || std::string(v) == "device") return true;
-  if (std::string(v) == "host") return false;
-  fail("HALOX_IPC_SIGNAL='{}' is not a signalling mode; use device or host", v);
+  return !env_other("HALOX_IPC_SIGNAL", "a signalling mode", "device", "host");
 }
-
 bool ipc_into_fields() {
-  const char* v = std::getenv("HALOX_IPC_INTO");
-  if (v == nullptr || *v == '\0' || std::string(v) == "field") return true;
-  if (std::string(v) == "buffer") return false;
-  fail("HALOX_IPC_INTO='{}' is not a CUDA IPC target; use field or buffer", v);
+  return !env_other("HALOX_IPC_INTO", "a CUDA IPC target", "field", "buffer");
+}
+bool host_shared_memory() {
+  return !env_other("HALOX_HOST_TRANSPORT", "a host transport", "auto", "mpi");
 }
 
 namespace {
@@ -98,13 +101,6 @@ std::optional<std::vector<int>> peer_ipc_ranks() {
 }
 std::optional<std::vector<int>> peer_shm_ranks() {
   return rank_list("HALOX_PEER_SHM_RANKS");
-}
-
-bool host_shared_memory() {
-  const char* v = std::getenv("HALOX_HOST_TRANSPORT");
-  if (v == nullptr || *v == '\0' || std::string(v) == "auto") return true;
-  if (std::string(v) == "mpi") return false;
-  fail("HALOX_HOST_TRANSPORT='{}' is not a host transport; use auto or mpi", v);
 }
 
 void validate_transport_environment() {

@@ -51,7 +51,8 @@ class device_copier {
   /// Enqueues the pack list (no-op when empty and without signals). `rank` is for error
   /// messages; `exchange` numbers the exchange (from 1) for the signals.
   void launch_pack(int rank, std::uint64_t exchange = 0);
-  /// Enqueues the unpack list (no-op when empty and without signals).
+  /// Enqueues the unpack list (no-op when empty and without signals; with signals and nothing
+  /// to copy, only the wait: stream memory operations where the driver has them).
   void launch_unpack(int rank, std::uint64_t exchange = 0);
   /// Enqueues a copy of `bytes` bytes (any direction; pinned host memory on one side).
   void copy(void* dst, const void* src, std::size_t bytes, int rank);

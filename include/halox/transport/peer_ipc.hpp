@@ -1,8 +1,10 @@
 #pragma once
 /// @file
 /// Node-local direct transport for device fields: the pack kernel writes each message straight
-/// into the receiving rank's GPU memory through CUDA IPC; MPI carries only two empty messages
-/// per peer and exchange (clear-to-send, data-ready). Compiles without nvcc.
+/// into the receiving rank's GPU memory through CUDA IPC — with device signals into the
+/// receiver's halos where the regions allow, ordered by flags in GPU memory; otherwise into its
+/// receive buffer, with two empty MPI messages per peer and exchange (clear-to-send,
+/// data-ready). Compiles without nvcc.
 
 #include <memory>
 
