@@ -22,28 +22,30 @@ __device__ float update(float xp, float xm, float yp, float ym) {
   return 0.25f * (((xp + xm) + yp) + ym);
 }
 
-__device__ long long volume(const box& b) {
-  return (b.hi[0] - b.lo[0]) * (b.hi[1] - b.lo[1]);
-}
+// A block is 32 columns x 8 rows of threads; each thread updates `rows_per_thread` cells of
+// its column, 8 rows apart (a warp reads and writes 32 consecutive floats of a row: 128-byte
+// coalesced). Block row `blockIdx.y` covers 8 * rows_per_thread consecutive rows of the parts'
+// rows laid end to end, so the launch needs no per-cell division. Each block sums its squared
+// residuals (warp shuffles, then shared memory) and adds the sum to `norm` once.
+constexpr int block_x = 32, block_y = 8, rows_per_thread = 16;
+constexpr int rows_per_block = block_y * rows_per_thread;
 
-constexpr int threads = 256;
-
-// One thread per cell of the concatenated parts (grid-stride), x fastest so that neighbouring
-// threads touch neighbouring elements. Each block sums its squared residuals in shared memory
-// and adds the sum to `norm` once.
 __global__ void sweep_kernel(grid in, grid out, parts p, double* norm) {
-  long long total = 0;
-  for (int q = 0; q < p.count; ++q) total += volume(p.part[q]);
+  const long long x0 = blockIdx.x * (long long)block_x + threadIdx.x;
+  const long long s0 = in.stride[0], s1 = in.stride[1];
   double sum = 0;
-  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total;
-       t += (long long)gridDim.x * blockDim.x) {
-    long long r = t;
-    int q = 0;
-    while (r >= volume(p.part[q])) r -= volume(p.part[q++]);
+  for (int k = 0; k < rows_per_thread; ++k) {
+    long long r = blockIdx.y * (long long)rows_per_block + k * block_y + threadIdx.y;
+    int q = 0;  // the part holding row r of the concatenation (at most three)
+    for (; q < p.count; ++q) {
+      const long long n = p.part[q].hi[0] - p.part[q].lo[0];
+      if (r < n) break;
+      r -= n;
+    }
+    if (q == p.count) break;  // past the last row (rows only grow with k)
     const box& b = p.part[q];
-    const long long nx = b.hi[1] - b.lo[1];
-    const long long y = b.lo[0] + r / nx, x = b.lo[1] + r % nx;
-    const long long s0 = in.stride[0], s1 = in.stride[1];
+    const long long y = b.lo[0] + r, x = b.lo[1] + x0;
+    if (x >= b.hi[1]) continue;
     const float* c = in.base + (y - in.lo[0]) * s0 + (x - in.lo[1]) * s1;
     const float v = update(c[s1], c[-s1], c[s0], c[-s0]);
     out.base[(y - out.lo[0]) * out.stride[0] + (x - out.lo[1]) * out.stride[1]] = v;
@@ -51,14 +53,15 @@ __global__ void sweep_kernel(grid in, grid out, parts p, double* norm) {
     sum += double(residue) * double(residue);
   }
   if (norm == nullptr) return;  // uniform over the launch: no thread skips the barriers alone
-  __shared__ double partial[threads];
-  partial[threadIdx.x] = sum;
+  for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off);
+  __shared__ double partial[block_y];
+  if (threadIdx.x == 0) partial[threadIdx.y] = sum;
   __syncthreads();
-  for (int half = threads / 2; half > 0; half /= 2) {
-    if (int(threadIdx.x) < half) partial[threadIdx.x] += partial[threadIdx.x + half];
-    __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    double block_sum = 0;
+    for (int w = 0; w < block_y; ++w) block_sum += partial[w];
+    atomicAdd(norm, block_sum);
   }
-  if (threadIdx.x == 0) atomicAdd(norm, partial[0]);
 }
 
 long long host_volume(const box& b) {
@@ -69,40 +72,53 @@ long long host_volume(const box& b) {
 
 }  // namespace
 
-double* make_norm() {
-  void* p = nullptr;
-  check(cudaMalloc(&p, sizeof(double)), "cudaMalloc (norm)");
-  return static_cast<double*>(p);
+norm_buffer make_norm() {
+  norm_buffer n;
+  check(cudaMalloc(&n.device, sizeof(double)), "cudaMalloc (norm)");
+  check(cudaMallocHost(&n.host, sizeof(double)), "cudaMallocHost (norm)");
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate (norm)");
+  n.fetched = e;
+  return n;
 }
 
-void free_norm(double* norm) {
-  check(cudaFree(norm), "cudaFree (norm)");
+void free_norm(norm_buffer& n) {
+  check(cudaEventDestroy(n.fetched), "cudaEventDestroy (norm)");
+  check(cudaFreeHost(n.host), "cudaFreeHost (norm)");
+  check(cudaFree(n.device), "cudaFree (norm)");
+  n = norm_buffer{};
 }
 
-void reset_norm(double* norm, CUstream_st* s) {
-  check(cudaMemsetAsync(norm, 0, sizeof(double), s), "cudaMemsetAsync (norm)");
+void reset_norm(const norm_buffer& n, CUstream_st* s) {
+  check(cudaMemsetAsync(n.device, 0, sizeof(double), s), "cudaMemsetAsync (norm)");
 }
 
-double read_norm(const double* norm, CUstream_st* s) {
-  double v = 0;
-  check(cudaMemcpyAsync(&v, norm, sizeof(double), cudaMemcpyDeviceToHost, s),
+void fetch_norm(const norm_buffer& n, CUstream_st* s) {
+  check(cudaMemcpyAsync(n.host, n.device, sizeof(double), cudaMemcpyDeviceToHost, s),
         "cudaMemcpyAsync (norm)");
-  check(cudaStreamSynchronize(s), "cudaStreamSynchronize (norm)");
-  return v;
+  check(cudaEventRecord(n.fetched, s), "cudaEventRecord (norm)");
+  reset_norm(n, s);
+}
+
+double wait_norm(const norm_buffer& n) {
+  check(cudaEventSynchronize(n.fetched), "cudaEventSynchronize (norm)");
+  return *n.host;
 }
 
 void sweep(const grid& in, const grid& out, const parts& p, double* norm, CUstream_st* s) {
   if (p.count < 0 || p.count > 3) throw std::runtime_error("jacobi2d sweep: bad part count");
-  parts nonempty;  // empty parts would stall the kernel's search for a cell's part
-  long long total = 0;
+  parts nonempty;  // empty parts would hold rows of no cells
+  long long rows = 0, width = 0;
   for (int q = 0; q < p.count; ++q)
-    if (const long long v = host_volume(p.part[q]); v > 0) {
+    if (host_volume(p.part[q]) > 0) {
       nonempty.part[nonempty.count++] = p.part[q];
-      total += v;
+      rows += p.part[q].hi[0] - p.part[q].lo[0];
+      width = std::max(width, p.part[q].hi[1] - p.part[q].lo[1]);
     }
-  if (total == 0) return;
-  const long long blocks = std::min<long long>((total + threads - 1) / threads, 8192);
-  sweep_kernel<<<unsigned(blocks), threads, 0, s>>>(in, out, nonempty, norm);
+  if (rows == 0) return;
+  const dim3 blocks(unsigned((width + block_x - 1) / block_x),
+                    unsigned((rows + rows_per_block - 1) / rows_per_block));
+  sweep_kernel<<<blocks, dim3(block_x, block_y), 0, s>>>(in, out, nonempty, norm);
   check(cudaGetLastError(), "jacobi2d sweep kernel launch");
 }
 

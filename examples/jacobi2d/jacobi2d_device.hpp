@@ -10,6 +10,7 @@
 #include <string>
 
 struct CUstream_st;  // CUDA's stream type (cudaStream_t is CUstream_st*), as CUDA declares it
+struct CUevent_st;   // CUDA's event type (cudaEvent_t is CUevent_st*)
 
 namespace jacobi2d_device {
 
@@ -32,13 +33,22 @@ struct parts {
   int count = 0;
 };
 
-/// One double in device memory that sweeps add squared residuals to.
-double* make_norm();
-void free_norm(double* norm);
-/// Enqueues on `s` the zeroing of `norm`.
-void reset_norm(double* norm, CUstream_st* s);
-/// Waits for `s`, then returns `norm`'s value.
-double read_norm(const double* norm, CUstream_st* s);
+/// The L2-norm accumulator: one double in device memory that sweeps add squared residuals to,
+/// its copy in pinned host memory, and the event recorded when the copy is done.
+struct norm_buffer {
+  double* device = nullptr;
+  double* host = nullptr;
+  CUevent_st* fetched = nullptr;
+};
+norm_buffer make_norm();
+void free_norm(norm_buffer& n);
+/// Enqueues on `s` the zeroing of the device sum.
+void reset_norm(const norm_buffer& n, CUstream_st* s);
+/// Enqueues on `s` the copy of the device sum to the host, then its zeroing (ready for the next
+/// norm iteration's sweeps), and records `fetched` between the two.
+void fetch_norm(const norm_buffer& n, CUstream_st* s);
+/// Waits for the last fetch alone (later work on the stream may still run) and returns it.
+double wait_norm(const norm_buffer& n);
 
 /// Enqueues on `s` the update of every cell of `p` in `out` from `in` (same layout; every
 /// neighbour read must be valid when the kernel runs): jacobi2d.cpp's `update` formula, in the
