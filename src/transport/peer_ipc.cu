@@ -385,6 +385,7 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
     return static_cast<std::byte*>(base);
   };
   std::vector<std::byte*> remote(n_send);
+  for (const auto& m : ipc_sends) p->signals.peer_bytes += m.bytes;
   for (std::size_t k = 0; k < n_send; ++k) {
     remote[k] = open(in[k].handle, "cudaIpcOpenMemHandle") + in[k].offset;
     if (!signalled) continue;

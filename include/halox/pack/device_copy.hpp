@@ -24,6 +24,8 @@ namespace halox::detail {
 /// `unpack_wait` flag is >= g. No host thread waits for any of it.
 struct device_signals {
   std::vector<std::uint64_t*> start_post, pack_wait, pack_post, unpack_wait;
+  /// Bytes the pack launch writes into peers' memory (the rest of what it moves is local).
+  std::size_t peer_bytes = 0;
 };
 
 /// Runs two fixed copy lists on the GPU, each as one kernel launch on halox's own stream.
