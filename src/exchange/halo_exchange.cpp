@@ -43,6 +43,9 @@ struct exchange_state {
   bool ordered_done = false;              // test() has unpacked an ordered exchange
   std::uint64_t generation = 0;           // counts start()s, so stale handles know they are done
   bool in_flight = false;
+  // Device fields and local copies alone (one rank along every periodic dimension): a scheduled
+  // exchange runs its copies on the user's stream itself (`on_user_stream`), no stream hops.
+  bool local_only = false, on_user_stream = false;
 
   exchange_state(const boost::mpi::communicator& c, exchange_program p)
       : comm(c),
@@ -66,6 +69,8 @@ struct exchange_state {
                                             prog.device_unpack, prog.device_scatter,
                                             prog.device_local_ordered, prog.ordered_device_unpack);
     if (signalled()) gpu->use_signals(ipc->signals());
+    local_only =
+        gpu && prog.sends.empty() && prog.recvs.empty() && prog.local_ops.empty() && !ipc && !shm;
   }
   // CUDA IPC with device signals: the kernels order the exchange among themselves.
   bool signalled() const { return ipc && gpu && ipc->device_signalled(); }
@@ -130,6 +135,13 @@ struct exchange_state {
             "wait() on its handle first",
             comm.rank());
     const int me = comm.rank();
+    if (local_only && after) {
+      gpu->launch_local(after, me);
+      on_user_stream = true;
+      ++generation;
+      in_flight = true;
+      return;
+    }
     if (signalled()) {
       // Buffer reuse is guarded on the GPU (consumed flags): the host waits for nothing.
       if (after) gpu->wait_for(after, me);
@@ -191,6 +203,11 @@ struct exchange_state {
   void wait(stream_t before = nullptr) {
     if (!in_flight) return;
     const int me = comm.rank();
+    if (on_user_stream) {
+      gpu->wait_local(before, me);
+      on_user_stream = in_flight = false;
+      return;
+    }
     if (signalled()) {
       // The unpack kernel waits for the senders' data-ready flags itself.
     } else {
@@ -216,6 +233,11 @@ struct exchange_state {
   }
   bool test() {
     if (!in_flight) return true;
+    if (on_user_stream) {
+      if (!gpu->ready(comm.rank())) return false;
+      on_user_stream = in_flight = false;
+      return true;
+    }
     if (ipc && !signalled()) {  // (with signals the unpack kernel waits for the data itself)
       if (!ipc->test_ready()) return false;
       if (!ipc->test_sends()) return false;

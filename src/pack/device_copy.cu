@@ -462,7 +462,7 @@ struct table {
   }
   // With signals the grid must be the same at every launch (the block counter relies on it).
   // Up to two tiles run in one block: as fast as two blocks for so little data, and a single
-  // block posts its signals without the cross-block counter and second fence.
+  // block posts its signals without the cross-block counter.
   int grid() const {
     if (tiles <= 2) return 1;
     return int(std::max<long long>(1, std::min<long long>(tiles, cap)));
@@ -534,7 +534,8 @@ struct device_copier::impl {
   std::vector<table> local_steps, unpack_steps;  // one launch each, in order (reverse)
   cudaStream_t stream = nullptr;
   cudaEvent_t done = nullptr, incoming = nullptr;
-  int fold_cap = 1;  // pack grids up to this size wait for their signals themselves
+  cudaStream_t local_on = nullptr;  // the user's stream of the last launch_local()
+  int fold_cap = 1;                 // pack grids up to this size wait for their signals themselves
   // Where the driver supports stream memory operations on 64-bit flags: the gate of a large
   // pack, and the wait of an unpack with nothing to copy, as one batch each instead of a kernel.
   CUresult (*batch)(CUstream, unsigned, CUstreamBatchMemOpParams*, unsigned) = nullptr;
@@ -589,6 +590,7 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
 device_copier::~device_copier() {
   if (!p_) return;
   if (p_->stream) (void)cudaStreamSynchronize(p_->stream);
+  if (p_->done) (void)cudaEventSynchronize(p_->done);  // (launch_local's copies, on a user stream)
   p_->pack.release();
   p_->unpack.release();
   p_->pack_signals.release();
@@ -665,6 +667,10 @@ void device_copier::use_signals(const device_signals& s) {
     for (auto* flag : s.unpack_wait) p_->wait_ops.push_back(wait_op(flag));
 }
 void device_copier::launch_pack(int rank, std::uint64_t exchange) {
+  if (p_->local_on) {  // the last local copies ran on a user's stream: this launch follows them
+    check(cudaStreamWaitEvent(p_->stream, p_->done, 0), "cudaStreamWaitEvent", rank);
+    p_->local_on = nullptr;
+  }
   signal_args sig = p_->signals ? p_->pack_signals.args(exchange, exchange) : signal_args{};
   // A small pack waits in its own blocks (one launch less per exchange); a large one behind a
   // gate (stream memory operations, else a one-block kernel), so that a whole grid never
@@ -693,6 +699,27 @@ void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
   }
   for (const auto& t : p_->unpack_steps) t.launch(p_->stream, rank, "unpack step launch");
   check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
+}
+void device_copier::launch_local(void* user_stream, int rank) {
+  const auto s = static_cast<cudaStream_t>(user_stream);
+  // After copies on another stream (halox's, or another user stream) this launch waits for
+  // them: launches of a table never overlap, as on a single stream.
+  if (s != p_->local_on) {
+    check(cudaEventRecord(p_->done, p_->local_on ? p_->local_on : p_->stream), "cudaEventRecord",
+          rank);
+    check(cudaStreamWaitEvent(s, p_->done, 0), "cudaStreamWaitEvent(user stream)", rank);
+  }
+  p_->pack.launch(s, rank, "local copy launch");
+  for (const auto& t : p_->local_steps) t.launch(s, rank, "local copy launch");
+  check(cudaEventRecord(p_->done, s), "cudaEventRecord(user stream)", rank);
+  p_->local_on = s;
+}
+void device_copier::wait_local(void* user_stream, int rank) {
+  const auto s = static_cast<cudaStream_t>(user_stream);
+  if (s == nullptr)
+    check(cudaEventSynchronize(p_->done), "cudaEventSynchronize (local copies)", rank);
+  else if (s != p_->local_on)
+    check(cudaStreamWaitEvent(s, p_->done, 0), "cudaStreamWaitEvent(user stream)", rank);
 }
 void device_copier::copy(void* dst, const void* src, std::size_t bytes, int rank) {
   if (bytes == 0) return;

@@ -16,6 +16,8 @@ device_copier::~device_copier() = default;
 void device_copier::use_signals(const device_signals&) {}
 void device_copier::launch_pack(int, std::uint64_t) {}
 void device_copier::launch_unpack(int, std::uint64_t) {}
+void device_copier::launch_local(void*, int) {}
+void device_copier::wait_local(void*, int) {}
 void device_copier::copy(void*, const void*, std::size_t, int) {}
 void device_copier::synchronize(int) {}
 bool device_copier::ready(int) {

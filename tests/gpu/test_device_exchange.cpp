@@ -151,7 +151,8 @@ TEST_CASE("device fields only: several types and layouts, uneven boxes, every CU
   const char* into = GENERATE("field", "buffer");
   const auto per =
       GENERATE(halox::periodic<3>{true, true, true}, halox::periodic<3>{false, true, false});
-  const auto st = GENERATE(halox::stencil<3>::box(1), halox::stencil<3>::star({0, 1, 2}, {2, 0, 1}));
+  const auto st =
+      GENERATE(halox::stencil<3>::box(1), halox::stencil<3>::star({0, 1, 2}, {2, 0, 1}));
   const halox::cartesian<3> dom(world, n, per);
   three_fields<halox::cartesian<3>> t(dom, st);
   ::setenv("HALOX_IPC_INTO", into, 1);
@@ -223,7 +224,8 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
       !t.signal) {
     const auto d = ex_u.describe();
     INFO(d);
-    CHECK((d.find("straight into the receiver's halo") != std::string::npos) == (t.into == nullptr));
+    CHECK((d.find("straight into the receiver's halo") != std::string::npos) ==
+          (t.into == nullptr));
   }
   if (t.ipc_ranks) {
     // Ranks 0 and 1 reach each other through CUDA IPC, everybody else through MPI.
@@ -240,10 +242,10 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   cuda(cudaMemsetAsync(errors, 0, sizeof(unsigned long long), stream));
   const auto gu = geom_of(u, n), gv = geom_of(v, n);
   const int iterations = 300;
-  INFO("HALOX_STAGING=" << policy << " HALOX_HOST_STAGING=" << variant << " HALOX_PEER_IPC_RANKS="
-                         << (t.ipc_ranks ? t.ipc_ranks : "(unset)") << " HALOX_IPC_SIGNAL="
-                         << (t.signal ? t.signal : "(unset)") << " HALOX_IPC_INTO="
-                         << (t.into ? t.into : "(unset)"));
+  INFO("HALOX_STAGING=" << policy << " HALOX_HOST_STAGING=" << variant
+                        << " HALOX_PEER_IPC_RANKS=" << (t.ipc_ranks ? t.ipc_ranks : "(unset)")
+                        << " HALOX_IPC_SIGNAL=" << (t.signal ? t.signal : "(unset)")
+                        << " HALOX_IPC_INTO=" << (t.into ? t.into : "(unset)"));
   for (int s = 1; s <= iterations; ++s) {
     // u and v alternate so two objects interleave on one stream, as a solver's steps do.
     auto& ex = s % 2 ? ex_u : ex_v;
@@ -258,6 +260,39 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   cuda(cudaStreamSynchronize(stream));
   cuda(cudaFree(errors));
   cuda(cudaStreamDestroy(stream));
+  const auto total = boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>());
+  REQUIRE(total == 0);
+}
+
+TEST_CASE("a scheduled exchange waited for on another stream") {
+  // The solver stamps and exchanges on one stream and reads the halo on a second one. At one
+  // rank (local copies alone) the copies run on the first stream itself, so the second must
+  // still be made to wait for them.
+  boost::mpi::communicator world;
+  const halox::extents<3> n{20, 16, 12};
+  constexpr auto st = halox::stencil<3>::box(2);
+  const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
+  auto u = dom.make_field<double>(st, halox::device);
+  auto ex = halox::make_exchange(dom, st, u);
+  cudaStream_t a, b;
+  cuda(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  cuda(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  unsigned long long* errors = nullptr;
+  cuda(cudaMalloc(&errors, sizeof(unsigned long long)));
+  cuda(cudaMemset(errors, 0, sizeof(unsigned long long)));
+  const auto g = geom_of(u, n);
+  for (int s = 1; s <= 50; ++s) {
+    halox_test::stamp(g, s, a);
+    ex.schedule_exchange(a);
+    ex.schedule_wait(b);
+    halox_test::verify(g, s, errors, b);
+    cuda(cudaStreamSynchronize(b));  // the next stamp (on a) must not overwrite what b reads
+  }
+  unsigned long long bad = 0;
+  cuda(cudaMemcpy(&bad, errors, sizeof bad, cudaMemcpyDeviceToHost));
+  cuda(cudaFree(errors));
+  cuda(cudaStreamDestroy(a));
+  cuda(cudaStreamDestroy(b));
   const auto total = boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>());
   REQUIRE(total == 0);
 }

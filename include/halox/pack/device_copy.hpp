@@ -53,6 +53,13 @@ class device_copier {
   /// Enqueues the pack list (no-op when empty and without signals). `rank` is for error
   /// messages; `exchange` numbers the exchange (from 1) for the signals.
   void launch_pack(int rank, std::uint64_t exchange = 0);
+  /// For an exchange of local copies alone (no message): enqueues the pack list and the ordered
+  /// local steps on `user_stream` itself, then records their completion there. No stream hop
+  /// on either side (each costs the GPU a microsecond or two): wait_local() follows.
+  void launch_local(void* user_stream, int rank);
+  /// After launch_local(): makes `user_stream` wait for the local copies (nothing to do when it
+  /// is the stream they run on), or blocks until they have run when `user_stream` is null.
+  void wait_local(void* user_stream, int rank);
   /// Enqueues the unpack list (no-op when empty and without signals; with signals and nothing
   /// to copy, only the wait: stream memory operations where the driver has them).
   void launch_unpack(int rank, std::uint64_t exchange = 0);
