@@ -3,8 +3,8 @@
 
     /usr/bin/python3 docs/bench/plot.py      # needs Debian's python3-matplotlib
 
-Writes cpu-2ranks.png, gpu-2xh200.png (second session), gpu-2xh200-v3.png and
-sweep-2xh200.png (third session) next to this script.
+Writes cpu-2ranks.png, gpu-2xh200.png (second session), gpu-2xh200-v3.png (third session),
+gpu-2xh200-v4.png and sweep-2xh200.png (fourth session) next to this script.
 """
 import json
 import os
@@ -102,8 +102,23 @@ def gpu_v3():
                          "exchange", 5, "gpu-2xh200-v3.png")
 
 
+def gpu_v4():
+    field = {r["case"]: r for r in load("h200x2-full-field-v4.jsonl") if r["impl"] == "halox"}
+    buf = {r["case"]: r for r in load("h200x2-full-buffer-v4.jsonl") if r["impl"] == "halox"}
+    v3 = {r["case"]: r["median_us"] for r in load("h200x2-full-field.jsonl") if r["impl"] == "halox"}
+    cases = list(field)
+    series = [("halox, straight into the halo", [field[c]["median_us"] for c in cases]),
+              ("  same, GPU time in a scheduled loop", [field[c]["loop_us"] for c in cases]),
+              ("halox, through the receive buffer", [buf[c]["median_us"] for c in cases]),
+              ("halox, third session (into the halo)", [v3.get(c, float("nan")) for c in cases])]
+    full_exchange_figure(cases, series, "µs per exchange",
+                         "2 ranks on 2 H200s (grid 2x1x1), 3 double fields, box stencil, full "
+                         "exchange", 5, "gpu-2xh200-v4.png")
+
+
 def sweep():
-    rows = [r for r in load("h200x2-sweep-v2.jsonl") if r["impl"] == "halox"]
+    # Two runs in one file: the second of each case is drawn.
+    rows = [r for r in load("h200x2-sweep-v4.jsonl") if r["impl"] == "halox"]
     sizes = sorted({r["message_bytes"] for r in rows})
     by = {(r["staging"], r["message_bytes"]): r for r in rows}
     kib = [b / 1024 for b in sizes]
@@ -133,4 +148,5 @@ if __name__ == "__main__":
     cpu()
     gpu()
     gpu_v3()
+    gpu_v4()
     sweep()
