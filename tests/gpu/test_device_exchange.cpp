@@ -23,6 +23,30 @@ std::size_t bytes_of(const halox::field<T, D>& f) {
   return std::size_t(f.allocated_box().volume()) * std::size_t(f.components()) * sizeof(T);
 }
 
+// A count of wrong cells in device memory, for halox_test::verify to add to.
+class device_errors {
+ public:
+  device_errors() {
+    cuda(cudaMalloc(&p_, sizeof *p_));
+    cuda(cudaMemset(p_, 0, sizeof *p_));
+    cuda(cudaDeviceSynchronize());
+  }
+  ~device_errors() { (void)cudaFree(p_); }
+  device_errors(const device_errors&) = delete;
+  device_errors& operator=(const device_errors&) = delete;
+  unsigned long long* get() const { return p_; }
+  /// This rank's count, once the work of every stream is done.
+  unsigned long long count() const {
+    unsigned long long v = 0;
+    cuda(cudaDeviceSynchronize());
+    cuda(cudaMemcpy(&v, p_, sizeof v, cudaMemcpyDeviceToHost));
+    return v;
+  }
+
+ private:
+  unsigned long long* p_ = nullptr;
+};
+
 // Device field + host mirror of identical layout: the reference checker runs on the mirror.
 template <class T, int D>
 struct mirrored {
@@ -237,9 +261,7 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   }
   cudaStream_t stream;
   cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  unsigned long long* errors = nullptr;
-  cuda(cudaMalloc(&errors, sizeof(unsigned long long)));
-  cuda(cudaMemsetAsync(errors, 0, sizeof(unsigned long long), stream));
+  const device_errors errors;
   const auto gu = geom_of(u, n), gv = geom_of(v, n);
   const int iterations = 300;
   INFO("HALOX_STAGING=" << policy << " HALOX_HOST_STAGING=" << variant
@@ -253,15 +275,11 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
     halox_test::stamp(g, s, stream);  // the "solver" writes new owned values
     ex.schedule_exchange(stream);     // packing waits for the stamp kernel
     ex.schedule_wait(stream);         // the verify kernel waits for the unpack
-    halox_test::verify(g, s, errors, stream);
+    halox_test::verify(g, s, errors.get(), stream);
   }
-  unsigned long long bad = 0;
-  cuda(cudaMemcpyAsync(&bad, errors, sizeof bad, cudaMemcpyDeviceToHost, stream));
-  cuda(cudaStreamSynchronize(stream));
-  cuda(cudaFree(errors));
+  const auto bad = errors.count();
   cuda(cudaStreamDestroy(stream));
-  const auto total = boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>());
-  REQUIRE(total == 0);
+  REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>()) == 0);
 }
 
 TEST_CASE("a scheduled exchange waited for on another stream") {
@@ -277,24 +295,19 @@ TEST_CASE("a scheduled exchange waited for on another stream") {
   cudaStream_t a, b;
   cuda(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
   cuda(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
-  unsigned long long* errors = nullptr;
-  cuda(cudaMalloc(&errors, sizeof(unsigned long long)));
-  cuda(cudaMemset(errors, 0, sizeof(unsigned long long)));
+  const device_errors errors;
   const auto g = geom_of(u, n);
   for (int s = 1; s <= 50; ++s) {
     halox_test::stamp(g, s, a);
     ex.schedule_exchange(a);
     ex.schedule_wait(b);
-    halox_test::verify(g, s, errors, b);
+    halox_test::verify(g, s, errors.get(), b);
     cuda(cudaStreamSynchronize(b));  // the next stamp (on a) must not overwrite what b reads
   }
-  unsigned long long bad = 0;
-  cuda(cudaMemcpy(&bad, errors, sizeof bad, cudaMemcpyDeviceToHost));
-  cuda(cudaFree(errors));
+  const auto bad = errors.count();
   cuda(cudaStreamDestroy(a));
   cuda(cudaStreamDestroy(b));
-  const auto total = boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>());
-  REQUIRE(total == 0);
+  REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>()) == 0);
 }
 
 TEST_CASE("reverse exchanges of device fields match the host's, bit for bit") {
@@ -440,18 +453,14 @@ TEST_CASE("wrapped user device memory; exchange() orders after the legacy defaul
     auto u = dom.wrap(raw, alloc, st.lo, st.hi, {}, halox::device);
     REQUIRE(u.space() == halox::memory_space::device);
     auto ex = halox::make_exchange(dom, st, u);
-    unsigned long long* errors = nullptr;
-    cuda(cudaMalloc(&errors, sizeof(unsigned long long)));
-    cuda(cudaMemset(errors, 0, sizeof(unsigned long long)));
+    const device_errors errors;
     const auto g = geom_of(u, n);
     for (int s = 1; s <= 50; ++s) {
       halox_test::stamp(g, s, nullptr);  // legacy default stream, no host synchronisation
       ex.exchange();                     // documented: packing sees the legacy stream's work
-      halox_test::verify(g, s, errors, nullptr);
+      halox_test::verify(g, s, errors.get(), nullptr);
     }
-    cuda(cudaMemcpy(&bad, errors, sizeof bad, cudaMemcpyDeviceToHost));
-    cuda(cudaFree(errors));
-    cuda(cudaDeviceSynchronize());
+    bad = errors.count();
   }
   REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>()) == 0);
   // Every rank's exchange object is gone (the all-reduce is after every destructor), so no
@@ -482,17 +491,14 @@ TEST_CASE("memory CUDA IPC cannot export: the messages into it keep the receive 
     const auto d = ex.describe();
     INFO(d);
     if (!exportable) CHECK(d.find("straight into the receiver's halo") == std::string::npos);
-    unsigned long long* errors = nullptr;
-    cuda(cudaMalloc(&errors, sizeof(unsigned long long)));
-    cuda(cudaMemset(errors, 0, sizeof(unsigned long long)));
+    const device_errors errors;
     const auto g = geom_of(u, n);
     for (int s = 1; s <= 20; ++s) {
       halox_test::stamp(g, s, nullptr);
       ex.exchange();
-      halox_test::verify(g, s, errors, nullptr);
+      halox_test::verify(g, s, errors.get(), nullptr);
     }
-    cuda(cudaMemcpy(&bad, errors, sizeof bad, cudaMemcpyDeviceToHost));
-    cuda(cudaFree(errors));
+    bad = errors.count();
   }
   REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>()) == 0);
   cuda(cudaFreeAsync(raw, nullptr));
