@@ -555,9 +555,6 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
   // signals, its release of the data once, not once per tile group.
   const std::pair<int, int> caps{one_wave(copy_kernel<true>, sms),
                                  one_wave(copy_kernel<false>, sms)};
-  // Up to half the blocks that fit at once: a pack waiting for a late peer still leaves half
-  // the GPU to other streams' kernels.
-  p_->fold_cap = std::max(1, caps.first / 2);
   // The highest priority: packing and its signals get SMs ahead of the interior computation
   // a solver overlaps with the exchange on its own streams, so halos arrive in time.
   int least = 0, greatest = 0;
@@ -567,22 +564,24 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
         "cudaStreamCreateWithPriority", -1);
   check(cudaEventCreateWithFlags(&p_->done, cudaEventDisableTiming), "cudaEventCreate", -1);
   check(cudaEventCreateWithFlags(&p_->incoming, cudaEventDisableTiming), "cudaEventCreate", -1);
-  const auto pt = caps;
-  p_->pack.upload(pack, gather, gather_kind, -1, pt);
+  p_->pack.upload(pack, gather, gather_kind, -1, caps);
+  // Up to half the pack kernel's blocks that fit at once: a pack waiting for a late peer still
+  // leaves half the GPU to other streams' kernels.
+  p_->fold_cap = std::max(1, p_->pack.cap / 2);
   for (const auto& op : ordered_local) {
     p_->local_steps.emplace_back();
-    p_->local_steps.back().upload({op}, {}, gather_kind, -1, pt);
+    p_->local_steps.back().upload({op}, {}, gather_kind, -1, caps);
   }
   if (!ordered) {
-    p_->unpack.upload(unpack, scatter, scatter_kind, -1, pt);
+    p_->unpack.upload(unpack, scatter, scatter_kind, -1, caps);
   } else {
     for (const auto& op : unpack) {
       p_->unpack_steps.emplace_back();
-      p_->unpack_steps.back().upload({op}, {}, scatter_kind, -1, pt);
+      p_->unpack_steps.back().upload({op}, {}, scatter_kind, -1, caps);
     }
     for (const auto& g : scatter) {
       p_->unpack_steps.emplace_back();
-      p_->unpack_steps.back().upload({}, {g}, scatter_kind, -1, pt);
+      p_->unpack_steps.back().upload({}, {g}, scatter_kind, -1, caps);
     }
   }
 }
