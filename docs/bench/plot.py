@@ -87,33 +87,21 @@ def gpu():
                          10, "gpu-2xh200.png")
 
 
-def gpu_v3():
-    field = {r["case"]: r for r in load("h200x2-full-field.jsonl") if r["impl"] == "halox"}
-    buf = {r["case"]: r for r in load("h200x2-full-buffer.jsonl") if r["impl"] == "halox"}
-    old = {r["case"]: r["median_us"] for r in load("h200x2-peer-ipc-device-signals.jsonl")
-           if "median_us" in r}
+def gpu_full(suffix, old_file, old_label, name):
+    """Full exchange of the session whose raw files end in `suffix`: straight into the halo
+    (blocking and scheduled loop), through the receive buffer, and an earlier session's run."""
+    field = {r["case"]: r for r in load(f"h200x2-full-field{suffix}.jsonl") if r["impl"] == "halox"}
+    buf = {r["case"]: r for r in load(f"h200x2-full-buffer{suffix}.jsonl") if r["impl"] == "halox"}
+    old = {r["case"]: r["median_us"] for r in load(old_file)
+           if r.get("impl") == "halox" and "median_us" in r}
     cases = list(field)
     series = [("halox, straight into the halo", [field[c]["median_us"] for c in cases]),
               ("  same, GPU time in a scheduled loop", [field[c]["loop_us"] for c in cases]),
               ("halox, through the receive buffer", [buf[c]["median_us"] for c in cases]),
-              ("halox, second session (grid 1x1x2)", [old.get(c, float("nan")) for c in cases])]
+              (old_label, [old.get(c, float("nan")) for c in cases])]
     full_exchange_figure(cases, series, "µs per exchange",
                          "2 ranks on 2 H200s (grid 2x1x1), 3 double fields, box stencil, full "
-                         "exchange", 5, "gpu-2xh200-v3.png")
-
-
-def gpu_v4():
-    field = {r["case"]: r for r in load("h200x2-full-field-v4.jsonl") if r["impl"] == "halox"}
-    buf = {r["case"]: r for r in load("h200x2-full-buffer-v4.jsonl") if r["impl"] == "halox"}
-    v3 = {r["case"]: r["median_us"] for r in load("h200x2-full-field.jsonl") if r["impl"] == "halox"}
-    cases = list(field)
-    series = [("halox, straight into the halo", [field[c]["median_us"] for c in cases]),
-              ("  same, GPU time in a scheduled loop", [field[c]["loop_us"] for c in cases]),
-              ("halox, through the receive buffer", [buf[c]["median_us"] for c in cases]),
-              ("halox, third session (into the halo)", [v3.get(c, float("nan")) for c in cases])]
-    full_exchange_figure(cases, series, "µs per exchange",
-                         "2 ranks on 2 H200s (grid 2x1x1), 3 double fields, box stencil, full "
-                         "exchange", 5, "gpu-2xh200-v4.png")
+                         "exchange", 5, name)
 
 
 def sweep():
@@ -147,6 +135,8 @@ def sweep():
 if __name__ == "__main__":
     cpu()
     gpu()
-    gpu_v3()
-    gpu_v4()
+    gpu_full("", "h200x2-peer-ipc-device-signals.jsonl", "halox, second session (grid 1x1x2)",
+             "gpu-2xh200-v3.png")
+    gpu_full("-v4", "h200x2-full-field.jsonl", "halox, third session (into the halo)",
+             "gpu-2xh200-v4.png")
     sweep()

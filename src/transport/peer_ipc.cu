@@ -133,7 +133,7 @@ struct handle_msg {
   unsigned long long offset;  // of the receiver's message from the sender, in its buffer
   cudaIpcMemHandle_t flags;   // device signals: the receiver's flag array
   unsigned long long ready;   // the sender's data-ready slot in it
-  long long regions;  // halo regions the sender may write straight into (-1: it may not)
+  long long regions;          // halo regions the sender may write straight into (-1: it may not)
 };
 
 // Device signals, from a sender to its receiver: where the receiver says it has started an
@@ -161,8 +161,8 @@ bool allocation_start(const void* p, const std::byte*& start) {
   static const auto fn = driver_function<range_fn>("cuMemGetAddressRange");
   CUdeviceptr base = 0;
   std::size_t size = 0;
-  if (fn == nullptr || fn(&base, &size, CUdeviceptr(reinterpret_cast<std::uintptr_t>(p))) !=
-                           CUDA_SUCCESS)
+  if (fn == nullptr ||
+      fn(&base, &size, CUdeviceptr(reinterpret_cast<std::uintptr_t>(p))) != CUDA_SUCCESS)
     return false;
   start = reinterpret_cast<const std::byte*>(std::uintptr_t(base));
   return true;
@@ -468,8 +468,9 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   auto rebase_recv = [&](auto*& ptr) {
     if (!inside(ptr, old_recv, recv_size)) return;
     const std::size_t off = std::size_t(reinterpret_cast<const std::byte*>(ptr) - old_recv);
-    for (const auto& m : ipc_recvs)
-      if (off >= m.offset && off < m.offset + m.bytes) ptr = p->recv.get() + off;
+    if (std::any_of(ipc_recvs.begin(), ipc_recvs.end(),
+                    [&](const message& m) { return in_message(ptr, old_recv, m); }))
+      ptr = p->recv.get() + off;
   };
   for (auto& op : prog.device_unpack) rebase_recv(op.src);
   for (auto& op : prog.device_scatter) rebase_recv(op.buf);
