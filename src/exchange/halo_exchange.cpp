@@ -324,6 +324,7 @@ std::string halo_exchange::describe() const {
   for (const auto& m : p.recvs)
     out += fmt::format("\n  recv from {}: {} B via {}", m.peer, m.bytes,
                        path_to(m.peer, p.direct_recv_peers));
+  if (s_->gpu) out += "\n  " + s_->gpu->summary();
   return out;
 }
 

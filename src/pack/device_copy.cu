@@ -6,7 +6,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "../cuda_driver.hpp"
@@ -99,6 +101,78 @@ void as_wide_words(const copy_op& op, dev_op& d) {
   d.count[in] = row / unit;
   d.src_stride[in] = d.dst_stride[in] = unit;
   d.total = d.total / op.count[in] * d.count[in];
+}
+
+// Copies whose rows are narrower than a 32-byte sector (the faces across the contiguous
+// dimension: one or two doubles per row, rows 2 KB apart at 256³) read and write a sector per
+// row each. Where two such copies of one shape lie next to each other — one's destination
+// within 32 bytes of the other's source, as in the periodic wrap of a dimension one rank holds
+// entirely: the low halo and the cells that go to the high halo share sectors, and the other
+// way round — they become one copy with an innermost dimension of two (its strides: the
+// distance between the two). Adjacent threads of a warp then copy the same row of both, so
+// each sector is read and written by one instruction pair rather than by two blocks at
+// different times: 256³ width 2 on an H200, 36 → 29 µs.
+bool narrow_rows(const dev_op& d) {
+  const int in = d.rank - 1;
+  const bool contiguous = d.src_stride[in] == d.unit && d.dst_stride[in] == d.unit;
+  return (contiguous ? d.count[in] * d.unit : d.unit) < 32;
+}
+// Returns how many pairs it merged.
+int pair_adjacent(std::vector<dev_op>& ops) {
+  auto eligible = [](const dev_op& d) {
+    return d.kind == strided && d.red_op == 0 && d.words == 1 && d.total <= 0x7fffffffLL &&
+           narrow_rows(d);
+  };
+  // Copies of one shape: rank, word, extents and strides (a stride counts only where its
+  // extent is above one).
+  using key_t = std::array<long long, 2 + 3 * max_rank>;
+  auto key = [](const dev_op& d) {
+    key_t k{};
+    k[0] = d.rank;
+    k[1] = d.unit;
+    for (int i = 0; i < d.rank; ++i) {
+      k[std::size_t(2 + 3 * i)] = d.count[i];
+      k[std::size_t(3 + 3 * i)] = d.count[i] > 1 ? d.src_stride[i] : 0;
+      k[std::size_t(4 + 3 * i)] = d.count[i] > 1 ? d.dst_stride[i] : 0;
+    }
+    return k;
+  };
+  auto near = [](const unsigned char* a, const unsigned char* b) {
+    return (a > b ? a - b : b - a) < 32;
+  };
+  std::map<key_t, std::vector<std::size_t>> shapes;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (eligible(ops[i])) shapes[key(ops[i])].push_back(i);
+  std::vector<char> merged(ops.size(), 0);
+  int pairs = 0;
+  for (const auto& [shape, members] : shapes)
+    for (std::size_t x = 0; x < members.size(); ++x) {
+      dev_op& a = ops[members[x]];
+      if (merged[members[x]]) continue;
+      for (std::size_t y = x + 1; y < members.size(); ++y) {
+        const dev_op& b = ops[members[y]];
+        if (merged[members[y]] || !(near(a.dst, b.src) || near(b.dst, a.src))) continue;
+        int in = a.rank - 1;  // the pair dimension: the innermost if it has one element
+        if (a.count[in] != 1) {
+          if (a.rank == max_rank) break;
+          in = a.rank++;
+        }
+        a.count[in] = 2;
+        a.src_stride[in] = b.src - a.src;
+        a.dst_stride[in] = b.dst - a.dst;
+        a.total *= 2;
+        for (int k = 0; k < a.rank; ++k)
+          set_divisor(a, k, std::uint64_t(std::max<long long>(1, a.count[k])));
+        merged[members[y]] = 1;
+        ++pairs;
+        break;
+      }
+    }
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (!merged[i]) ops[kept++] = ops[i];
+  ops.resize(kept);
+  return pairs;
 }
 
 template <class T>
@@ -345,6 +419,7 @@ struct table {
   int2* tile_of = nullptr;       // each tile's copy and its place in that copy
   long long* indices = nullptr;  // every index list the gathers/scatters use, back to back
   int n = 0;
+  int pairs = 0;  // pairs of adjacent narrow copies run as one
   long long tiles = 0;
   bool plain = true;
   int cap = 1;            // one wave of this table's kernel
@@ -354,7 +429,6 @@ struct table {
   void upload(const std::vector<copy_op>& list, const std::vector<gather_op>& gathers,
               op_kind gather_as, int rank, std::pair<int, int> caps) {
     std::vector<dev_op> host;
-    std::vector<long long> start{0};
     // Index lists, each uploaded once however many fields use it.
     std::vector<long long> all_idx;
     std::vector<std::pair<const index*, std::size_t>> seen;
@@ -394,7 +468,6 @@ struct table {
       d.unit = unit_of(g);
       d.words = int(g.elem / std::size_t(d.unit));
       host.push_back(d);
-      start.push_back(start.back() + (d.total + tile_elems - 1) / tile_elems);
     }
     for (const auto& op : list) {
       if (op.rank == 0) continue;  // empty copy
@@ -418,8 +491,11 @@ struct table {
       d.red_op = op.dev_reduce.op;
       d.red_type = op.dev_reduce.type;
       host.push_back(d);
-      start.push_back(start.back() + (d.total + tile_elems - 1) / tile_elems);
     }
+    pairs = pair_adjacent(host);
+    std::vector<long long> start{0};  // each copy's first tile
+    for (const auto& d : host)
+      start.push_back(start.back() + (d.total + tile_elems - 1) / tile_elems);
     n = int(host.size());
     tiles = start.back();
     for (const auto& d : host) bytes += std::size_t(d.total) * std::size_t(d.unit * d.words);
@@ -744,6 +820,18 @@ void device_copier::signal(void* user_stream, int rank) {
   check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
   check(cudaStreamWaitEvent(static_cast<cudaStream_t>(user_stream), p_->done, 0),
         "cudaStreamWaitEvent(user stream)", rank);
+}
+
+std::string device_copier::summary() const {
+  auto one = [](const table& t) {
+    return fmt::format("{} copies in {} tiles{}", t.n, t.tiles,
+                       t.pairs
+                           ? fmt::format(" ({} pairs of adjacent narrow copies as one)", t.pairs)
+                           : std::string());
+  };
+  std::size_t steps = p_->local_steps.size() + p_->unpack_steps.size();
+  return fmt::format("GPU launches: pack {}; unpack {}{}", one(p_->pack), one(p_->unpack),
+                     steps ? fmt::format("; {} ordered single-copy steps", steps) : std::string());
 }
 
 std::shared_ptr<std::byte> allocate_mapped(std::size_t bytes) {

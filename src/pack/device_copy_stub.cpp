@@ -25,6 +25,9 @@ bool device_copier::ready(int) {
 }
 void device_copier::wait_for(void*, int) {}
 void device_copier::signal(void*, int) {}
+std::string device_copier::summary() const {
+  return {};
+}
 
 std::shared_ptr<std::byte> allocate_mapped(std::size_t) {
   fail("mapped pinned memory requested but this halox was built without CUDA");

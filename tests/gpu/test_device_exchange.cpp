@@ -204,6 +204,42 @@ TEST_CASE("device fields only: several types and layouts, uneven boxes, every CU
   }
 }
 
+TEST_CASE("a periodic dimension held by one rank: opposite narrow halos copied as pairs") {
+  // Every rank holds the whole extent of the last (contiguous) dimension and it is periodic, so
+  // its low and high halos are copies on the rank itself, rows of one to three cells. The
+  // kernel runs two such copies of one shape as one (adjacent threads copy the same row of
+  // both): rows of 8 to 24 bytes (doubles), 4 to 12 (floats, planar). With different widths on
+  // the two sides the shapes differ and nothing is paired.
+  boost::mpi::communicator world;
+  const halox::extents<3> n{7, 4 * world.size() + 1, 11};
+  const auto st =
+      GENERATE(halox::stencil<3>::box(1), halox::stencil<3>::box(2), halox::stencil<3>::box(3),
+               halox::stencil<3>::star({1, 1, 2}, {2, 1, 1}));
+  const auto per =
+      GENERATE(halox::periodic<3>{true, true, true}, halox::periodic<3>{false, false, true});
+  const halox::cartesian<3> dom(world, n, per, halox::process_grid<3>{{1, world.size(), 1}});
+  three_fields<halox::cartesian<3>> t(dom, st);
+  auto ex = halox::make_exchange(dom, st, t.a.dev, t.b.dev, t.c.dev);
+  const auto d = ex.describe();
+  INFO(d);
+  const bool same_sides = st.lo == st.hi;
+  CHECK((d.find("pairs of adjacent narrow copies") != std::string::npos) == same_sides);
+  for (int round = 0; round < 2; ++round) {  // blocking, stream-ordered
+    t.fill(n, round);
+    if (round == 0) {
+      ex.exchange();
+    } else {
+      cudaStream_t s;
+      cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      ex.schedule_exchange(s);
+      ex.schedule_wait(s);
+      cuda(cudaStreamSynchronize(s));
+      cuda(cudaStreamDestroy(s));
+    }
+    t.check(st, n, per.flags, round);
+  }
+}
+
 TEST_CASE("stream-ordered exchanges back to back with kernels writing and reading the halo") {
   boost::mpi::communicator world;
   const halox::extents<3> n{24, 20, 18};

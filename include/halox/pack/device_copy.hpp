@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "halox/pack/strided_copy.hpp"
@@ -73,6 +74,9 @@ class device_copier {
   void wait_for(void* user_stream, int rank);
   /// Makes `user_stream` wait for the work enqueued so far (no host wait).
   void signal(void* user_stream, int rank);
+  /// One line on the launches, for describe(): copies, tiles, and pairs of adjacent narrow
+  /// copies that run as one.
+  std::string summary() const;
 
  private:
   struct impl;
