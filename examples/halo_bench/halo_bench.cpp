@@ -339,6 +339,52 @@ class per_region_kernels {
   std::vector<region> regions_;
 };
 
+// One GPU, one rank, periodic, like per_region_kernels but every region of every field in one
+// launch of a plain kernel (a thread per element, the region found by binary search): the
+// straightforward fused kernel that halox's tiled one is measured against.
+class single_kernel {
+ public:
+  explicit single_kernel(const setup& s) {
+    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    std::vector<halo_bench::region_desc> regions;
+    for (const auto& d : s.st.directions()) {
+      if (d == halox::direction<3>{}) continue;
+      const auto opposite = halox::direction<3>{-d[0], -d[1], -d[2]};
+      const auto src = s.send_region(d), dst = s.recv_region(opposite);
+      for (const auto& fld : s.f) {
+        const auto n = src.size();
+        const auto st = fld.strides();
+        regions.push_back(
+            {fld.pointer(src.lo), fld.pointer(dst.lo), n[1], n[2], st[0], st[1], total_});
+        total_ += n[0] * n[1] * n[2];
+      }
+    }
+    n_ = int(regions.size());
+    cuda_check(cudaMalloc(&regions_, regions.size() * sizeof regions[0]));
+    cuda_check(cudaMemcpy(regions_, regions.data(), regions.size() * sizeof regions[0],
+                          cudaMemcpyHostToDevice));
+  }
+  ~single_kernel() {
+    (void)cudaFree(regions_);
+    (void)cudaStreamDestroy(stream_);
+  }
+  single_kernel(const single_kernel&) = delete;
+  single_kernel& operator=(const single_kernel&) = delete;
+  void enqueue(cudaStream_t stream) {
+    cuda_check(halo_bench::copy_regions_once(regions_, n_, total_, stream));
+  }
+  void exchange() {
+    enqueue(stream_);
+    cuda_check(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  cudaStream_t stream_{};
+  halo_bench::region_desc* regions_ = nullptr;
+  int n_ = 0;
+  long long total_ = 0;
+};
+
 // Device-to-device copy bandwidth of this GPU (bytes read + written per second).
 double d2d_bandwidth_gbps() {
   const std::size_t bytes = std::size_t(256) << 20;
@@ -403,7 +449,6 @@ std::pair<double, double> time_it(const mpi::communicator& comm, int warmup, int
   std::sort(t.begin(), t.end());
   return {t[t.size() / 2], t.front()};
 }
-
 
 #ifdef HALOX_BENCH_CUDA
 // Peer copy bandwidth between GPU 0 and GPU 1 of this process (the ceiling for one message of
@@ -484,9 +529,9 @@ bool sweep(const mpi::communicator& world, const options& o) {
     return false;
   }
   bool all_ok = true;
-  for (const std::size_t bytes : {std::size_t(8) << 10, std::size_t(64) << 10,
-                                  std::size_t(512) << 10, std::size_t(1) << 20,
-                                  std::size_t(8) << 20, std::size_t(64) << 20}) {
+  for (const std::size_t bytes :
+       {std::size_t(8) << 10, std::size_t(64) << 10, std::size_t(512) << 10, std::size_t(1) << 20,
+        std::size_t(8) << 20, std::size_t(64) << 20}) {
     const idx face = idx(bytes / 16);  // cells per face: two faces of doubles per message
     idx ny = 1;
     while (ny * ny * 4 <= face) ny *= 2;
@@ -561,8 +606,8 @@ int main(int argc, char** argv) {
         std::printf(
             "usage: mpirun -np P halo_bench [--sizes 8,64,128] [--widths 1,2] [--fields 3]\n"
             "         [--impls halox,mpi_manual,mpi_types] [--iters N] [--warmup N]\n"
-            "         [--device]   (GPU fields; impls halox and, at 1 rank, memcpy3d and\n"
-            "                       per_region_kernels)\n"
+            "         [--device]   (GPU fields; impls halox and, at 1 rank, memcpy3d,\n"
+            "                       per_region_kernels and single_kernel)\n"
             "         [--sweep]    (2 ranks, one GPU each: one double field, one message per\n"
             "                       direction of 8 KB .. 64 MB, peer_ipc vs host_staged, blocking\n"
             "                       and in a loop of scheduled exchanges, next to the GPUs'\n"
@@ -620,6 +665,7 @@ int main(int argc, char** argv) {
 #ifdef HALOX_BENCH_CUDA
         std::unique_ptr<memcpy3d> m3;
         std::unique_ptr<per_region_kernels> prk;
+        std::unique_ptr<single_kernel> sk;
         if (impl == "memcpy3d" && o.device && world.size() == 1) {
           m3 = std::make_unique<memcpy3d>(s);
           run = [&] { m3->exchange(); };
@@ -628,6 +674,10 @@ int main(int argc, char** argv) {
           prk = std::make_unique<per_region_kernels>(s);
           run = [&] { prk->exchange(); };
           enqueue = [&](cudaStream_t st) { prk->enqueue(st); };
+        } else if (impl == "single_kernel" && o.device && world.size() == 1) {
+          sk = std::make_unique<single_kernel>(s);
+          run = [&] { sk->exchange(); };
+          enqueue = [&](cudaStream_t st) { sk->enqueue(st); };
         } else
 #endif
             if (o.device && impl != "halox") {

@@ -14,6 +14,26 @@ __global__ void copy_kernel(const double* src, double* dst, long long n0, long l
   }
 }
 
+__global__ void all_regions_kernel(const region_desc* regions, int n, long long total) {
+  const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (t >= total) return;
+  int lo = 0, hi = n - 1;  // the last region whose first element is <= t
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (regions[mid].first <= t)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  const region_desc& r = regions[lo];
+  // 32-bit index arithmetic (a region has fewer than 2^32 elements here): the 64-bit divisions
+  // would cost more than the copy.
+  const unsigned e = unsigned(t - r.first), n1 = unsigned(r.n1), n2 = unsigned(r.n2);
+  const unsigned row = e / n2, k = e - row * n2, i = row / n1, j = row - i * n1;
+  const long long off = i * r.s0 + j * r.s1 + k;
+  r.dst[off] = r.src[off];
+}
+
 __device__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -29,6 +49,13 @@ __global__ void hold_kernel(unsigned long long ns) {
 
 cudaError_t hold(cudaStream_t stream, int us) {
   hold_kernel<<<1, 1, 0, stream>>>(1000ull * unsigned(us));
+  return cudaGetLastError();
+}
+
+cudaError_t copy_regions_once(const region_desc* regions, int n, long long total,
+                              cudaStream_t stream) {
+  if (total == 0) return cudaSuccess;
+  all_regions_kernel<<<int((total + 255) / 256), 256, 0, stream>>>(regions, n, total);
   return cudaGetLastError();
 }
 

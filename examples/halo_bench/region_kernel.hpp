@@ -8,6 +8,19 @@ namespace halo_bench {
 /// s0, s1 (and 1 in the last dimension), in one kernel launch on `stream`.
 cudaError_t copy_region(const double* src, double* dst, long long n0, long long n1, long long n2,
                         long long s0, long long s1, cudaStream_t stream);
+/// One region of a single-launch copy: an n0 x n1 x n2 block of doubles, element strides s0, s1
+/// (1 in the last dimension) on both sides, its elements numbered from `first` in the launch.
+struct region_desc {
+  const double* src;
+  double* dst;
+  long long n1, n2, s0, s1, first;
+};
+/// Copies every region of `regions` (device memory, `n` of them in order of `first`, `total`
+/// elements in all) in one launch: a thread per element, finding its region by binary search
+/// over `first` and its place by 32-bit division (a plain fused kernel, none of halox's tiling;
+/// every region below 2^32 elements).
+cudaError_t copy_regions_once(const region_desc* regions, int n, long long total,
+                              cudaStream_t stream);
 /// Holds `stream` for `us` microseconds (one thread spinning on the GPU's global timer), so that
 /// work enqueued behind it is all queued before it starts: events around that work then time
 /// the GPU alone, without the host's launch and synchronisation gaps.
