@@ -4,7 +4,8 @@
     /usr/bin/python3 docs/bench/plot.py      # needs Debian's python3-matplotlib
 
 Writes cpu-2ranks.png, gpu-2xh200.png (second session), gpu-2xh200-v3.png (third session),
-gpu-2xh200-v4.png and sweep-2xh200.png (fourth session) next to this script.
+gpu-2xh200-v4.png and sweep-2xh200.png (fourth session), gpu-1xh200-v5.png (fifth session)
+next to this script.
 """
 import json
 import os
@@ -104,6 +105,37 @@ def gpu_full(suffix, old_file, old_label, name):
                          "exchange", 5, name)
 
 
+def gpu1():
+    """One H200: GPU time (kernel_us) of each implementation's pack+unpack per case, with the
+    hardware's time for one pass over the halo bytes and the issue's 60% target."""
+    rows = load("h200x2-gpu-1rank-v5.jsonl")
+    d2d = next(r["GBps"] for r in rows if r["impl"] == "cudaMemcpy_d2d") * 1e3  # bytes per us
+    first = {}
+    for r in rows:
+        if "kernel_us" in r:
+            first.setdefault((r["impl"], r["case"]), r)
+    cases = []
+    for impl, case in first:
+        if case not in cases:
+            cases.append(case)
+    impls = [("halox", "halox (fused, tiled)"), ("single_kernel", "single plain kernel"),
+             ("per_region_kernels", "one kernel per region"), ("memcpy3d", "cudaMemcpy3DAsync")]
+    series = [(label, [first[(i, c)]["kernel_us"] for c in cases]) for i, label in impls]
+    fig, ax = plt.subplots(figsize=(8, 5.4))
+    bars(ax, [c.replace(" device", "") for c in cases], series, "GPU µs (CUDA events)",
+         "1 H200, pack+unpack of 3 double fields, box stencil (one pass at 1 rank)")
+    for i, c in enumerate(cases):
+        halo = first[("halox", c)]["bytes"]
+        ax.hlines(2 * halo / d2d, i - 0.45, i + 0.45, colors="k", linestyles="dashed")
+        if c.startswith("256"):  # the issue sets the bandwidth target at 256^3
+            ax.hlines(4 * halo / (0.6 * d2d), i - 0.45, i + 0.45, colors="k", linestyles="dotted")
+    ax.set_ylim(bottom=0.2, top=2000)
+    ax.text(0.01, 0.96, "dashed: D2D time to read+write the halo once; dotted: issue's 60% "
+            "target at 256^3 (4 x halo bytes)", transform=ax.transAxes, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(HERE, "gpu-1xh200-v5.png"), dpi=110)
+
+
 def sweep():
     # Two runs in one file: the second of each case is drawn.
     rows = [r for r in load("h200x2-sweep-v4.jsonl") if r["impl"] == "halox"]
@@ -140,3 +172,4 @@ if __name__ == "__main__":
     gpu_full("-v4", "h200x2-full-field.jsonl", "halox, third session (into the halo)",
              "gpu-2xh200-v4.png")
     sweep()
+    gpu1()
