@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <vector>
 
@@ -137,8 +138,13 @@ int pair_adjacent(std::vector<dev_op>& ops) {
     }
     return k;
   };
-  auto near = [](const unsigned char* a, const unsigned char* b) {
-    return (a > b ? a - b : b - a) < 32;
+  // Addresses as integers: the two copies may lie in different allocations.
+  auto distance = [](const unsigned char* to, const unsigned char* from) {
+    return static_cast<long long>(reinterpret_cast<std::uintptr_t>(to) -
+                                  reinterpret_cast<std::uintptr_t>(from));
+  };
+  auto near = [&](const unsigned char* a, const unsigned char* b) {
+    return std::abs(distance(a, b)) < 32;
   };
   std::map<key_t, std::vector<std::size_t>> shapes;
   for (std::size_t i = 0; i < ops.size(); ++i)
@@ -158,8 +164,8 @@ int pair_adjacent(std::vector<dev_op>& ops) {
           in = a.rank++;
         }
         a.count[in] = 2;
-        a.src_stride[in] = b.src - a.src;
-        a.dst_stride[in] = b.dst - a.dst;
+        a.src_stride[in] = distance(b.src, a.src);
+        a.dst_stride[in] = distance(b.dst, a.dst);
         a.total *= 2;
         for (int k = 0; k < a.rank; ++k)
           set_divisor(a, k, std::uint64_t(std::max<long long>(1, a.count[k])));
