@@ -261,34 +261,41 @@ class mpi_types {
 };
 
 #ifdef HALOX_BENCH_CUDA
+// One GPU, one rank, periodic: calls f(field, src, dst) for every region of every field, where
+// `src` (owned cells) goes to `dst` (the opposite halo) — the copies the baselines make.
+template <class F>
+void for_each_region(const setup& s, F&& f) {
+  for (const auto& d : s.st.directions()) {
+    if (d == halox::direction<3>{}) continue;
+    const auto opposite = halox::direction<3>{-d[0], -d[1], -d[2]};
+    const auto src = s.send_region(d), dst = s.recv_region(opposite);
+    for (const auto& fld : s.f) f(fld, src, dst);
+  }
+}
+
 // One GPU, one rank, periodic: the halo is the domain's own image, so every region of every
 // field is one cudaMemcpy3DAsync from the owned cells to the opposite halo (no pack kernel).
 class memcpy3d {
  public:
   explicit memcpy3d(const setup& s) {
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    for (const auto& d : s.st.directions()) {
-      if (d == halox::direction<3>{}) continue;
-      const auto opposite = halox::direction<3>{-d[0], -d[1], -d[2]};
-      const auto src = s.send_region(d), dst = s.recv_region(opposite);
-      for (const auto& fld : s.f) {
-        const auto a = fld.allocated_box();
-        const auto e = a.size();
-        cudaMemcpy3DParms p{};
-        p.srcPtr = make_cudaPitchedPtr(fld.data(), std::size_t(e[2]) * sizeof(double),
-                                       std::size_t(e[2]), std::size_t(e[1]));
-        p.dstPtr = p.srcPtr;
-        p.srcPos = make_cudaPos(std::size_t(src.lo[2] - a.lo[2]) * sizeof(double),
-                                std::size_t(src.lo[1] - a.lo[1]), std::size_t(src.lo[0] - a.lo[0]));
-        p.dstPos = make_cudaPos(std::size_t(dst.lo[2] - a.lo[2]) * sizeof(double),
-                                std::size_t(dst.lo[1] - a.lo[1]), std::size_t(dst.lo[0] - a.lo[0]));
-        const auto n = src.size();
-        p.extent = make_cudaExtent(std::size_t(n[2]) * sizeof(double), std::size_t(n[1]),
-                                   std::size_t(n[0]));
-        p.kind = cudaMemcpyDeviceToDevice;
-        copies_.push_back(p);
-      }
-    }
+    for_each_region(s, [&](const auto& fld, const auto& src, const auto& dst) {
+      const auto a = fld.allocated_box();
+      const auto e = a.size();
+      cudaMemcpy3DParms p{};
+      p.srcPtr = make_cudaPitchedPtr(fld.data(), std::size_t(e[2]) * sizeof(double),
+                                     std::size_t(e[2]), std::size_t(e[1]));
+      p.dstPtr = p.srcPtr;
+      p.srcPos = make_cudaPos(std::size_t(src.lo[2] - a.lo[2]) * sizeof(double),
+                              std::size_t(src.lo[1] - a.lo[1]), std::size_t(src.lo[0] - a.lo[0]));
+      p.dstPos = make_cudaPos(std::size_t(dst.lo[2] - a.lo[2]) * sizeof(double),
+                              std::size_t(dst.lo[1] - a.lo[1]), std::size_t(dst.lo[0] - a.lo[0]));
+      const auto n = src.size();
+      p.extent =
+          make_cudaExtent(std::size_t(n[2]) * sizeof(double), std::size_t(n[1]), std::size_t(n[0]));
+      p.kind = cudaMemcpyDeviceToDevice;
+      copies_.push_back(p);
+    });
   }
   ~memcpy3d() { (void)cudaStreamDestroy(stream_); }
   void enqueue(cudaStream_t stream) {
@@ -310,13 +317,9 @@ class per_region_kernels {
  public:
   explicit per_region_kernels(const setup& s) {
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    for (const auto& d : s.st.directions()) {
-      if (d == halox::direction<3>{}) continue;
-      const auto opposite = halox::direction<3>{-d[0], -d[1], -d[2]};
-      const auto src = s.send_region(d), dst = s.recv_region(opposite);
-      for (const auto& fld : s.f)
-        regions_.push_back({fld.pointer(src.lo), fld.pointer(dst.lo), src.size(), fld.strides()});
-    }
+    for_each_region(s, [&](const auto& fld, const auto& src, const auto& dst) {
+      regions_.push_back({fld.pointer(src.lo), fld.pointer(dst.lo), src.size(), fld.strides()});
+    });
   }
   ~per_region_kernels() { (void)cudaStreamDestroy(stream_); }
   void enqueue(cudaStream_t stream) {
@@ -347,18 +350,13 @@ class single_kernel {
   explicit single_kernel(const setup& s) {
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     std::vector<halo_bench::region_desc> regions;
-    for (const auto& d : s.st.directions()) {
-      if (d == halox::direction<3>{}) continue;
-      const auto opposite = halox::direction<3>{-d[0], -d[1], -d[2]};
-      const auto src = s.send_region(d), dst = s.recv_region(opposite);
-      for (const auto& fld : s.f) {
-        const auto n = src.size();
-        const auto st = fld.strides();
-        regions.push_back(
-            {fld.pointer(src.lo), fld.pointer(dst.lo), n[1], n[2], st[0], st[1], total_});
-        total_ += n[0] * n[1] * n[2];
-      }
-    }
+    for_each_region(s, [&](const auto& fld, const auto& src, const auto& dst) {
+      const auto n = src.size();
+      const auto st = fld.strides();
+      regions.push_back(
+          {fld.pointer(src.lo), fld.pointer(dst.lo), n[1], n[2], st[0], st[1], total_});
+      total_ += n[0] * n[1] * n[2];
+    });
     n_ = int(regions.size());
     cuda_check(cudaMalloc(&regions_, regions.size() * sizeof regions[0]));
     cuda_check(cudaMemcpy(regions_, regions.data(), regions.size() * sizeof regions[0],
