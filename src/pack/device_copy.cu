@@ -59,6 +59,16 @@ void set_divisor(dev_op& d, int k, std::uint64_t divisor) {
   d.shift1[k] = static_cast<unsigned char>(l < 1 ? l : 1);
   d.shift2[k] = static_cast<unsigned char>(l > 1 ? l - 1 : 0);
 }
+// Every dimension's divisor (strided copies of fewer than 2^32 elements).
+void set_divisors(dev_op& d) {
+  for (int k = 0; k < d.rank; ++k)
+    set_divisor(d, k, std::uint64_t(std::max<long long>(1, d.count[k])));
+}
+// A copy the lean kernel runs: strided, one word per element, no reduction, fewer than 2^32
+// elements.
+bool plain_copy(const dev_op& d) {
+  return d.kind == strided && d.red_op == 0 && d.words == 1 && d.total <= 0xffffffffLL;
+}
 __device__ unsigned divide(const dev_op& op, int k, unsigned n) {
   const unsigned t = __umulhi(op.magic[k], n);
   return (t + ((n - t) >> op.shift1[k])) >> op.shift2[k];
@@ -121,8 +131,7 @@ bool narrow_rows(const dev_op& d) {
 // Returns how many pairs it merged.
 int pair_adjacent(std::vector<dev_op>& ops) {
   auto eligible = [](const dev_op& d) {
-    return d.kind == strided && d.red_op == 0 && d.words == 1 && d.total <= 0x7fffffffLL &&
-           narrow_rows(d);
+    return plain_copy(d) && d.total <= 0x7fffffffLL && narrow_rows(d);  // (plain once doubled)
   };
   // Copies of one shape: rank, word, extents and strides (a stride counts only where its
   // extent is above one).
@@ -167,8 +176,7 @@ int pair_adjacent(std::vector<dev_op>& ops) {
         a.src_stride[in] = distance(b.src, a.src);
         a.dst_stride[in] = distance(b.dst, a.dst);
         a.total *= 2;
-        for (int k = 0; k < a.rank; ++k)
-          set_divisor(a, k, std::uint64_t(std::max<long long>(1, a.count[k])));
+        set_divisors(a);
         merged[members[y]] = 1;
         ++pairs;
         break;
@@ -491,9 +499,7 @@ struct table {
       d.unit = unit_of(op);
       d.words = int(op.elem / std::size_t(d.unit));
       if (op.dev_reduce.op == 0) as_wide_words(op, d);
-      if (d.total <= 0xffffffffLL)
-        for (int k = 0; k < op.rank; ++k)
-          set_divisor(d, k, std::uint64_t(std::max<long long>(1, d.count[k])));
+      if (d.total <= 0xffffffffLL) set_divisors(d);
       d.red_op = op.dev_reduce.op;
       d.red_type = op.dev_reduce.type;
       host.push_back(d);
@@ -505,9 +511,7 @@ struct table {
     n = int(host.size());
     tiles = start.back();
     for (const auto& d : host) bytes += std::size_t(d.total) * std::size_t(d.unit * d.words);
-    for (const auto& d : host)
-      plain =
-          plain && d.kind == strided && d.red_op == 0 && d.words == 1 && d.total <= 0xffffffffLL;
+    plain = std::all_of(host.begin(), host.end(), plain_copy);
     cap = plain ? caps.first : caps.second;
     if (n == 0) return;
     check(cudaMalloc(&ops, host.size() * sizeof(dev_op)), "cudaMalloc(copy table)", rank);
