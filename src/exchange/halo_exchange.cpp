@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include "halox/error.hpp"
+#include "halox/exchange/peer_agreement.hpp"
 #include "halox/pack/device_copy.hpp"
+#include "halox/transport/agree.hpp"
 #include "halox/transport/peer_ipc.hpp"
 #include "halox/transport/shm_mailbox.hpp"
 
@@ -28,6 +30,8 @@ std::vector<std::size_t> indices_of(const std::vector<message>& subset,
 struct exchange_state {
   boost::mpi::communicator comm;
   exchange_program prog;
+  bool agreed;                       // every peer plans the same messages (checked first)
+  std::string transport_problem;     // a size mismatch a transport found while setting up
   std::unique_ptr<peer_ipc> ipc;     // null unless messages travel through CUDA IPC
   std::unique_ptr<shm_mailbox> shm;  // null unless host messages travel through shared memory
   const std::vector<message>& mpi_send_list;
@@ -41,8 +45,12 @@ struct exchange_state {
   std::size_t arrived = 0;                // MPI receive messages complete so far
   std::size_t shm_arrived = 0;            // shared-memory receive messages complete so far
   bool ordered_done = false;              // test() has unpacked an ordered exchange
+  std::vector<char> send_pending;         // shared-memory sends not packed yet this exchange
+  std::size_t sends_pending = 0;          // (their receivers were still reading the last one)
+  bool pack_pending = false;              // CUDA IPC: pack deferred until the receivers are clear
   std::uint64_t generation = 0;           // counts start()s, so stale handles know they are done
   bool in_flight = false;
+  std::string failure;                    // why an exchange of this object failed; then unusable
   // Device fields and local copies alone (one rank along every periodic dimension): a scheduled
   // exchange runs its copies on the user's stream itself (`on_user_stream`), no stream hops.
   bool local_only = false, on_user_stream = false;
@@ -50,8 +58,9 @@ struct exchange_state {
   exchange_state(const boost::mpi::communicator& c, exchange_program p)
       : comm(c),
         prog(std::move(p)),
-        ipc(peer_ipc::attach(MPI_Comm(comm), prog)),
-        shm(shm_mailbox::attach(MPI_Comm(comm), prog)),
+        agreed((check_peer_agreement(MPI_Comm(comm), prog), true)),
+        ipc(peer_ipc::attach(MPI_Comm(comm), prog, transport_problem)),
+        shm(shm_mailbox::attach(MPI_Comm(comm), prog, transport_problem)),
         mpi_send_list(ipc   ? ipc->mpi_sends()
                       : shm ? shm->mpi_sends()
                             : prog.sends),
@@ -62,7 +71,12 @@ struct exchange_state {
                  prog.recv_buf.get()),
         recv_message(indices_of(mpi_recv_list, prog.recvs)),
         done(prog.recvs.size() + 1),
-        taken(prog.recvs.size(), 0) {
+        taken(prog.recvs.size(), 0),
+        send_pending(prog.sends.size(), 0) {
+    // Every rank leaves set-up together: a transport's size check fails on every rank.
+    agree(comm, [&] {
+      if (!transport_problem.empty()) fail("rank {}: {}", comm.rank(), transport_problem);
+    });
     if (!prog.device_pack.empty() || !prog.device_unpack.empty() || !prog.device_gather.empty() ||
         !prog.device_scatter.empty() || !prog.device_local_ordered.empty())
       gpu = std::make_unique<device_copier>(prog.device_pack, prog.device_gather,
@@ -85,12 +99,29 @@ struct exchange_state {
     for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) run(prog.unpack.copies[k]);
     for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) scatter(prog.unpack.gathers[k]);
   }
+  // Packs the shared-memory messages of this exchange whose receivers have unpacked the last
+  // one; true when any was packed. Never waits: start() must not depend on a peer's progress.
+  bool push_sends() {
+    if (sends_pending == 0) return false;
+    bool moved = false;
+    for (std::size_t m = 0; m < send_pending.size(); ++m) {
+      if (!send_pending[m] || !shm->consumed(m, generation)) continue;
+      pack(m);
+      shm->post_ready(m, generation);
+      send_pending[m] = 0;
+      --sends_pending;
+      moved = true;
+    }
+    return moved;
+  }
   // Unpacks the messages that have arrived (through MPI or shared memory), in arrival order
-  // unless the exchange is ordered; with `block`, until all have. True when all have.
+  // unless the exchange is ordered, and packs deferred shared-memory sends; with `block`, until
+  // all is done. True when all is done. Without `block`, yields the processor when nothing
+  // moved (ranks may outnumber cores; a polling loop must let its peers run).
   bool receive(bool block) {
     const std::size_t shared = shm ? shm->shared_recv_count() : 0;
     for (int spins = 0;;) {
-      bool moved = false;
+      bool moved = push_sends();
       for (std::size_t m = 0; shm_arrived < shared && m < prog.recvs.size(); ++m) {
         if (!shm->recv_shared(m) || taken[m] || !shm->ready(m, generation)) continue;
         if (!prog.ordered_unpack) {
@@ -102,8 +133,9 @@ struct exchange_state {
         moved = true;
       }
       if (arrived < mpi_recv_list.size()) {
-        if (block && shm_arrived == shared) {  // nothing left to poll: let MPI block
+        if (block && shm_arrived == shared && sends_pending == 0) {  // nothing left to poll
           const int c = channels.wait_recv();
+          require(c >= 0, "rank {}: internal error: no MPI receive left to wait for", comm.rank());
           ++arrived;
           if (!prog.ordered_unpack) unpack(recv_message[std::size_t(c)]);
           moved = true;
@@ -115,8 +147,12 @@ struct exchange_state {
           moved = moved || n > 0;
         }
       }
-      if (arrived == mpi_recv_list.size() && shm_arrived == shared) return true;
-      if (!block) return false;
+      if (arrived == mpi_recv_list.size() && shm_arrived == shared && sends_pending == 0)
+        return true;
+      if (!block) {
+        if (!moved && shm) yield_processor();
+        return false;
+      }
       if (!moved) spin_pause(spins);
     }
   }
@@ -129,11 +165,44 @@ struct exchange_state {
         if (shm->recv_shared(m)) shm->post_consumed(m, generation);
     ordered_done = true;
   }
+  // An error while an exchange runs ends it for good: it is no longer in flight, later waits
+  // and tests return at once, and the object refuses to start another (its peers may be
+  // anywhere in theirs). The destructor then waits for nothing.
+  template <class F>
+  void guarded(F&& step) {
+    try {
+      step();
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      failure = what.rfind("halox: ", 0) == 0 ? what.substr(7) : what;
+      in_flight = on_user_stream = pack_pending = false;
+      std::fill(send_pending.begin(), send_pending.end(), 0);
+      sends_pending = 0;
+      throw;
+    }
+  }
   void start(stream_t after = nullptr) {
+    require(failure.empty(),
+            "rank {}: this exchange object cannot start another exchange: an earlier one failed "
+            "({}); build a new exchange object",
+            comm.rank(), failure);
     require(!in_flight,
             "rank {}: start() called while this object's previous exchange is still in flight; "
             "wait() on its handle first",
             comm.rank());
+    guarded([&] { run_start(after); });
+  }
+  void wait(stream_t before = nullptr) {
+    if (in_flight) guarded([&] { run_wait(before); });
+  }
+  bool test() {
+    bool complete = !in_flight;
+    if (!complete) guarded([&] { complete = run_test(); });
+    return complete;
+  }
+
+ private:
+  void run_start(stream_t after) {
     const int me = comm.rank();
     if (local_only && after) {
       gpu->launch_local(after, me);
@@ -159,15 +228,10 @@ struct exchange_state {
       channels.start_recvs();  // peers not reached through CUDA IPC
       ipc->start();            // our IPC senders may now write into our receive buffer
       if (gpu && after) gpu->wait_for(after, me);
-      ipc->wait_clear();
-      if (gpu) {
-        gpu->launch_pack(me);  // into the IPC receivers' GPU memory, the MPI staging, locally
-        if (prog.copy_staging)
-          gpu->copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
-        gpu->synchronize(me);
-      }
-      ipc->signal_ready();
-      for (std::size_t m = 0; m < mpi_send_list.size(); ++m) channels.start_send(m);
+      // The pack writes into the receivers' buffers: only once every receiver has started
+      // this exchange. start() does not wait for that; wait() and test() pack when it is so.
+      pack_pending = true;
+      push_ipc(ipc->test_clear());
     } else if (gpu) {
       channels.start_recvs();
       if (after) gpu->wait_for(after, me);
@@ -182,10 +246,9 @@ struct exchange_state {
     } else {
       channels.start_recvs();
       for (std::size_t m = 0, c = 0; m < prog.sends.size(); ++m) {
-        if (shm && shm->send_shared(m)) {
-          shm->wait_consumed(m, generation + 1);  // the receiver is done with the last one
-          pack(m);
-          shm->post_ready(m, generation + 1);
+        if (shm && shm->send_shared(m)) {  // packed as soon as its receiver is done
+          send_pending[m] = 1;
+          ++sends_pending;
         } else {
           pack(m);
           channels.start_send(c++);  // channel messages keep the program's order
@@ -199,9 +262,27 @@ struct exchange_state {
     ordered_done = false;
     ++generation;
     in_flight = true;
+    push_sends();
   }
-  void wait(stream_t before = nullptr) {
-    if (!in_flight) return;
+  // CUDA IPC without device signals: packs into the receivers' buffers once they are `clear`
+  // (every receiver has started this exchange), then tells them and sends the MPI messages.
+  // True when the pack has run.
+  bool push_ipc(bool clear) {
+    if (!pack_pending) return true;
+    if (!clear) return false;
+    const int me = comm.rank();
+    if (gpu) {
+      gpu->launch_pack(me);  // into the IPC receivers' GPU memory, the MPI staging, locally
+      if (prog.copy_staging)
+        gpu->copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
+      gpu->synchronize(me);
+    }
+    ipc->signal_ready();
+    for (std::size_t m = 0; m < mpi_send_list.size(); ++m) channels.start_send(m);
+    pack_pending = false;
+    return true;
+  }
+  void run_wait(stream_t before) {
     const int me = comm.rank();
     if (on_user_stream) {
       gpu->wait_local(before, me);
@@ -211,6 +292,10 @@ struct exchange_state {
     if (signalled()) {
       // The unpack kernel waits for the senders' data-ready flags itself.
     } else {
+      if (pack_pending) {
+        ipc->wait_clear();
+        push_ipc(true);
+      }
       if (ipc) ipc->wait_ready();
       receive(true);
       unpack_ordered();
@@ -231,14 +316,14 @@ struct exchange_state {
     if (ipc && !signalled()) ipc->wait_sends();
     in_flight = false;
   }
-  bool test() {
-    if (!in_flight) return true;
+  bool run_test() {
     if (on_user_stream) {
       if (!gpu->ready(comm.rank())) return false;
       on_user_stream = in_flight = false;
       return true;
     }
     if (ipc && !signalled()) {  // (with signals the unpack kernel waits for the data itself)
+      if (!push_ipc(ipc->test_clear())) return false;
       if (!ipc->test_ready()) return false;
       if (!ipc->test_sends()) return false;
     }
@@ -318,12 +403,17 @@ std::string halo_exchange::describe() const {
         !p.direct_path.empty() && std::find(direct.begin(), direct.end(), peer) != direct.end();
     return d ? p.direct_path : p.path;
   };
+  // Node-local peers that could not use shared memory say why.
+  auto why = [&](int peer) {
+    const std::string* w = s_->shm ? s_->shm->fallback(peer) : nullptr;
+    return w ? fmt::format(" [not shared memory: {}]", *w) : std::string();
+  };
   for (const auto& m : p.sends)
-    out += fmt::format("\n  send to {}: {} B via {}", m.peer, m.bytes,
-                       path_to(m.peer, p.direct_send_peers));
+    out += fmt::format("\n  send to {}: {} B via {}{}", m.peer, m.bytes,
+                       path_to(m.peer, p.direct_send_peers), why(m.peer));
   for (const auto& m : p.recvs)
-    out += fmt::format("\n  recv from {}: {} B via {}", m.peer, m.bytes,
-                       path_to(m.peer, p.direct_recv_peers));
+    out += fmt::format("\n  recv from {}: {} B via {}{}", m.peer, m.bytes,
+                       path_to(m.peer, p.direct_recv_peers), why(m.peer));
   if (s_->gpu) out += "\n  " + s_->gpu->summary();
   return out;
 }

@@ -55,7 +55,7 @@ reach peers_reachable(MPI_Comm comm, const exchange_program& prog, int me) {
   check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node),
             "MPI_Comm_split_type", me);
   int n = 0, dev = 0;
-  MPI_Comm_size(node, &n);
+  check_mpi(MPI_Comm_size(node, &n), "MPI_Comm_size", me);
   node_entry mine{};
   mine.rank = me;
   check_cuda(cudaGetDevice(&dev), "cudaGetDevice", me);
@@ -63,7 +63,7 @@ reach peers_reachable(MPI_Comm comm, const exchange_program& prog, int me) {
   std::vector<node_entry> all(static_cast<std::size_t>(n));
   check_mpi(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node),
             "MPI_Allgather(node)", me);
-  MPI_Comm_free(&node);
+  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", me);
   reach r;
   auto reachable = [&](int peer) {
     for (const auto& e : all) {
@@ -134,6 +134,7 @@ struct handle_msg {
   cudaIpcMemHandle_t flags;   // device signals: the receiver's flag array
   unsigned long long ready;   // the sender's data-ready slot in it
   long long regions;          // halo regions the sender may write straight into (-1: it may not)
+  unsigned long long bytes;   // of the message, as the receiver's plan has it
 };
 
 // Device signals, from a sender to its receiver: where the receiver says it has started an
@@ -276,15 +277,19 @@ struct peer_ipc::impl {
   }
 };
 
-std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog) {
+std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog,
+                                           std::string& problem) {
+  // The same on every rank (the peers agreed on their fields): decides who joins the
+  // collectives. The environment is per rank: a rank whose HALOX_STAGING rules CUDA IPC out
+  // takes part and declines every pair.
+  if (!prog.has_device_fields || prog.has_host_fields) return nullptr;
   const staging policy = staging_from_env();
-  // The same on every rank (same fields, same environment): decides who joins the collectives.
-  if (!prog.has_device_fields || prog.has_host_fields ||
-      (policy != staging::automatic && policy != staging::peer_ipc))
-    return nullptr;
+  const bool enabled = policy == staging::automatic || policy == staging::peer_ipc;
   int me = 0;
-  MPI_Comm_rank(comm, &me);
+  check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1);
   reach r = peers_reachable(comm, prog, me);
+  if (!enabled)
+    for (auto& [peer, can] : r.ok) can = false;
   agree_pairs(comm, r.ok, me);
   auto by_ipc = [&](const message& m) { return r.ok.at(m.peer); };
   const bool all_ipc = std::all_of(prog.sends.begin(), prog.sends.end(), by_ipc) &&
@@ -361,7 +366,7 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   };
   for (std::size_t k = 0; k < n_recv; ++k)
     out[k] = {h, ipc_recvs[k].offset, fh, k,
-              regions_out[k].empty() ? -1 : (long long)regions_out[k].size()};
+              regions_out[k].empty() ? -1 : (long long)regions_out[k].size(), ipc_recvs[k].bytes};
   for (std::size_t k = 0; k < n_send; ++k) start_out[k] = {fh, n_recv + k};
   const bool signalled = p->device_signalled;
   exchange_all(
@@ -386,6 +391,14 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   };
   std::vector<std::byte*> remote(n_send);
   for (const auto& m : ipc_sends) p->signals.peer_bytes += m.bytes;
+  for (std::size_t k = 0; k < n_send; ++k)
+    if (in[k].bytes != ipc_sends[k].bytes && problem.empty())  // checked as MPI checks sizes
+      problem = fmt::format(
+          "rank {} will send {} bytes per exchange to rank {}, which expects {} (CUDA IPC "
+          "set-up): do both declare the same domain, stencil and fields in the same order?",
+          me, ipc_sends[k].bytes, ipc_sends[k].peer, in[k].bytes);
+  // (The set-up below still runs to its end, so that the peers' messages match; the caller
+  // raises `problem` on every rank before the object can run an exchange.)
   for (std::size_t k = 0; k < n_send; ++k) {
     remote[k] = open(in[k].handle, "cudaIpcOpenMemHandle") + in[k].offset;
     if (!signalled) continue;
@@ -555,6 +568,9 @@ void peer_ipc::start() {
 }
 void peer_ipc::wait_clear() {
   p_->wait_all(p_->clear_in, "MPI_Waitall(clear-to-send)");
+}
+bool peer_ipc::test_clear() {
+  return p_->test_all(p_->clear_in, "MPI_Testall(clear-to-send)");
 }
 void peer_ipc::signal_ready() {
   p_->start_all(p_->ready_out, "MPI_Startall(data-ready out)");

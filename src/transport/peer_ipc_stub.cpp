@@ -5,7 +5,7 @@ namespace halox::detail {
 
 struct peer_ipc::impl {};
 
-std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, exchange_program&) {
+std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, exchange_program&, std::string&) {
   return nullptr;
 }
 peer_ipc::peer_ipc(std::unique_ptr<impl> p) : p_(std::move(p)) {}
@@ -26,6 +26,9 @@ const std::vector<message>& peer_ipc::mpi_recvs() const {
 }
 void peer_ipc::start() {}
 void peer_ipc::wait_clear() {}
+bool peer_ipc::test_clear() {
+  return true;
+}
 void peer_ipc::signal_ready() {}
 void peer_ipc::wait_ready() {}
 bool peer_ipc::test_ready() {

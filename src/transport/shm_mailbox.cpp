@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <atomic>
 #include <map>
 #include <string>
@@ -34,9 +36,13 @@ struct offer {
   int slot = -1;
   unsigned long long size = 0;     // of the whole segment
   unsigned long long data_at = 0;  // of this message's bytes in the segment
+  unsigned long long bytes = 0;    // of this message, checked against the receiver's plan
   int valid = 0;
   int pad = 0;
 };
+
+// A receiver's reply to an offer: the message goes through shared memory, or why not.
+enum reply : int { reply_shared = 1, reply_declined = 0, reply_size = -1 };  // < -1: -errno
 
 // A shared mapping, unmapped when the last owner lets go.
 std::shared_ptr<std::byte> map_shared(int fd, std::size_t size) {
@@ -56,8 +62,11 @@ void store_release(std::uint64_t* p, std::uint64_t v) {
 
 }  // namespace
 
+void yield_processor() {
+  sched_yield();
+}
 void spin_pause(int& spins) {
-  if (++spins > 64) sched_yield();  // oversubscribed nodes: let the peer run
+  if (++spins > 64) yield_processor();  // oversubscribed nodes: let the peer run
 }
 
 struct shm_mailbox::impl {
@@ -65,27 +74,35 @@ struct shm_mailbox::impl {
   std::vector<std::shared_ptr<std::byte>> mapped;  // the senders' segments
 };
 
-std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program& prog) {
-  // The same on every rank (same fields, same environment): decides who joins the set-up.
-  if (prog.has_device_fields || !host_shared_memory()) return nullptr;
+namespace testing {
+bool deny_peer_segments = false;
+}  // namespace testing
+
+std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program& prog,
+                                                 std::string& problem) {
+  // The same on every rank (the peers agreed on their fields): decides who joins the set-up.
+  // The environment is per rank and only decides what this rank offers and accepts.
+  if (prog.has_device_fields) return nullptr;
   int me = 0;
-  MPI_Comm_rank(comm, &me);
+  check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1);
+  const bool enabled = host_shared_memory();
 
   // Node-local ranks (of `comm`), optionally restricted by HALOX_PEER_SHM_RANKS.
   MPI_Comm node;
   check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node),
             "MPI_Comm_split_type", me);
   int n = 0;
-  MPI_Comm_size(node, &n);
+  check_mpi(MPI_Comm_size(node, &n), "MPI_Comm_size", me);
   std::vector<int> local(static_cast<std::size_t>(n));
   check_mpi(MPI_Allgather(&me, 1, MPI_INT, local.data(), 1, MPI_INT, node), "MPI_Allgather", me);
-  MPI_Comm_free(&node);
+  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", me);
   const auto listed = peer_shm_ranks();
   auto allowed = [&](int r) {
     return !listed || std::find(listed->begin(), listed->end(), r) != listed->end();
   };
   auto candidate = [&](int peer) {
-    return allowed(me) && allowed(peer) && std::find(local.begin(), local.end(), peer) != local.end();
+    return enabled && allowed(me) && allowed(peer) &&
+           std::find(local.begin(), local.end(), peer) != local.end();
   };
 
   // This rank's segment: one slot per send message, then the send buffer.
@@ -113,6 +130,7 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
     o.slot = int(k);
     o.size = seg_size;
     o.data_at = data_at + prog.sends[k].offset;
+    o.bytes = prog.sends[k].bytes;
     o.valid = own && candidate(prog.sends[k].peer);
     reqs.emplace_back();
     check_mpi(MPI_Isend(&o, sizeof(offer), MPI_BYTE, prog.sends[k].peer, tag_offer, comm,
@@ -137,20 +155,43 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
   std::vector<std::byte*> base(prog.recvs.size(), nullptr);
   for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
     const auto& o = in[k];
-    if (!o.valid || !candidate(prog.recvs[k].peer)) continue;
+    const int peer = prog.recvs[k].peer;
+    if (!o.valid || !candidate(peer)) continue;
+    if (o.bytes != prog.recvs[k].bytes) {  // the plans disagree: neither path may carry it
+      reply_out[k] = reply_size;
+      problem = fmt::format(
+          "rank {} expects {} bytes per exchange from rank {}, whose shared-memory offer has "
+          "{}: do both declare the same domain, stencil and fields in the same order?",
+          me, prog.recvs[k].bytes, peer, o.bytes);
+      continue;
+    }
+    // Another process's descriptors can be off limits (ptrace scope, hidepid, containers):
+    // then this pair goes through MPI, and describe() says why.
     const std::string path = fmt::format("/proc/{}/fd/{}", o.pid, o.fd);
-    const int f = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (f < 0) continue;  // e.g. not allowed to open another process's descriptors
+    const int f = testing::deny_peer_segments ? (errno = EACCES, -1)
+                                              : open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (f < 0) {
+      reply_out[k] = -errno;
+      box->fallback_[peer] = fmt::format("could not open rank {}'s buffer {}: {}", peer, path,
+                                         std::strerror(errno));
+      continue;
+    }
     auto seg = map_shared(f, std::size_t(o.size));
+    const int map_errno = errno;
     close(f);
-    if (!seg) continue;
+    if (!seg) {
+      reply_out[k] = -map_errno;
+      box->fallback_[peer] = fmt::format("could not map rank {}'s buffer: {}", peer,
+                                         std::strerror(map_errno));
+      continue;
+    }
     base[k] = seg.get();
     box->p_->mapped.push_back(std::move(seg));
     box->recv_slot_[k] = o.slot;
     auto* slot = reinterpret_cast<std::uint64_t*>(base[k] + std::size_t(o.slot) * slot_bytes);
     box->recv_ready_[k] = slot;
     box->recv_consumed_[k] = slot + 8;
-    reply_out[k] = 1;
+    reply_out[k] = reply_shared;
   }
   for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
     reqs.emplace_back();
@@ -172,7 +213,16 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
   box->send_ready_.assign(prog.sends.size(), nullptr);
   box->send_consumed_.assign(prog.sends.size(), nullptr);
   for (std::size_t k = 0; k < prog.sends.size(); ++k) {
-    if (!(out[k].valid && reply_in[k])) {
+    const int peer = prog.sends[k].peer;
+    if (reply_in[k] == reply_size && problem.empty())
+      problem = fmt::format(
+          "rank {} will send {} bytes per exchange to rank {}, which expects another size: do "
+          "both declare the same domain, stencil and fields in the same order?",
+          me, prog.sends[k].bytes, peer);
+    if (reply_in[k] < reply_size)
+      box->fallback_[peer] = fmt::format("rank {} could not open this rank's buffer: {}", peer,
+                                         std::strerror(-reply_in[k]));
+    if (!(out[k].valid && reply_in[k] == reply_shared)) {
       box->mpi_sends_.push_back(prog.sends[k]);
       continue;
     }
@@ -187,7 +237,7 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
     else
       ++box->shared_recvs_;
   const bool any = box->mpi_sends_.size() < prog.sends.size() || box->shared_recvs_ > 0;
-  if (!any) return nullptr;
+  if (!any && box->fallback_.empty()) return nullptr;
 
   // The send buffer moves into the segment (MPI messages are sent from there too).
   if (own) {
@@ -216,14 +266,18 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
     if (box->send_slot_[k] >= 0) prog.direct_send_peers.push_back(prog.sends[k].peer);
   for (std::size_t k = 0; k < prog.recvs.size(); ++k)
     if (box->recv_slot_[k] >= 0) prog.direct_recv_peers.push_back(prog.recvs[k].peer);
-  prog.direct_path = shm_path;
+  if (any) prog.direct_path = shm_path;
   return box;
 }
 
 shm_mailbox::~shm_mailbox() = default;
 
-void shm_mailbox::wait_consumed(std::size_t send, std::uint64_t g) const {
-  for (int spins = 0; load_acquire(send_consumed_[send]) + 1 < g;) spin_pause(spins);
+bool shm_mailbox::consumed(std::size_t send, std::uint64_t g) const {
+  return load_acquire(send_consumed_[send]) + 1 >= g;
+}
+const std::string* shm_mailbox::fallback(int peer) const {
+  const auto it = fallback_.find(peer);
+  return it == fallback_.end() ? nullptr : &it->second;
 }
 void shm_mailbox::post_ready(std::size_t send, std::uint64_t g) const {
   store_release(send_ready_[send], g);

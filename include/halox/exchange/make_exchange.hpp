@@ -11,6 +11,7 @@
 #include <boost/mpi/communicator.hpp>
 
 #include "halox/error.hpp"
+#include "halox/exchange/declaration.hpp"
 #include "halox/exchange/halo_exchange.hpp"
 #include "halox/exchange/program_builder.hpp"
 #include "halox/field/field.hpp"
@@ -159,10 +160,15 @@ exchange_program compile(const structured_plan<D>& plan,
 
 namespace detail {
 /// Wraps a compiled program in its communication object, on a duplicate of `comm`.
+/// `declared`: what this rank declares (direction, stencil, ...), completed here with one item
+/// per field; the object's construction compares it with every peer's.
 template <class... F>
 halo_exchange finish_exchange(const boost::mpi::communicator& comm, exchange_program prog,
-                              const F&... fields) {
+                              declaration declared, const F&... fields) {
   (prog.fields.push_back(fields.state()), ...);
+  int k = 0;
+  (declare_field<typename F::value_type>(declared, k++, fields.components(), fields.space()), ...);
+  prog.declared = std::move(declared);
   return halo_exchange(boost::mpi::communicator(comm, boost::mpi::comm_duplicate), std::move(prog));
 }
 
@@ -191,8 +197,11 @@ halo_exchange make_exchange(const Domain& dom, const stencil<D>& st, const field
   static_assert(sizeof...(T) >= 1, "make_exchange needs at least one field");
   const std::vector<const detail::field_state<D>*> states{fields.state().get()...};
   detail::agree(dom.comm(), [&] { detail::validate_fields<D>(dom, st, states); });
-  return detail::finish_exchange(dom.comm(), detail::compile<D>(make_plan<D>(dom, st), states),
-                                 fields...);
+  return detail::finish_exchange(
+      dom.comm(), detail::compile<D>(make_plan<D>(dom, st), states),
+      detail::declare_structured<D>(st, dom.global_box(), dom.periodicity().flags, false,
+                                    reduction::replace, sizeof...(T)),
+      fields...);
 }
 
 /// Builds the reverse (halo-to-owner) exchange: every halo cell's value is sent back to the
@@ -214,7 +223,10 @@ halo_exchange make_reverse_exchange(const Domain& dom, const stencil<D>& st, red
   });
   const std::vector<detail::combiner> fns{detail::combiner_for<T>(op)...};
   return detail::finish_exchange(
-      dom.comm(), detail::compile<D>(make_plan<D>(dom, st), states, true, fns), fields...);
+      dom.comm(), detail::compile<D>(make_plan<D>(dom, st), states, true, fns),
+      detail::declare_structured<D>(st, dom.global_box(), dom.periodicity().flags, true, op,
+                                    sizeof...(T)),
+      fields...);
 }
 
 }  // namespace halox

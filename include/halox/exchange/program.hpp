@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "halox/field/memory.hpp"
@@ -13,6 +14,10 @@
 #include "halox/transport/mpi_channels.hpp"
 
 namespace halox::detail {
+
+/// What a rank declared for an exchange, as (item, value) pairs in a fixed order ("stencil",
+/// "field #0", ...): each rank compares it with its peers' at set-up.
+using declaration = std::vector<std::pair<std::string, std::string>>;
 
 /// A prepared exchange, independent of dimension and value types: messages, the copies that
 /// pack, unpack and copy locally, and the buffers they point into.
@@ -51,6 +56,7 @@ struct exchange_program {
   bool ordered_unpack = false;
   std::shared_ptr<std::byte> send_buf, recv_buf;  ///< 64-byte aligned host memory
   std::vector<std::shared_ptr<void>> fields;      ///< keeps the fields' memory alive
+  declaration declared;                           ///< compared with every peer's at set-up
   std::string summary;                            ///< what describe() prints first
   std::string path;                               ///< how messages travel, for describe()
   /// Peers whose messages travel directly (CUDA IPC, shared memory) while the others use MPI

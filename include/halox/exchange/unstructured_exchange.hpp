@@ -78,7 +78,10 @@ halo_exchange make_exchange(const unstructured& pat, const entity_field<T>&... f
   static_assert(sizeof...(T) >= 1, "make_exchange needs at least one field");
   const std::vector<const detail::entity_field_state*> states{fields.state().get()...};
   detail::agree(pat.comm(), [&] { detail::validate_entity_fields(pat, states); });
-  return detail::finish_exchange(pat.comm(), detail::compile(pat, states), fields...);
+  return detail::finish_exchange(pat.comm(), detail::compile(pat, states),
+                                 detail::declare_unstructured(false, reduction::replace,
+                                                              sizeof...(T)),
+                                 fields...);
 }
 
 /// Builds the reverse exchange (ghosts → owners): each ghost's value is combined into its
@@ -96,7 +99,8 @@ halo_exchange make_reverse_exchange(const unstructured& pat, reduction op,
     (detail::check_reducible<T>(op, k++, fields.name(), pat.rank(), fields.space()), ...);
   });
   const std::vector<detail::combiner> fns{detail::combiner_for<T>(op)...};
-  return detail::finish_exchange(pat.comm(), detail::compile(pat, states, true, fns), fields...);
+  return detail::finish_exchange(pat.comm(), detail::compile(pat, states, true, fns),
+                                 detail::declare_unstructured(true, op, sizeof...(T)), fields...);
 }
 
 }  // namespace halox

@@ -7,6 +7,7 @@
 /// data-ready). Compiles without nvcc.
 
 #include <memory>
+#include <string>
 
 #include <mpi.h>
 
@@ -18,14 +19,18 @@ namespace halox::detail {
 class peer_ipc {
  public:
   /// Decides, per pair of ranks, which messages of this exchange travel over CUDA IPC and sets
-  /// them up: the exchange holds device fields only, HALOX_STAGING is `auto` or `peer_ipc`, and
-  /// both ranks of the pair are on one node with GPUs that reach each other (or the same GPU),
-  /// and are allowed by HALOX_PEER_IPC_RANKS where set. Those messages arrive in a device buffer
+  /// them up: the exchange holds device fields only, HALOX_STAGING is `auto` or `peer_ipc` on
+  /// both ranks of the pair, both are on one node with GPUs that reach each other (or the same
+  /// GPU), and both are allowed by HALOX_PEER_IPC_RANKS where set (the environment may differ
+  /// between ranks: a pair uses CUDA IPC only where both sides allow it). Those messages arrive in a device buffer
   /// whose IPC handle goes to their senders once, and the senders' pack steps point into it;
   /// the other messages keep going through MPI (mpi_sends/mpi_recvs). Returns null (nothing
   /// changed) when no message of this rank uses CUDA IPC. Collective over `comm` whenever the
   /// program has device fields.
-  static std::unique_ptr<peer_ipc> attach(MPI_Comm comm, exchange_program& prog);
+  /// A message whose size differs between the sender's and the receiver's plan sets
+  /// `problem`, for the caller to raise on every rank once set-up is complete.
+  static std::unique_ptr<peer_ipc> attach(MPI_Comm comm, exchange_program& prog,
+                                          std::string& problem);
   ~peer_ipc();
   peer_ipc(const peer_ipc&) = delete;
   peer_ipc& operator=(const peer_ipc&) = delete;
@@ -47,8 +52,10 @@ class peer_ipc {
 
   /// Posts this exchange's control receives and tells every sender that its buffer is free.
   void start();
-  /// Waits until every receiver has said its buffer is free (before packing into it).
+  /// Waits until (or tests whether) every receiver has said its buffer is free (before
+  /// packing into it).
   void wait_clear();
+  bool test_clear();
   /// Tells every receiver that its data is in place (after the pack kernel finished).
   void signal_ready();
   /// Waits for (or tests) every sender's data-ready message.

@@ -8,12 +8,19 @@
 ///
 /// Set-up is collective: each rank's send buffer becomes a `memfd` mapping; its receivers map
 /// it through `/proc/<pid>/fd/<fd>` and say whether that worked, so every message either goes
-/// through shared memory on both sides or through MPI on both. No MPI message per exchange for
-/// the shared-memory ones.
+/// through shared memory on both sides or through MPI on both. Where a system forbids opening
+/// another process's descriptors (ptrace scope, `hidepid`, containers) the pair falls back to
+/// MPI and describe() says why. No MPI message per exchange for the shared-memory ones.
+///
+/// Progress: a sender packs a message only once its receiver has unpacked the previous one
+/// (`consumed`); the communication object checks that without waiting, so starting an exchange
+/// never waits for a peer.
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <mpi.h>
@@ -25,11 +32,16 @@ namespace halox::detail {
 class shm_mailbox {
  public:
   /// Sets up shared-memory messages for the node-local peers of a host-only exchange (no
-  /// device fields), unless `HALOX_HOST_TRANSPORT=mpi`. Moves the program's send buffer into
-  /// shared memory and points the unpack steps of shared-memory messages into the senders'
-  /// buffers. Returns null when no message of this rank goes through shared memory. Collective
-  /// over `comm` whenever the program has no device fields.
-  static std::unique_ptr<shm_mailbox> attach(MPI_Comm comm, exchange_program& prog);
+  /// device fields). A pair uses shared memory only where both ranks allow it
+  /// (`HALOX_HOST_TRANSPORT`, `HALOX_PEER_SHM_RANKS` may differ between ranks) and the
+  /// receiver can map the sender's buffer. Moves the program's send buffer into shared memory
+  /// and points the unpack steps of shared-memory messages into the senders' buffers. Returns
+  /// null when no message of this rank goes through shared memory and no pair fell back.
+  /// Collective over `comm` whenever the program has no device fields. A message whose size
+  /// differs between the two plans goes neither way: `problem` then says so, for the caller to
+  /// raise on every rank once set-up is complete.
+  static std::unique_ptr<shm_mailbox> attach(MPI_Comm comm, exchange_program& prog,
+                                             std::string& problem);
   ~shm_mailbox();
   shm_mailbox(const shm_mailbox&) = delete;
   shm_mailbox& operator=(const shm_mailbox&) = delete;
@@ -42,8 +54,11 @@ class shm_mailbox {
   const std::vector<message>& mpi_recvs() const { return mpi_recvs_; }
   std::size_t shared_recv_count() const { return shared_recvs_; }
 
-  /// Sender, exchange `g` (from 1): waits until the receiver consumed exchange g - 1.
-  void wait_consumed(std::size_t send, std::uint64_t g) const;
+  /// Sender, exchange `g` (from 1): whether the receiver has consumed exchange g - 1, so that
+  /// message `send` of exchange g may be packed (never blocks).
+  bool consumed(std::size_t send, std::uint64_t g) const;
+  /// Why messages to or from `peer` go through MPI although it is node-local, or null.
+  const std::string* fallback(int peer) const;
   /// Sender: message `send` of exchange `g` is packed.
   void post_ready(std::size_t send, std::uint64_t g) const;
   /// Receiver: whether message `recv` of exchange `g` is packed (never blocks).
@@ -60,9 +75,18 @@ class shm_mailbox {
   std::vector<std::uint64_t*> send_ready_, send_consumed_, recv_ready_, recv_consumed_;
   std::vector<message> mpi_sends_, mpi_recvs_;
   std::size_t shared_recvs_ = 0;
+  std::map<int, std::string> fallback_;
 };
+
+namespace testing {
+/// Test-only: behave as if the system forbade opening peers' buffers (as `ptrace` scope or
+/// `hidepid` can), to exercise the fallback to MPI. Per rank.
+extern bool deny_peer_segments;
+}  // namespace testing
 
 /// Yields the processor while spinning on shared-memory counters (ranks may outnumber cores).
 void spin_pause(int& spins);
+/// Lets another runnable process have this core (a polling loop's peer may need it).
+void yield_processor();
 
 }  // namespace halox::detail

@@ -1,0 +1,78 @@
+#pragma once
+/// @file
+/// What a rank declares for an exchange, item by item, so that a rank can compare its own
+/// declaration with each peer's at set-up (see exchange/peer_agreement.hpp).
+
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <typeinfo>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "halox/domain/box.hpp"
+#include "halox/exchange/program.hpp"
+#include "halox/field/memory.hpp"
+#include "halox/pack/reduction.hpp"
+#include "halox/pattern/stencil.hpp"
+
+namespace halox::detail {
+
+/// A name of `T` that is the same on every rank of one program: the usual spelling for
+/// arithmetic types, else the compiler's type name.
+template <class T>
+std::string type_label() {
+  if constexpr (std::is_same_v<T, bool>)
+    return "bool";
+  else if constexpr (std::is_floating_point_v<T>)
+    return sizeof(T) == 4 ? "float" : sizeof(T) == 8 ? "double" : "long double";
+  else if constexpr (std::is_integral_v<T>)
+    return fmt::format("{}int{}", std::is_signed_v<T> ? "" : "u", sizeof(T) * CHAR_BIT);
+  else
+    return typeid(T).name();
+}
+
+/// One item per field: its value type, size, components and memory space.
+template <class T>
+void declare_field(declaration& d, int k, int components, memory_space space) {
+  d.push_back({fmt::format("field #{}", k),
+               fmt::format("{} ({} B) x {} component(s) in {} memory", type_label<T>(),
+                           sizeof(T), components, to_string(space))});
+}
+
+/// The direction of an exchange: forward, or reverse with its combining operation.
+inline std::string direction_label(bool reverse, reduction op) {
+  return reverse ? fmt::format("reverse ({})", to_string(op)) : std::string("forward");
+}
+
+/// The declaration of a structured exchange: direction, stencil, global box, periodicity,
+/// field count, then each field.
+template <int D>
+declaration declare_structured(const stencil<D>& st, const box<D>& global,
+                               const std::array<bool, D>& per, bool reverse, reduction op,
+                               std::size_t fields) {
+  std::string slots;
+  for (bool u : st.used) slots += u ? '1' : '0';
+  declaration d;
+  d.push_back({"direction", direction_label(reverse, op)});
+  d.push_back({"dimensions", std::to_string(D)});
+  d.push_back({"stencil", fmt::format("halo widths lo {} hi {}, {} neighbour direction(s) (slots {})",
+                                      st.lo, st.hi, st.neighbor_count(), slots)});
+  d.push_back({"global box", to_string(global)});
+  d.push_back({"periodicity", fmt::format("{}", per)});
+  d.push_back({"field count", std::to_string(fields)});
+  return d;
+}
+
+/// The declaration of an unstructured exchange: direction and field count, then each field.
+inline declaration declare_unstructured(bool reverse, reduction op, std::size_t fields) {
+  declaration d;
+  d.push_back({"direction", direction_label(reverse, op)});
+  d.push_back({"field count", std::to_string(fields)});
+  return d;
+}
+
+}  // namespace halox::detail
