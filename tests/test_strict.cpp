@@ -273,6 +273,34 @@ TEST_CASE("start() never waits for a peer's progress (every host transport)") {
   for (const auto& r : results) HXT_REQUIRE_OK(r);
 }
 
+TEST_CASE("a collective between start() and wait() on some ranks, after wait() on others") {
+  // Odd ranks run a collective while their exchange is in flight, even ranks after theirs
+  // completed: each rank's wait() may depend only on its peers having started.
+  mpi::communicator world;
+  const int me = world.rank();
+  const char* transport = GENERATE(static_cast<const char*>(nullptr), "mpi");
+  CAPTURE(transport_name(transport));
+  scoped_env t("HALOX_HOST_TRANSPORT", transport);
+  const halox::cartesian<2> dom(world, {14, 10}, halox::periodic{true, true});
+  constexpr auto st = halox::stencil<2>::box(1);
+  auto a = dom.make_field<double>(st);
+  auto ex = halox::make_exchange(dom, st, a);
+  std::vector<hxt::result> results;
+  for (int step = 1; step <= 20; ++step) {
+    hxt::fill(dom, a, {0, step});
+    auto h = ex.start();
+    if (me % 2) {
+      (void)mpi::all_reduce(world, step, std::plus<int>());
+      h.wait();
+    } else {
+      h.wait();
+      (void)mpi::all_reduce(world, step, std::plus<int>());
+    }
+    results.push_back(hxt::check(dom, a, st, {0, step}));
+  }
+  for (const auto& r : results) HXT_REQUIRE_OK(r);
+}
+
 TEST_CASE("test() polling loops complete and stay correct on oversubscribed ranks") {
   mpi::communicator world;
   const char* transport = GENERATE(static_cast<const char*>(nullptr), "mpi");

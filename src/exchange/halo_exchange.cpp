@@ -47,7 +47,6 @@ struct exchange_state {
   bool ordered_done = false;              // test() has unpacked an ordered exchange
   std::vector<char> send_pending;         // shared-memory sends not packed yet this exchange
   std::size_t sends_pending = 0;          // (their receivers were still reading the last one)
-  bool pack_pending = false;              // CUDA IPC: pack deferred until the receivers are clear
   std::uint64_t generation = 0;           // counts start()s, so stale handles know they are done
   bool in_flight = false;
   std::string failure;                    // why an exchange of this object failed; then unusable
@@ -89,15 +88,41 @@ struct exchange_state {
   // CUDA IPC with device signals: the kernels order the exchange among themselves.
   bool signalled() const { return ipc && gpu && ipc->device_signalled(); }
 
+  // Shared-memory messages alternate between two copies of the buffer: exchange g's steps are
+  // shifted by (g mod 2) times the distance between them (0 for MPI messages).
+  std::size_t send_shift(std::size_t m) const {
+    return shm && shm->send_shared(m) && generation % 2 ? shm->send_shift() : 0;
+  }
+  std::size_t recv_shift(std::size_t m) const {
+    return shm && shm->recv_shared(m) && generation % 2 ? shm->recv_shift(m) : 0;
+  }
   void pack(std::size_t m) const {
     const auto& r = prog.pack_range[m];
-    for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) run(prog.pack.copies[k]);
-    for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) gather(prog.pack.gathers[k]);
+    const std::size_t shift = send_shift(m);
+    for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) {
+      copy_op op = prog.pack.copies[k];
+      op.dst += shift;
+      run(op);
+    }
+    for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) {
+      gather_op op = prog.pack.gathers[k];
+      op.buf += shift;
+      gather(op);
+    }
   }
   void unpack(std::size_t m) {
     const auto& r = prog.unpack_range[m];
-    for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) run(prog.unpack.copies[k]);
-    for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) scatter(prog.unpack.gathers[k]);
+    const std::size_t shift = recv_shift(m);
+    for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) {
+      copy_op op = prog.unpack.copies[k];
+      op.src += shift;
+      run(op);
+    }
+    for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) {
+      gather_op op = prog.unpack.gathers[k];
+      op.buf += shift;
+      scatter(op);
+    }
   }
   // Packs the shared-memory messages of this exchange whose receivers have unpacked the last
   // one; true when any was packed. Never waits: start() must not depend on a peer's progress.
@@ -175,7 +200,7 @@ struct exchange_state {
     } catch (const std::exception& e) {
       const std::string what = e.what();
       failure = what.rfind("halox: ", 0) == 0 ? what.substr(7) : what;
-      in_flight = on_user_stream = pack_pending = false;
+      in_flight = on_user_stream = false;
       std::fill(send_pending.begin(), send_pending.end(), 0);
       sends_pending = 0;
       throw;
@@ -229,9 +254,16 @@ struct exchange_state {
       ipc->start();            // our IPC senders may now write into our receive buffer
       if (gpu && after) gpu->wait_for(after, me);
       // The pack writes into the receivers' buffers: only once every receiver has started
-      // this exchange. start() does not wait for that; wait() and test() pack when it is so.
-      pack_pending = true;
-      push_ipc(ipc->test_clear());
+      // this exchange (clear-to-send), which this path waits for here.
+      ipc->wait_clear();
+      if (gpu) {
+        gpu->launch_pack(me);  // into the IPC receivers' GPU memory, the MPI staging, locally
+        if (prog.copy_staging)
+          gpu->copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
+        gpu->synchronize(me);
+      }
+      ipc->signal_ready();
+      for (std::size_t m = 0; m < mpi_send_list.size(); ++m) channels.start_send(m);
     } else if (gpu) {
       channels.start_recvs();
       if (after) gpu->wait_for(after, me);
@@ -264,24 +296,6 @@ struct exchange_state {
     in_flight = true;
     push_sends();
   }
-  // CUDA IPC without device signals: packs into the receivers' buffers once they are `clear`
-  // (every receiver has started this exchange), then tells them and sends the MPI messages.
-  // True when the pack has run.
-  bool push_ipc(bool clear) {
-    if (!pack_pending) return true;
-    if (!clear) return false;
-    const int me = comm.rank();
-    if (gpu) {
-      gpu->launch_pack(me);  // into the IPC receivers' GPU memory, the MPI staging, locally
-      if (prog.copy_staging)
-        gpu->copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
-      gpu->synchronize(me);
-    }
-    ipc->signal_ready();
-    for (std::size_t m = 0; m < mpi_send_list.size(); ++m) channels.start_send(m);
-    pack_pending = false;
-    return true;
-  }
   void run_wait(stream_t before) {
     const int me = comm.rank();
     if (on_user_stream) {
@@ -292,10 +306,6 @@ struct exchange_state {
     if (signalled()) {
       // The unpack kernel waits for the senders' data-ready flags itself.
     } else {
-      if (pack_pending) {
-        ipc->wait_clear();
-        push_ipc(true);
-      }
       if (ipc) ipc->wait_ready();
       receive(true);
       unpack_ordered();
@@ -323,7 +333,6 @@ struct exchange_state {
       return true;
     }
     if (ipc && !signalled()) {  // (with signals the unpack kernel waits for the data itself)
-      if (!push_ipc(ipc->test_clear())) return false;
       if (!ipc->test_ready()) return false;
       if (!ipc->test_sends()) return false;
     }

@@ -80,7 +80,7 @@ pair_view decode(const std::vector<std::byte>& in, int from) {
 }
 
 void check_mpi(int rc, int me) {
-  if (rc != MPI_SUCCESS) fail("rank {}: MPI_Allreduce failed (exchange set-up)", me);
+  if (rc != MPI_SUCCESS) fail("rank {}: an MPI call of the exchange set-up failed", me);
 }
 
 std::string bytes_phrase(long long b) {
@@ -128,7 +128,7 @@ std::string complaint(int me, const pair_view& mine, int peer, const pair_view& 
 void check_peer_agreement(MPI_Comm comm, const exchange_program& prog) {
   if (testing::skip_peer_agreement) return;
   int me = 0;
-  MPI_Comm_rank(comm, &me);
+  check_mpi(MPI_Comm_rank(comm, &me), -1);
   std::map<int, pair_view> mine;
   for (const auto& m : prog.sends) mine[m.peer].sends = (long long)m.bytes;
   for (const auto& m : prog.recvs) mine[m.peer].expects = (long long)m.bytes;

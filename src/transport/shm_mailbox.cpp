@@ -37,6 +37,7 @@ struct offer {
   unsigned long long size = 0;     // of the whole segment
   unsigned long long data_at = 0;  // of this message's bytes in the segment
   unsigned long long bytes = 0;    // of this message, checked against the receiver's plan
+  unsigned long long stride = 0;   // from the first copy of the send buffer to the second
   int valid = 0;
   int pad = 0;
 };
@@ -105,11 +106,13 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
            std::find(local.begin(), local.end(), peer) != local.end();
   };
 
-  // This rank's segment: one slot per send message, then the send buffer.
+  // This rank's segment: one slot per send message, then the send buffer twice (exchanges
+  // alternate between the two copies, `stride` bytes apart).
   std::size_t send_size = 0;
   for (const auto& m : prog.sends) send_size = std::max(send_size, m.offset + m.bytes);
   const std::size_t data_at = (prog.sends.size() * slot_bytes + 63) / 64 * 64;
-  const std::size_t seg_size = std::max<std::size_t>(data_at + send_size, 64);
+  const std::size_t stride = (send_size + 63) / 64 * 64;
+  const std::size_t seg_size = std::max<std::size_t>(data_at + 2 * stride, 64);
   const bool wants = std::any_of(prog.sends.begin(), prog.sends.end(),
                                  [&](const message& m) { return candidate(m.peer); });
   int fd = -1;
@@ -131,6 +134,7 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
     o.size = seg_size;
     o.data_at = data_at + prog.sends[k].offset;
     o.bytes = prog.sends[k].bytes;
+    o.stride = stride;
     o.valid = own && candidate(prog.sends[k].peer);
     reqs.emplace_back();
     check_mpi(MPI_Isend(&o, sizeof(offer), MPI_BYTE, prog.sends[k].peer, tag_offer, comm,
@@ -150,6 +154,8 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
   std::unique_ptr<shm_mailbox> box(new shm_mailbox());
   box->p_ = std::make_unique<impl>();
   box->recv_slot_.assign(prog.recvs.size(), -1);
+  box->recv_shift_.assign(prog.recvs.size(), 0);
+  box->send_shift_ = stride;
   box->recv_ready_.assign(prog.recvs.size(), nullptr);
   box->recv_consumed_.assign(prog.recvs.size(), nullptr);
   std::vector<std::byte*> base(prog.recvs.size(), nullptr);
@@ -188,6 +194,7 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
     base[k] = seg.get();
     box->p_->mapped.push_back(std::move(seg));
     box->recv_slot_[k] = o.slot;
+    box->recv_shift_[k] = std::size_t(o.stride);
     auto* slot = reinterpret_cast<std::uint64_t*>(base[k] + std::size_t(o.slot) * slot_bytes);
     box->recv_ready_[k] = slot;
     box->recv_consumed_[k] = slot + 8;
@@ -273,7 +280,7 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
 shm_mailbox::~shm_mailbox() = default;
 
 bool shm_mailbox::consumed(std::size_t send, std::uint64_t g) const {
-  return load_acquire(send_consumed_[send]) + 1 >= g;
+  return load_acquire(send_consumed_[send]) + 2 >= g;
 }
 const std::string* shm_mailbox::fallback(int peer) const {
   const auto it = fallback_.find(peer);

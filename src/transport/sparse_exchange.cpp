@@ -20,7 +20,7 @@ void check(int rc, const char* call) {
 std::vector<byte_list> sparse_exchange(MPI_Comm comm, const std::vector<byte_list>& outgoing,
                                        int tag) {
   int me = 0;
-  MPI_Comm_rank(comm, &me);
+  check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
   std::vector<MPI_Request> sends(outgoing.size(), MPI_REQUEST_NULL);
   std::vector<byte_list> incoming;
   for (std::size_t k = 0; k < outgoing.size(); ++k) {
@@ -39,7 +39,7 @@ std::vector<byte_list> sparse_exchange(MPI_Comm comm, const std::vector<byte_lis
     check(MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &flag, &st), "MPI_Iprobe");
     if (flag) {
       int count = 0;
-      MPI_Get_count(&st, MPI_BYTE, &count);
+      check(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count");
       byte_list in{st.MPI_SOURCE, std::vector<std::byte>(std::size_t(count))};
       check(MPI_Recv(in.data.data(), count, MPI_BYTE, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE),
             "MPI_Recv");

@@ -35,6 +35,12 @@ __global__ void verify_kernel(geom g, double salt, unsigned long long* errors) {
   }
 }
 
+__global__ void fill_kernel(double* p, long long n, double v) {
+  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n;
+       t += (long long)gridDim.x * blockDim.x)
+    p[t] = v;
+}
+
 void check(cudaError_t rc, const char* what) {
   if (rc != cudaSuccess) {
     std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(rc));
@@ -51,6 +57,11 @@ void stamp(const geom& g, double salt, cudaStream_t stream) {
 void verify(const geom& g, double salt, unsigned long long* errors, cudaStream_t stream) {
   verify_kernel<<<120, 256, 0, stream>>>(g, salt, errors);
   check(cudaGetLastError(), "verify kernel launch");
+}
+
+void fill_value(double* p, long long n, double v, cudaStream_t stream) {
+  fill_kernel<<<264, 256, 0, stream>>>(p, n, v);
+  check(cudaGetLastError(), "fill kernel launch");
 }
 
 }  // namespace halox_test

@@ -17,4 +17,7 @@ void stamp(const geom& g, double salt, cudaStream_t stream);
 /// their periodic-wrapped source cell: every cell of a fully periodic box-stencil field.
 void verify(const geom& g, double salt, unsigned long long* errors, cudaStream_t stream);
 
+/// Writes `v` into `n` doubles at `p`, on `stream`.
+void fill_value(double* p, long long n, double v, cudaStream_t stream);
+
 }  // namespace halox_test

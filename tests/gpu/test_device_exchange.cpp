@@ -536,3 +536,107 @@ TEST_CASE("memory CUDA IPC cannot export: the messages into it keep the receive 
   cuda(cudaFreeAsync(raw, nullptr));
   cuda(cudaStreamSynchronize(nullptr));
 }
+
+TEST_CASE("fresh device fields are zero before make_field returns: first writes survive") {
+  // The user's first writes go on a non-blocking stream right after allocation (what the
+  // stream-ordered API invites); with ranks sharing a GPU the zeroing could otherwise run later
+  // and wipe them.
+  boost::mpi::communicator world;
+  const halox::cartesian<3> dom(world, {96, 96, 96}, halox::periodic<3>::all());
+  constexpr auto st = halox::stencil<3>::box(2);
+  cudaStream_t s;
+  cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  long long wrong = 0;
+  for (int round = 0; round < 12; ++round) {
+    std::vector<halox::field<double, 3>> fs;
+    for (int k = 0; k < 4; ++k) {
+      fs.push_back(dom.make_field<double>(st, halox::device));
+      const long long n = fs.back().allocated_box().volume();
+      halox_test::fill_value(fs.back().data(), n, 1000.0 * round + k + 1, s);
+    }
+    cuda(cudaStreamSynchronize(s));
+    for (int k = 0; k < 4; ++k) {
+      std::vector<double> h(std::size_t(fs[std::size_t(k)].allocated_box().volume()));
+      cuda(cudaMemcpy(h.data(), fs[std::size_t(k)].data(), h.size() * sizeof(double),
+                      cudaMemcpyDeviceToHost));
+      for (double x : h) wrong += x != 1000.0 * round + k + 1;
+    }
+  }
+  cuda(cudaStreamDestroy(s));
+  REQUIRE(boost::mpi::all_reduce(world, wrong, std::plus<long long>()) == 0);
+}
+
+TEST_CASE("start() on device fields does not wait for a peer (MPI staging, device signals)") {
+  // Not the CUDA IPC path with the MPI handshake (ranks sharing a GPU): its start() waits until
+  // every receiver has started the same exchange (docs/concepts.md, Progress).
+  boost::mpi::communicator world;
+  const int me = world.rank();
+  int gpus = 0;
+  cuda(cudaGetDeviceCount(&gpus));
+  const halox::extents<3> n{20, 18, 16};
+  constexpr auto st = halox::stencil<3>::box(1);
+  const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
+  auto u = dom.make_field<double>(st, halox::device);
+  const char* policy = GENERATE("auto", "host_staged");
+  CAPTURE(policy);
+  if (world.size() > gpus && std::strcmp(policy, "auto") == 0) return;  // ranks share a GPU
+  ::setenv("HALOX_STAGING", policy, 1);
+  auto ex = halox::make_exchange(dom, st, u);
+  ::unsetenv("HALOX_STAGING");
+  INFO(ex.describe());
+  const device_errors errors;
+  const auto g = geom_of(u, n);
+  // start() packs after the legacy default stream's work: stamp and verify run there.
+  auto stamp = [&](int salt) { halox_test::stamp(g, salt, nullptr); };
+  auto verify = [&](int salt) { halox_test::verify(g, salt, errors.get(), nullptr); };
+  // Rank 0 starts its second exchange before its peers finished their first, then enters a
+  // collective that they reach only before finishing theirs.
+  if (me == 0) {
+    stamp(1);
+    ex.exchange();
+    verify(1);
+    const int got = boost::mpi::all_reduce(world, 1, std::plus<int>());
+    stamp(2);
+    auto h = ex.start();
+    const int again = boost::mpi::all_reduce(world, got, std::plus<int>());
+    h.wait();
+    verify(2);
+    CHECK(again == world.size() * world.size());
+  } else {
+    stamp(1);
+    auto h = ex.start();
+    const int got = boost::mpi::all_reduce(world, 1, std::plus<int>());
+    const int again = boost::mpi::all_reduce(world, got, std::plus<int>());
+    h.wait();
+    verify(1);
+    CHECK(again == world.size() * world.size());
+    stamp(2);
+    auto h2 = ex.start();
+    h2.wait();
+    verify(2);
+  }
+  REQUIRE(boost::mpi::all_reduce(world, errors.count(), std::plus<unsigned long long>()) == 0);
+}
+
+TEST_CASE("a staging policy set on one rank only: each pair takes what both allow") {
+  // Rank 0 rules CUDA IPC out; the others allow it: rank 0's pairs use MPI, the rest may not.
+  boost::mpi::communicator world;
+  const halox::extents<3> n{18, 16, 14};
+  constexpr auto st = halox::stencil<3>::box(1);
+  const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
+  auto u = dom.make_field<double>(st, halox::device);
+  if (world.rank() == 0) ::setenv("HALOX_STAGING", "host_staged", 1);
+  auto ex = halox::make_exchange(dom, st, u);
+  ::unsetenv("HALOX_STAGING");
+  const auto d = ex.describe();
+  INFO(d);
+  if (world.rank() == 0) CHECK(d.find("peer_ipc") == std::string::npos);
+  const device_errors errors;
+  const auto g = geom_of(u, n);
+  for (int s = 1; s <= 5; ++s) {
+    halox_test::stamp(g, s, nullptr);
+    ex.exchange();
+    halox_test::verify(g, s, errors.get(), nullptr);
+  }
+  REQUIRE(boost::mpi::all_reduce(world, errors.count(), std::plus<unsigned long long>()) == 0);
+}

@@ -52,10 +52,8 @@ class peer_ipc {
 
   /// Posts this exchange's control receives and tells every sender that its buffer is free.
   void start();
-  /// Waits until (or tests whether) every receiver has said its buffer is free (before
-  /// packing into it).
+  /// Waits until every receiver has said its buffer is free (before packing into it).
   void wait_clear();
-  bool test_clear();
   /// Tells every receiver that its data is in place (after the pack kernel finished).
   void signal_ready();
   /// Waits for (or tests) every sender's data-ready message.

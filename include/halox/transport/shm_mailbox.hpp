@@ -12,9 +12,12 @@
 /// another process's descriptors (ptrace scope, `hidepid`, containers) the pair falls back to
 /// MPI and describe() says why. No MPI message per exchange for the shared-memory ones.
 ///
-/// Progress: a sender packs a message only once its receiver has unpacked the previous one
-/// (`consumed`); the communication object checks that without waiting, so starting an exchange
-/// never waits for a peer.
+/// Each send buffer exists twice in the segment and exchanges alternate between the copies
+/// (exchange g uses copy g mod 2), so a sender packs exchange g once its receiver has unpacked
+/// exchange g - 2. Where both ranks of a pair send to each other that has always happened when
+/// the sender starts g (it has received the receiver's g - 1, so the receiver finished g - 2):
+/// starting an exchange never waits for a peer. A one-way pair whose sender runs two exchanges
+/// ahead packs later, in its own wait() or test(), without waiting in start().
 
 #include <cstddef>
 #include <cstdint>
@@ -54,9 +57,13 @@ class shm_mailbox {
   const std::vector<message>& mpi_recvs() const { return mpi_recvs_; }
   std::size_t shared_recv_count() const { return shared_recvs_; }
 
-  /// Sender, exchange `g` (from 1): whether the receiver has consumed exchange g - 1, so that
-  /// message `send` of exchange g may be packed (never blocks).
+  /// Sender, exchange `g` (from 1): whether the receiver has consumed exchange g - 2, so that
+  /// message `send` of exchange g may be packed into copy g mod 2 (never blocks).
   bool consumed(std::size_t send, std::uint64_t g) const;
+  /// Bytes from the first copy of a buffer to the second: where exchange g's pack steps write
+  /// (send) or unpack steps read (receive message `m`), shifted by (g mod 2) times this.
+  std::size_t send_shift() const { return send_shift_; }
+  std::size_t recv_shift(std::size_t m) const { return recv_shift_[m]; }
   /// Why messages to or from `peer` go through MPI although it is node-local, or null.
   const std::string* fallback(int peer) const;
   /// Sender: message `send` of exchange `g` is packed.
@@ -72,6 +79,8 @@ class shm_mailbox {
   shm_mailbox() = default;
   std::unique_ptr<impl> p_;
   std::vector<int> send_slot_, recv_slot_;  // -1: through MPI
+  std::size_t send_shift_ = 0;
+  std::vector<std::size_t> recv_shift_;
   std::vector<std::uint64_t*> send_ready_, send_consumed_, recv_ready_, recv_consumed_;
   std::vector<message> mpi_sends_, mpi_recvs_;
   std::size_t shared_recvs_ = 0;
