@@ -76,6 +76,7 @@ struct exchange_state {
     agree(comm, [&] {
       if (!transport_problem.empty()) fail("rank {}: {}", comm.rank(), transport_problem);
     });
+    prepare_odd_steps();
     if (!prog.device_pack.empty() || !prog.device_unpack.empty() || !prog.device_gather.empty() ||
         !prog.device_scatter.empty() || !prog.device_local_ordered.empty())
       gpu = std::make_unique<device_copier>(prog.device_pack, prog.device_gather,
@@ -88,41 +89,39 @@ struct exchange_state {
   // CUDA IPC with device signals: the kernels order the exchange among themselves.
   bool signalled() const { return ipc && gpu && ipc->device_signalled(); }
 
-  // Shared-memory messages alternate between two copies of the buffer: exchange g's steps are
-  // shifted by (g mod 2) times the distance between them (0 for MPI messages).
-  std::size_t send_shift(std::size_t m) const {
-    return shm && shm->send_shared(m) && generation % 2 ? shm->send_shift() : 0;
-  }
-  std::size_t recv_shift(std::size_t m) const {
-    return shm && shm->recv_shared(m) && generation % 2 ? shm->recv_shift(m) : 0;
+  // Shared-memory messages alternate between two copies of the buffer: odd exchanges run
+  // these steps, shifted into the second copy at set-up (MPI messages' steps as they are).
+  exchange_program::steps odd_pack, odd_unpack;
+  void prepare_odd_steps() {
+    if (!shm) return;
+    odd_pack = prog.pack;
+    odd_unpack = prog.unpack;
+    for (std::size_t m = 0; m < prog.sends.size(); ++m) {
+      if (!shm->send_shared(m)) continue;
+      const auto& r = prog.pack_range[m];
+      for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) odd_pack.copies[k].dst += shm->send_shift();
+      for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) odd_pack.gathers[k].buf += shm->send_shift();
+    }
+    for (std::size_t m = 0; m < prog.recvs.size(); ++m) {
+      if (!shm->recv_shared(m)) continue;
+      const auto& r = prog.unpack_range[m];
+      for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k)
+        odd_unpack.copies[k].src += shm->recv_shift(m);
+      for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k)
+        odd_unpack.gathers[k].buf += shm->recv_shift(m);
+    }
   }
   void pack(std::size_t m) const {
     const auto& r = prog.pack_range[m];
-    const std::size_t shift = send_shift(m);
-    for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) {
-      copy_op op = prog.pack.copies[k];
-      op.dst += shift;
-      run(op);
-    }
-    for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) {
-      gather_op op = prog.pack.gathers[k];
-      op.buf += shift;
-      gather(op);
-    }
+    const auto& st = shm && generation % 2 ? odd_pack : prog.pack;
+    for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) run(st.copies[k]);
+    for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) gather(st.gathers[k]);
   }
   void unpack(std::size_t m) {
     const auto& r = prog.unpack_range[m];
-    const std::size_t shift = recv_shift(m);
-    for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) {
-      copy_op op = prog.unpack.copies[k];
-      op.src += shift;
-      run(op);
-    }
-    for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) {
-      gather_op op = prog.unpack.gathers[k];
-      op.buf += shift;
-      scatter(op);
-    }
+    const auto& st = shm && generation % 2 ? odd_unpack : prog.unpack;
+    for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) run(st.copies[k]);
+    for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) scatter(st.gathers[k]);
   }
   // Packs the shared-memory messages of this exchange whose receivers have unpacked the last
   // one; true when any was packed. Never waits: start() must not depend on a peer's progress.
