@@ -14,6 +14,17 @@
 
 namespace hxt {
 
+/// Sets an environment variable for one scope on this rank (null: leaves it unset).
+struct scoped_env {
+  const char* name;
+  scoped_env(const char* n, const char* v) : name(n) {
+    if (v) ::setenv(n, v, 1);
+  }
+  ~scoped_env() { ::unsetenv(name); }
+  scoped_env(const scoped_env&) = delete;
+  scoped_env& operator=(const scoped_env&) = delete;
+};
+
 namespace detail {
 template <int D>
 void grids(int size, int dim, std::array<int, D>& cur, const halox::extents<D>& n,

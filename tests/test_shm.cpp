@@ -15,19 +15,13 @@
 #include <string>
 
 #include "check.hpp"
+#include "support.hpp"
 
 namespace mpi = boost::mpi;
 
 namespace {
 
-// Sets an environment variable for one scope (the same on every rank).
-struct scoped_env {
-  const char* name;
-  scoped_env(const char* n, const char* v) : name(n) {
-    if (v) ::setenv(n, v, 1);
-  }
-  ~scoped_env() { ::unsetenv(name); }
-};
+using hxt::scoped_env;
 
 // Counts the lines of describe() that name the shared-memory path.
 int shared_lines(const std::string& d) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "check.hpp"
+#include "support.hpp"
 #include "halox/exchange/peer_agreement.hpp"
 #include "halox/transport/shm_mailbox.hpp"
 
@@ -19,14 +20,7 @@ namespace mpi = boost::mpi;
 
 namespace {
 
-// Sets an environment variable for one scope on this rank (null: leaves it unset).
-struct scoped_env {
-  const char* name;
-  scoped_env(const char* n, const char* v) : name(n) {
-    if (v) ::setenv(n, v, 1);
-  }
-  ~scoped_env() { ::unsetenv(name); }
-};
+using hxt::scoped_env;
 
 // Sets a test-only switch for one scope.
 struct scoped_flag {
