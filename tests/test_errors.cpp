@@ -281,28 +281,3 @@ TEST_CASE("transport environment variables: a bad value is an input error on eve
   ex.exchange();
   HXT_REQUIRE_OK(hxt::check(dom, f, st2, {0, 0}));
 }
-
-TEST_CASE("sizes that overflow: a clear error before anything is allocated") {
-  mpi::communicator world;
-  const idx big = idx(1) << 32;
-  // A global box of 2^64 cells (no boxes), and one of 2^65 with a box covering half.
-  REQUIRE_HALOX_ERROR((halox::box_list<2>(world, {big, big}, {}, {})),
-                      fmt::format("global extents {}x{} hold more than 2^62 cells", big, big));
-  const idx huge = idx(1) << 62;
-  REQUIRE_HALOX_ERROR(
-      (halox::box_list<2>(world, {huge, 8}, {}, {{{{0, 0}, {huge / 2, 8}}, 0}})),
-      "hold more than 2^62 cells");
-  // Extents at the end of the index range, in one dimension and in several.
-  REQUIRE_HALOX_ERROR(halox::cartesian<1>(world, {INT64_MAX}), "more than 2^62 cells");
-  REQUIRE_HALOX_ERROR((halox::cartesian<3>(world, {INT64_MAX, 2, 2})), "more than 2^62 cells");
-  // Padding so wide that the block's size wraps: refused before allocating.
-  const halox::cartesian<3> dom(world, {4, 4, 4}, halox::periodic<3>::all());
-  const int w = (1 << 21) - 2;
-  halox::field_options o;
-  o.name = "wide";
-  REQUIRE_HALOX_ERROR(dom.make_field<double>({w, w, w}, {w, w, w}, halox::host, o),
-                      "field 'wide' with padding");
-  // Extents just inside the limit are accepted (nothing is allocated by a domain).
-  const halox::cartesian<1> ok(world, {halox::max_cells});
-  REQUIRE(ok.global_box().volume() == halox::max_cells);
-}

@@ -66,7 +66,7 @@ class box_list : public domain_base<box_list<D>, D> {
       detail::require(b.owner >= 0 && b.owner < comm_.size(),
                       "rank {}: box #{} has owner rank {} outside [0, {})", rank_, k, b.owner,
                       comm_.size());
-      covered = std::min(covered + b.cells.volume(), max_cells + 1);  // (inside the global box)
+      covered += b.cells.volume();
     }
     // Sweep along dimension 0: only boxes whose x-ranges overlap need a full test.
     std::vector<std::size_t> order(boxes_.size());

@@ -84,19 +84,9 @@ class domain_base {
       detail::block_memory<D> m;
       m.owned = b;
       set_padding(m, pad_lo, pad_hi, *s);
-      // Checked before anything is allocated: huge padding must not wrap to a small size.
-      const auto ext = m.allocated().size();
-      index bytes = index(o.components) * index(sizeof(T));
-      bool fits = true;
-      for (int i = 0; i < D; ++i) fits = fits && detail::checked_mul(bytes, ext[i], bytes);
-      detail::require(fits && std::size_t(bytes) <= std::size_t(max_cells) - total,
-                      "rank {}: field '{}' with padding {}/{} on box {} needs more than 2^62 "
-                      "bytes ({} cells x {} component(s) x {} B)",
-                      rank(), s->name, fmt::join(pad_lo, ","), fmt::join(pad_hi, ","),
-                      to_string(b), fmt::join(ext, "x"), o.components, sizeof(T));
-      detail::dense_strides<D>(ext, o, m);
+      detail::dense_strides<D>(m.allocated().size(), o, m);
       offsets.push_back(total);
-      total += round_up(std::size_t(bytes));
+      total += round_up(std::size_t(m.allocated().volume()) * o.components * sizeof(T));
       s->blocks.push_back(m);
     }
     s->storage = detail::allocate(space, total);
@@ -174,13 +164,9 @@ class domain_base {
   /// Checks that every global extent is positive.
   domain_base(const boost::mpi::communicator& comm, const extents<D>& global, periodic<D> per)
       : comm_(comm), per_(per), rank_(comm.rank()), id_(detail::next_domain_id()) {
-    index cells = 1;
     for (int i = 0; i < D; ++i) {
       detail::require(global[i] > 0, "rank {}: global extent {} in dimension {} must be positive",
                       rank_, global[i], i);
-      detail::require(detail::checked_mul(cells, global[i], cells),
-                      "rank {}: global extents {} hold more than 2^62 cells", rank_,
-                      fmt::join(global, "x"));
       global_.hi[i] = global[i];
     }
   }
