@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
 
+#include <algorithm>
+#include <limits>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "check.hpp"
@@ -162,6 +165,43 @@ TEST_CASE("box arithmetic") {
       REQUIRE(q * n <= x);
       REQUIRE(x < (q + 1) * n);
     }
+}
+
+// ---- checked arithmetic and 64-bit limits ------------------------------------------------------
+
+TEST_CASE("checked arithmetic: products, sums and volumes that do not fit are reported") {
+  using halox::detail::checked_add;
+  using halox::detail::checked_mul;
+  using halox::detail::checked_sub;
+  constexpr idx max = std::numeric_limits<idx>::max(), min = std::numeric_limits<idx>::min();
+  STATIC_REQUIRE(checked_mul(idx(1) << 31, idx(1) << 31) == idx(1) << 62);
+  STATIC_REQUIRE(!checked_mul(idx(1) << 32, idx(1) << 31));
+  STATIC_REQUIRE(!checked_mul(min, -1));
+  STATIC_REQUIRE(checked_mul(max, 1) == max);
+  STATIC_REQUIRE(!checked_mul(std::optional<idx>(), 1));
+  STATIC_REQUIRE(checked_add(max - 1, 1) == max);
+  STATIC_REQUIRE(!checked_add(max, 1));
+  STATIC_REQUIRE(!checked_add(std::optional<idx>(), 0));
+  STATIC_REQUIRE(!checked_sub(min, 1));
+  STATIC_REQUIRE(box<2>{{0, 0}, {4, 6}}.checked_volume() == 24);
+  STATIC_REQUIRE(box<2>{{3, 0}, {1, 6}}.checked_volume() == 0);  // empty
+  STATIC_REQUIRE(!box<2>{{0, 0}, {idx(1) << 32, idx(1) << 32}}.checked_volume());
+  STATIC_REQUIRE(box<2>{{0, 0}, {idx(1) << 31, idx(1) << 31}}.checked_volume() == idx(1) << 62);
+  STATIC_REQUIRE(!box<1>{{min}, {max}}.checked_volume());  // hi - lo itself overflows
+  STATIC_REQUIRE(!box<3>{{0, 0, 0}, {idx(1) << 62, 2, 1}}.checked_volume());
+  STATIC_REQUIRE(box<3>{{0, 0, 0}, {idx(1) << 61, 2, 1}}.checked_volume() == idx(1) << 62);
+}
+
+TEST_CASE("balanced_grid and split at extents near INT64_MAX") {
+  constexpr idx max = std::numeric_limits<idx>::max();
+  CHECK(halox::balanced_grid<1>(3, {max}).dims == std::array<int, 1>{3});
+  CHECK(halox::balanced_grid<2>(4, {max, max}).dims == std::array<int, 2>{2, 2});
+  CHECK(halox::balanced_grid<3>(6, {max, max - 1, 7}).dims == std::array<int, 3>{3, 2, 1});
+  const auto s = halox::split(max, 3, 2);
+  CHECK(s.last == max);
+  CHECK(halox::split_owner(max, 3, max - 1) == 2);
+  CHECK(halox::split_owner(max, 3, s.first) == 2);
+  CHECK(halox::split_owner(max, 3, s.first - 1) == 1);
 }
 
 // ---- make_plan ---------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -31,11 +32,22 @@ struct box {
       if (hi[i] <= lo[i]) return true;
     return false;
   }
-  /// Number of cells (0 when empty).
+  /// Number of cells (0 when empty). Unchecked: for boxes inside a domain or field whose
+  /// sizes were checked; use checked_volume() on anything else.
   constexpr index volume() const {
     if (empty()) return 0;
     index v = 1;
     for (int i = 0; i < D; ++i) v *= hi[i] - lo[i];
+    return v;
+  }
+  /// Number of cells (0 when empty), or nothing when it does not fit in an `index`.
+  constexpr std::optional<index> checked_volume() const {
+    if (empty()) return index(0);
+    std::optional<index> v = 1;
+    for (int i = 0; i < D; ++i) {
+      const auto n = detail::checked_sub(hi[i], lo[i]);
+      v = n ? detail::checked_mul(v, *n) : std::nullopt;
+    }
     return v;
   }
   /// Extent along every dimension.

@@ -49,7 +49,7 @@ void grid_search(int remaining, int dim, std::array<int, D>& cur, const extents<
     std::array<double, D> local{};
     for (int i = 0; i < D; ++i) {
       if (cur[i] > n[i]) return;  // would leave a rank without cells
-      local[i] = double((n[i] + cur[i] - 1) / cur[i]);
+      local[i] = double(n[i] / cur[i] + (n[i] % cur[i] != 0));  // ceil, no n + cur - 1 overflow
       lmin = std::min(lmin, local[i]);
       lmax = std::max(lmax, local[i]);
     }
