@@ -204,6 +204,30 @@ TEST_CASE("balanced_grid and split at extents near INT64_MAX") {
   CHECK(halox::split_owner(max, 3, s.first - 1) == 1);
 }
 
+TEST_CASE("cartesian: extents above max_extent are refused; at it, the plan's images fit") {
+  boost::mpi::communicator self(MPI_COMM_SELF, boost::mpi::comm_attach);
+  constexpr idx max = std::numeric_limits<idx>::max();
+  // periodic images of a halo at INT64_MAX - 1 cells lie beyond INT64_MAX
+  REQUIRE_THROWS_WITH(halox::cartesian<1>(self, {max - 1}, halox::periodic{true}),
+                      Catch::Contains("global extent 9223372036854775806 in dimension 0 exceeds "
+                                      "2305843009213693952"));
+  REQUIRE_THROWS_AS(halox::cartesian<1>(self, {halox::max_extent + 1}), halox::error);
+  // the widest halo at the largest extent: every coordinate and image shift fits
+  constexpr idx n = halox::max_extent;
+  constexpr int w = std::numeric_limits<int>::max();
+  const halox::cartesian<2> dom(self, {n, 3}, halox::periodic<2>::all());
+  const auto st = halox::stencil<2>::star({w, 1}, {w, 1});
+  const auto p = halox::make_plan<2>(dom, st);
+  REQUIRE(p.local.size() == 4);
+  std::vector<halox::transfer<2>> want{
+      {0, 0, box<2>{{n - w, 0}, {n, 3}}, box<2>{{-w, 0}, {0, 3}}},
+      {0, 0, box<2>{{0, 0}, {w, 3}}, box<2>{{n, 0}, {n + w, 3}}},
+      {0, 0, box<2>{{0, 2}, {n, 3}}, box<2>{{0, -1}, {n, 0}}},
+      {0, 0, box<2>{{0, 0}, {n, 1}}, box<2>{{0, 3}, {n, 4}}},
+  };
+  for (const auto& t : want) CHECK(std::count(p.local.begin(), p.local.end(), t) == 1);
+}
+
 // ---- make_plan ---------------------------------------------------------------------------------
 
 // A domain description of rank `me` among `ranks` for make_plan, independent of MPI.

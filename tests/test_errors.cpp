@@ -3,6 +3,10 @@
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
 
+#include <array>
+#include <cstddef>
+#include <functional>
+#include <limits>
 #include <span>
 
 #include "check.hpp"
@@ -20,7 +24,33 @@ using idx = halox::index;
 
 namespace {
 constexpr auto st2 = halox::stencil<2>::box(1);
+constexpr idx int64_max = std::numeric_limits<idx>::max();
+
+// This rank's halox::error message from `f()`, empty when it does not throw.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const halox::error& e) {
+    return e.what();
+  }
+  return {};
 }
+
+// Collective: `f()` throws on every rank, the same message everywhere, containing `text`.
+// CHECKs only, so that a failure on one rank leaves the collectives of the others matched.
+template <class F>
+void require_same_error_everywhere(const mpi::communicator& world, F&& f, const std::string& text) {
+  const std::string msg = error_of(f);
+  std::string first = msg;
+  mpi::broadcast(world, first, 0);
+  const int threw = mpi::all_reduce(world, int(!msg.empty()), std::plus<int>());
+  const int same = mpi::all_reduce(world, int(msg == first), std::plus<int>());
+  CHECK(threw == world.size());
+  CHECK(same == world.size());
+  CHECK_THAT(msg, Catch::Contains(text));
+}
+}  // namespace
 
 TEST_CASE("wrap: extents that do not match box plus padding; bad pointers, strides, components") {
   mpi::communicator world;
@@ -278,6 +308,174 @@ TEST_CASE("transport environment variables: a bad value is an input error on eve
     REQUIRE(hxt::snapshot(f) == before);
   }
   auto ex = halox::make_exchange(dom, st2, f);  // usable again once the variables are fixed
+  ex.exchange();
+  HXT_REQUIRE_OK(hxt::check(dom, f, st2, {0, 0}));
+}
+
+TEST_CASE("domains: cell counts and extents that overflow 64-bit arithmetic") {
+  mpi::communicator world;
+  using ob = halox::owned_box<2>;
+  const halox::periodic<2> per{true, true};
+  const idx e32 = idx(1) << 32, e62 = idx(1) << 62;
+  // 2^64 cells and no boxes: the coverage count wrapped to 0 == 0 and the list was accepted
+  REQUIRE_HALOX_ERROR(halox::box_list<2>(world, {e32, e32}, per, {}),
+                      "the global box 4294967296x4294967296 holds more than 9223372036854775807 "
+                      "cells (a 64-bit index cannot count them)");
+  // 2^65 cells, half of them covered: both counts wrapped to 0
+  REQUIRE_HALOX_ERROR(
+      halox::box_list<2>(world, {e62, 8}, per, {ob{{{0, 0}, {e62 / 2, 8}}, 0}}),
+      "global extent 4611686018427387904 in dimension 0 exceeds 2305843009213693952, the "
+      "largest halox supports");
+  REQUIRE_HALOX_ERROR(
+      halox::box_list<2>(world, {halox::max_extent, 8}, per,
+                         {ob{{{0, 0}, {halox::max_extent / 2, 8}}, 0}}),
+      "the global box 2305843009213693952x8 holds more than 9223372036854775807 cells");
+  REQUIRE_HALOX_ERROR(halox::cartesian<2>(world, {e32, e32}),
+                      "the global box 4294967296x4294967296 holds more than");
+  REQUIRE_HALOX_ERROR(halox::cartesian<4>(world, {e32, 2, 2, e32}, {},
+                                          halox::process_grid<4>{{world.size(), 1, 1, 1}}),
+                      "the global box 4294967296x2x2x4294967296 holds more than");
+  // extents near INT64_MAX: the grid search and the plan's periodic images overflowed
+  REQUIRE_HALOX_ERROR(halox::cartesian<1>(world, {int64_max}, halox::periodic{true}),
+                      "global extent 9223372036854775807 in dimension 0 exceeds");
+  REQUIRE_HALOX_ERROR(halox::cartesian<3>(world, {4, halox::max_extent + 1, 4}),
+                      "global extent 2305843009213693953 in dimension 1 exceeds");
+  REQUIRE_HALOX_ERROR(
+      halox::box_list<2>(world, {int64_max, 1}, per, {ob{{{0, 0}, {int64_max, 1}}, 0}}),
+      "global extent 9223372036854775807 in dimension 0 exceeds");
+  // the limit itself is fine: the blocks tile it
+  const halox::cartesian<2> dom(world, {halox::max_extent, 3}, per);
+  idx cells = 0;
+  for (int r = 0; r < world.size(); ++r) cells += dom.box_of(r).volume();
+  CHECK(cells == 3 * halox::max_extent);
+}
+
+TEST_CASE("domains: ranks that disagree on the arguments fail on every rank alike") {
+  mpi::communicator world;
+  const int me = world.rank(), p = world.size();
+  using ob = halox::owned_box<2>;
+  if (p == 1) {
+    // one rank agrees with itself: nothing to compare, construction succeeds
+    CHECK(halox::cartesian<2>(world, {8, 8}).local_boxes().size() == 1);
+    return;
+  }
+  const halox::periodic<2> both{true, true}, first{true, false};
+  require_same_error_everywhere(
+      world,
+      [&] {
+        (void)halox::cartesian<2>(world, {8, me == 0 ? 8 : 9}, both);
+      },
+      "halox: rank 1: domain built with global extents 8x9, but rank 0 built it with global "
+      "extents 8x8; every rank must pass the same arguments");
+  require_same_error_everywhere(
+      world,
+      [&] {
+        (void)halox::cartesian<2>(world, {8, 8}, me == 0 ? both : first);
+      },
+      "rank 1: domain built with periodicity [true, false], but rank 0 built it with "
+      "periodicity [true, true]");
+  // only the last rank differs: it is the one named
+  require_same_error_everywhere(
+      world,
+      [&] {
+        (void)halox::cartesian<2>(world, {me == p - 1 ? 9 : 8, 8}, both);
+      },
+      fmt::format("rank {}: domain built with global extents 9x8, but rank 0", p - 1));
+  // a rank's own bad extent is reported as the disagreement it is, on every rank
+  require_same_error_everywhere(
+      world,
+      [&] {
+        (void)halox::cartesian<2>(world, {8, me == 1 ? 0 : 8}, both);
+      },
+      "rank 1: domain built with global extents 8x0, but rank 0 built it with global extents "
+      "8x8");
+  const halox::process_grid<2> rows{{p, 1}}, cols{{1, p}};
+  require_same_error_everywhere(
+      world,
+      [&] {
+        (void)halox::cartesian<2>(
+            world, {8, 8}, both,
+            me == 0 ? std::optional(rows) : std::optional<halox::process_grid<2>>());
+      },
+      fmt::format("rank 1: domain built with process grid automatic, but rank 0 built it with "
+                  "process grid {}x1",
+                  p));
+  require_same_error_everywhere(
+      world,
+      [&] {
+        (void)halox::cartesian<2>(world, {8, 8}, both, me == 0 ? rows : cols);
+      },
+      fmt::format("rank 1: domain built with process grid 1x{}, but rank 0 built it with "
+                  "process grid {}x1",
+                  p, p));
+
+  // box lists: extents, periodicity, the boxes, their owners, their number; another type
+  const std::vector<ob> halves{ob{{{0, 0}, {4, 8}}, 0}, ob{{{4, 0}, {8, 8}}, p - 1}};
+  require_same_error_everywhere(
+      world,
+      [&] {
+        (void)halox::box_list<2>(world, {8, me == 0 ? 8 : 9}, both, halves);
+      },
+      "rank 1: domain built with global extents 8x9, but rank 0 built it with global extents "
+      "8x8");
+  require_same_error_everywhere(
+      world,
+      [&] {
+        (void)halox::box_list<2>(world, {8, 8}, me == 0 ? both : first, halves);
+      },
+      "rank 1: domain built with periodicity [true, false]");
+  require_same_error_everywhere(
+      world,
+      [&] {
+        auto b = halves;
+        if (me != 0) b[1].owner = 0;
+        (void)halox::box_list<2>(world, {8, 8}, both, b);
+      },
+      fmt::format("rank 1: domain built with box #1 [4,8)x[0,8) (owner 0), but rank 0 built it "
+                  "with box #1 [4,8)x[0,8) (owner {})",
+                  p - 1));
+  require_same_error_everywhere(
+      world,
+      [&] {
+        auto b = halves;
+        if (me != 0) b[0].cells.hi[0] = 3, b[1].cells.lo[0] = 3;
+        (void)halox::box_list<2>(world, {8, 8}, both, b);
+      },
+      "rank 1: domain built with box #0 [0,3)x[0,8) (owner 0), but rank 0 built it with box #0 "
+      "[0,4)x[0,8) (owner 0)");
+  require_same_error_everywhere(
+      world,
+      [&] {
+        auto b = halves;
+        if (me != 0)
+          b = {ob{{{0, 0}, {4, 8}}, 0}, ob{{{4, 0}, {8, 4}}, 1}, ob{{{4, 4}, {8, 8}}, 1}};
+        (void)halox::box_list<2>(world, {8, 8}, both, b);
+      },
+      "rank 1: domain built with box count 3, but rank 0 built it with box count 2");
+  require_same_error_everywhere(
+      world,
+      [&] {
+        if (me == 0)
+          (void)halox::cartesian<2>(world, {8, 8}, both);
+        else
+          (void)halox::box_list<2>(world, {8, 8}, both, halves);
+      },
+      "rank 1: domain built with type box_list<2>, but rank 0 built it with type cartesian<2>");
+  require_same_error_everywhere(
+      world,
+      [&] {
+        if (me == 0)
+          (void)halox::cartesian<2>(world, {8, 8}, both);
+        else
+          (void)halox::cartesian<3>(world, {8, 8, 1}, halox::periodic<3>::all());
+      },
+      "rank 1: domain built with type cartesian<3>, but rank 0 built it with type cartesian<2>");
+
+  // agreeing ranks still build a working domain afterwards (the communicator is in step)
+  halox::box_list<2> dom(world, {8, 8}, both, halves);
+  auto f = dom.make_field<double>(st2);
+  hxt::fill(dom, f, {0, 0});
+  auto ex = halox::make_exchange(dom, st2, f);
   ex.exchange();
   HXT_REQUIRE_OK(hxt::check(dom, f, st2, {0, 0}));
 }

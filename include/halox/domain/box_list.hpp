@@ -24,13 +24,35 @@ struct owned_box {
 /// the global box, not overlapping, covering every cell; owners in `[0, comm.size())`.
 /// A rank's blocks are its boxes in list order. Queries scan the list (fine for the hundreds of
 /// boxes such decompositions typically have).
+///
+/// Collective over `comm`: every rank must construct it. Throws halox::error, on every rank,
+/// when the ranks' extents, periodicity or box lists differ (one all-reduce of their hash), or
+/// when the list does not tile the global box.
 template <int D>
 class box_list : public domain_base<box_list<D>, D> {
  public:
   box_list(const boost::mpi::communicator& comm, const extents<D>& global, periodic<D> per,
            std::vector<owned_box<D>> boxes)
       : domain_base<box_list<D>, D>(comm, global, per), boxes_(std::move(boxes)) {
-    validate();
+    this->agree_and_check(
+        "box_list",
+        [&](detail::settings_hash& h) {
+          h.add(boxes_.size());
+          for (const auto& b : boxes_) {
+            for (int i = 0; i < D; ++i)
+              h.add(std::uint64_t(b.cells.lo[i])), h.add(std::uint64_t(b.cells.hi[i]));
+            h.add(std::uint64_t(std::int64_t(b.owner)));
+          }
+        },
+        [&](detail::settings_list& l) {
+          l.push_back("box count");
+          l.push_back(std::to_string(boxes_.size()));
+          for (std::size_t k = 0; k < boxes_.size(); ++k) {
+            l.push_back(fmt::format("box #{}", k));
+            l.push_back(fmt::format("{} (owner {})", to_string(boxes_[k].cells), boxes_[k].owner));
+          }
+        },
+        [&] { validate(); });
     local_id_.resize(boxes_.size());
     std::vector<int> count(comm.size(), 0);
     for (std::size_t k = 0; k < boxes_.size(); ++k) {
@@ -55,7 +77,6 @@ class box_list : public domain_base<box_list<D>, D> {
 
  private:
   void validate() const {
-    index covered = 0;
     for (std::size_t k = 0; k < boxes_.size(); ++k) {
       const auto& b = boxes_[k];
       detail::require(!b.cells.empty(), "rank {}: box #{} {} is empty", rank_, k,
@@ -66,7 +87,6 @@ class box_list : public domain_base<box_list<D>, D> {
       detail::require(b.owner >= 0 && b.owner < comm_.size(),
                       "rank {}: box #{} has owner rank {} outside [0, {})", rank_, k, b.owner,
                       comm_.size());
-      covered += b.cells.volume();
     }
     // Sweep along dimension 0: only boxes whose x-ranges overlap need a full test.
     std::vector<std::size_t> order(boxes_.size());
@@ -81,6 +101,10 @@ class box_list : public domain_base<box_list<D>, D> {
         detail::require(intersect(A, B).empty(), "rank {}: boxes #{} {} and #{} {} overlap", rank_,
                         order[a], to_string(A), order[b], to_string(B));
       }
+    // Disjoint boxes inside the global box: their cells add up to at most its cell count,
+    // which fits in an index (checked before this).
+    index covered = 0;
+    for (const auto& b : boxes_) covered += b.cells.volume();
     detail::require(covered == global_.volume(),
                     "rank {}: the boxes cover {} of the {} cells of the global box {}", rank_,
                     covered, global_.volume(), to_string(global_));

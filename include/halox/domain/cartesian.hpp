@@ -19,32 +19,30 @@ namespace halox {
 /// ```
 /// Every rank computes every other rank's block from the grid arithmetic: nothing is gathered.
 /// Ranks are numbered row-major over the grid (the last dimension varies fastest), like
-/// `MPI_Cart_create`. Collective over `comm` only in the sense that all ranks must pass the same
-/// arguments; it sends no message.
+/// `MPI_Cart_create`. Collective over `comm`: every rank must construct it, with the same
+/// arguments (checked with one all-reduce of their hash, one more to agree on errors).
 template <int D>
 class cartesian : public domain_base<cartesian<D>, D> {
  public:
   /// Splits `global` cells over `comm`'s ranks with an automatic process grid (smallest halo
-  /// surface) or the one given. Throws halox::error on non-positive extents or a grid that does
-  /// not match the rank count or would leave a rank without cells.
+  /// surface) or the one given. Throws halox::error, on every rank, when the ranks' arguments
+  /// differ, on extents that are not positive or exceed max_extent, on more cells than an index
+  /// counts, or on a grid that does not match the rank count or would leave a rank without cells.
   cartesian(const boost::mpi::communicator& comm, const extents<D>& global, periodic<D> per = {},
             std::optional<process_grid<D>> grid = std::nullopt)
       : domain_base<cartesian<D>, D>(comm, global, per) {
-    if (grid) {
-      long long product = 1;
-      for (int i = 0; i < D; ++i) {
-        detail::require(grid->dims[i] > 0 && grid->dims[i] <= global[i],
-                        "rank {}: process grid {} has {} ranks in dimension {} of extent {}", rank_,
-                        fmt::join(grid->dims, "x"), grid->dims[i], i, global[i]);
-        product *= grid->dims[i];
-      }
-      detail::require(product == comm.size(),
-                      "rank {}: process grid {} holds {} ranks but the communicator has {}", rank_,
-                      fmt::join(grid->dims, "x"), product, comm.size());
-      grid_ = *grid;
-    } else {
-      grid_ = balanced_grid<D>(comm.size(), global);
-    }
+    this->agree_and_check(
+        "cartesian",
+        [&](detail::settings_hash& h) {
+          h.add(grid.has_value());
+          if (grid)
+            for (int d : grid->dims) h.add(std::uint64_t(std::int64_t(d)));
+        },
+        [&](detail::settings_list& l) {
+          l.push_back("process grid");
+          l.push_back(grid ? fmt::format("{}", fmt::join(grid->dims, "x")) : "automatic");
+        },
+        [&] { grid_ = grid ? checked_grid(*grid) : balanced_grid<D>(comm.size(), global); });
     local_.push_back(box_of(rank_));
   }
 
@@ -98,6 +96,20 @@ class cartesian : public domain_base<cartesian<D>, D> {
   }
 
  private:
+  process_grid<D> checked_grid(const process_grid<D>& grid) const {
+    index product = 1;  // at most the global cell count, which fits in an index
+    for (int i = 0; i < D; ++i) {
+      detail::require(grid.dims[i] > 0 && grid.dims[i] <= global_.hi[i],
+                      "rank {}: process grid {} has {} ranks in dimension {} of extent {}", rank_,
+                      fmt::join(grid.dims, "x"), grid.dims[i], i, global_.hi[i]);
+      product *= grid.dims[i];
+    }
+    detail::require(product == this->size(),
+                    "rank {}: process grid {} holds {} ranks but the communicator has {}", rank_,
+                    fmt::join(grid.dims, "x"), product, this->size());
+    return grid;
+  }
+
   using base = domain_base<cartesian<D>, D>;
   using base::global_;
   using base::rank_;

@@ -12,10 +12,12 @@
 
 #include <boost/mpi/communicator.hpp>
 
+#include "halox/domain/agreement.hpp"
 #include "halox/domain/box.hpp"
 #include "halox/error.hpp"
 #include "halox/field/field.hpp"
 #include "halox/pattern/stencil.hpp"
+#include "halox/transport/agree.hpp"
 
 namespace halox {
 
@@ -161,14 +163,52 @@ class domain_base {
   }
 
  protected:
-  /// Checks that every global extent is positive.
+  /// Stores the arguments unchecked: the derived constructor calls `agree_and_check`.
   domain_base(const boost::mpi::communicator& comm, const extents<D>& global, periodic<D> per)
       : comm_(comm), per_(per), rank_(comm.rank()), id_(detail::next_domain_id()) {
+    global_.hi = global;
+  }
+
+  /// Collective over the communicator, called by every derived constructor before it uses its
+  /// arguments. First every rank compares the hash of its arguments (type, extents,
+  /// periodicity, and what `add(hash)` and `describe(list)` add) with the other ranks'; if they
+  /// differ every rank throws the same error naming the first difference. Then every rank runs
+  /// the checks of the global box and `checks()`; if one throws on any rank, every rank throws.
+  template <class Add, class Describe, class Checks>
+  void agree_and_check(const char* type, Add&& add, Describe&& describe, Checks&& checks) const {
+    detail::settings_hash h;
+    h.add(type);
+    h.add(std::uint64_t(D));
+    for (int i = 0; i < D; ++i) h.add(std::uint64_t(global_.hi[i])), h.add(per_[i]);
+    add(h);
+    detail::agree_on_settings(comm_, "domain", h.value(), [&] {
+      detail::settings_list l{"type",           fmt::format("{}<{}>", type, D),
+                              "global extents", fmt::format("{}", fmt::join(global_.hi, "x")),
+                              "periodicity",    fmt::format("{}", per_.flags)};
+      describe(l);
+      return l;
+    });
+    detail::agree(comm_, [&] {
+      check_global_box();
+      checks();
+    });
+  }
+
+  /// Every global extent in [1, max_extent], and a cell count that fits in an index.
+  void check_global_box() const {
     for (int i = 0; i < D; ++i) {
-      detail::require(global[i] > 0, "rank {}: global extent {} in dimension {} must be positive",
-                      rank_, global[i], i);
-      global_.hi[i] = global[i];
+      const index n = global_.hi[i];
+      detail::require(n > 0, "rank {}: global extent {} in dimension {} must be positive", rank_, n,
+                      i);
+      detail::require(n <= max_extent,
+                      "rank {}: global extent {} in dimension {} exceeds {}, the largest halox "
+                      "supports (coordinates plus halo widths must fit in 64 bits)",
+                      rank_, n, i, max_extent);
     }
+    detail::require(global_.checked_volume().has_value(),
+                    "rank {}: the global box {} holds more than {} cells (a 64-bit index cannot "
+                    "count them)",
+                    rank_, fmt::join(global_.hi, "x"), detail::index_max);
   }
 
   boost::mpi::communicator comm_;
