@@ -350,6 +350,90 @@ TEST_CASE("domains: cell counts and extents that overflow 64-bit arithmetic") {
   CHECK(cells == 3 * halox::max_extent);
 }
 
+TEST_CASE("make_field and wrap: sizes that overflow 64 bits fail before anything is allocated") {
+  mpi::communicator world;
+  const int me = world.rank();
+  halox::cartesian<3> dom(world, {4, 4, 4}, halox::periodic<3>::all());
+  // 2^21 - 2 cells of padding on a 4^3 domain: the byte count wrapped to 0, make_field returned
+  // a 0-byte field that make_exchange accepted and exchange() wrote through
+  const int w = (1 << 21) - 2;
+  const halox::widths<3> pad{w, w, w};
+  const auto a = halox::grow(dom.local_boxes()[0], pad, pad).size();
+  halox::field_options o;
+  o.name = "huge";
+  const std::string needs = fmt::format(
+      "rank {}: field 'huge' needs {}x{}x{} cells x 1 components x 8 bytes (the owned box {} "
+      "with padding 2097150,2097150,2097150/2097150,2097150,2097150), more than "
+      "9223372036854775807 bytes",
+      me, a[0], a[1], a[2], halox::to_string(dom.local_boxes()[0]));
+  REQUIRE_HALOX_ERROR(dom.make_field<double>(pad, pad, halox::host, o), needs);
+  REQUIRE_HALOX_ERROR(dom.make_field<double>(halox::stencil<3>::star(w), halox::host, o),
+                      "x 1 components x 8 bytes");
+  // cells x components x sizeof(T): each fits, the product does not
+  using big_t = std::array<std::byte, std::size_t(1) << 30>;
+  REQUIRE_HALOX_ERROR(
+      dom.make_field<big_t>(halox::stencil<3>::box(1), halox::host, 1 << 30),
+      fmt::format("rank {}: field '(unnamed)' needs {} cells x 1073741824 components x "
+                  "1073741824 bytes",
+                  me,
+                  fmt::join(halox::grow(dom.local_boxes()[0], halox::stencil<3>::box(1).lo,
+                                        halox::stencil<3>::box(1).hi)
+                                .size(),
+                            "x")));
+  // wrapping memory of those extents: the strides would overflow
+  std::vector<double> mem(64, 1.5);
+  REQUIRE_HALOX_ERROR(dom.wrap<double>(mem.data(), a, pad, pad, o), needs);
+  const std::vector<double*> one{mem.data()};
+  REQUIRE_HALOX_ERROR(dom.wrap<double>(std::span<double* const>(one), pad, pad, o), needs);
+  // user strides whose offsets overflow
+  const halox::widths<3> p1{1, 1, 1};
+  REQUIRE_HALOX_ERROR(dom.wrap_strided<double>(mem.data(), p1, p1, {idx(1) << 62, 1, 1}, 1, o),
+                      fmt::format("rank {}: field 'huge' with strides 4611686018427387904,1,1 "
+                                  "and component stride 1 spans more than 9223372036854775807 "
+                                  "bytes",
+                                  me));
+  halox::field_options two = o;
+  two.components = 2;
+  REQUIRE_HALOX_ERROR(
+      dom.wrap_strided<double>(mem.data(), p1, p1, {1, 1, 1}, int64_max, two),
+      "with strides 1,1,1 and component stride 9223372036854775807 spans more than");
+  REQUIRE(std::all_of(mem.begin(), mem.end(), [](double x) { return x == 1.5; }));
+
+  // several blocks of 2^62 bytes each: only their sum overflows
+  using ob = halox::owned_box<2>;
+  const idx n = idx(1) << 59;
+  halox::box_list<2> two_blocks(world, {n, 2}, {},
+                                {ob{{{0, 0}, {n, 1}}, 0}, ob{{{0, 1}, {n, 2}}, 0}});
+  const halox::widths<2> none{0, 0};
+  if (me == 0)
+    REQUIRE_HALOX_ERROR(two_blocks.make_field<double>(none, none, halox::host, o),
+                        "rank 0: field 'huge' needs more than 9223372036854775807 bytes for its "
+                        "2 blocks");
+  else
+    CHECK(two_blocks.make_field<double>(none, none, halox::host, o).block_count() == 0);
+}
+
+TEST_CASE("unstructured fields: sizes that overflow 64 bits fail before anything is allocated") {
+  mpi::communicator world;
+  const int me = world.rank();
+  const std::vector<halox::global_id> own{10 * halox::global_id(me), 10 * halox::global_id(me) + 1};
+  halox::unstructured_options opt;
+  opt.local_count = 16;
+  halox::unstructured pat(world, own, std::vector<halox::global_id>{}, opt);
+  using big_t = std::array<std::byte, std::size_t(1) << 30>;
+  REQUIRE_HALOX_ERROR(
+      pat.make_field<big_t>(1 << 30, halox::entity_layout::entity_major, halox::host, "big"),
+      fmt::format("rank {}: field 'big' needs 16 entities x 1073741824 components x 1073741824 "
+                  "bytes (component stride 1), more than 9223372036854775807 bytes",
+                  me));
+  std::vector<double> mem(64, 2.5);
+  REQUIRE_HALOX_ERROR(pat.wrap<double>(mem.data(), 3, halox::entity_layout::component_major,
+                                       idx(1) << 62, halox::host, "cm"),
+                      "field 'cm' needs 16 entities x 3 components x 8 bytes (component stride "
+                      "4611686018427387904)");
+  REQUIRE(std::all_of(mem.begin(), mem.end(), [](double x) { return x == 2.5; }));
+}
+
 TEST_CASE("domains: ranks that disagree on the arguments fail on every rank alike") {
   mpi::communicator world;
   const int me = world.rank(), p = world.size();

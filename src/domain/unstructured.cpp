@@ -202,6 +202,19 @@ std::shared_ptr<detail::entity_field_state> unstructured::new_state(
                     "rank {}: field '{}' has component stride {}, less than its {} entities",
                     rank(), s->name, s->comp_stride, count);
   }
+  // Bytes up to the end of the last element: every offset of the field (and the allocation
+  // of make_field) fits below it.
+  const auto last_entity = detail::checked_mul(std::max<index>(count, 1) - 1, s->entity_stride);
+  const auto last_comp = detail::checked_mul(components - 1, s->comp_stride);
+  const auto end =
+      last_entity && last_comp
+          ? detail::checked_mul(
+                detail::checked_add(detail::checked_add(*last_entity, *last_comp), 1), index(elem))
+          : std::nullopt;
+  detail::require(end.has_value(),
+                  "rank {}: field '{}' needs {} entities x {} components x {} bytes (component "
+                  "stride {}), more than {} bytes",
+                  rank(), s->name, count, components, elem, s->comp_stride, detail::index_max);
   return s;
 }
 

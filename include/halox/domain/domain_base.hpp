@@ -81,17 +81,22 @@ class domain_base {
                          field_options o) const {
     auto s = new_state<T>(space, o);
     std::vector<std::size_t> offsets;
-    std::size_t total = 0;
+    index total = 0;  // every block starts on a 64-byte boundary
     for (const auto& b : self().local_boxes()) {
       detail::block_memory<D> m;
       m.owned = b;
       set_padding(m, pad_lo, pad_hi, *s);
+      const index bytes = detail::dense_bytes(m, o.components, sizeof(T), rank(), s->name);
       detail::dense_strides<D>(m.allocated().size(), o, m);
-      offsets.push_back(total);
-      total += round_up(std::size_t(m.allocated().volume()) * o.components * sizeof(T));
+      offsets.push_back(std::size_t(total));
+      const auto end = detail::checked_add(detail::checked_add(total, bytes), 63);
+      detail::require(end.has_value(),
+                      "rank {}: field '{}' needs more than {} bytes for its {} blocks", rank(),
+                      s->name, detail::index_max, self().local_boxes().size());
+      total = *end / 64 * 64;
       s->blocks.push_back(m);
     }
-    s->storage = detail::allocate(space, total);
+    s->storage = detail::allocate(space, std::size_t(total));
     for (std::size_t k = 0; k < s->blocks.size(); ++k)
       s->blocks[k].data = s->storage.get() + offsets[k];
     return field<T, D>(std::move(s));
@@ -113,6 +118,7 @@ class domain_base {
                     "{}/{} needs {}",
                     rank(), s->name, fmt::join(alloc, "x"), to_string(b), fmt::join(pad_lo, ","),
                     fmt::join(pad_hi, ","), fmt::join(want, "x"));
+    detail::dense_bytes(m, o.components, sizeof(T), rank(), s->name);
     detail::dense_strides<D>(alloc, o, m);
     m.data = reinterpret_cast<std::byte*>(check_pointer(data, *s));
     s->blocks.push_back(m);
@@ -137,6 +143,7 @@ class domain_base {
                     component_stride);
     m.stride = strides;
     m.comp_stride = component_stride;
+    detail::strided_bytes(m, o.components, sizeof(T), rank(), s->name);
     m.data = reinterpret_cast<std::byte*>(check_pointer(data, *s));
     s->blocks.push_back(m);
     return field<T, D>(std::move(s));
@@ -155,6 +162,7 @@ class domain_base {
       detail::block_memory<D> m;
       m.owned = boxes[k];
       set_padding(m, pad_lo, pad_hi, *s);
+      detail::dense_bytes(m, o.components, sizeof(T), rank(), s->name);
       detail::dense_strides<D>(m.allocated().size(), o, m);
       m.data = reinterpret_cast<std::byte*>(check_pointer(blocks[k], *s));
       s->blocks.push_back(m);
@@ -219,7 +227,6 @@ class domain_base {
 
  private:
   const Derived& self() const { return static_cast<const Derived&>(*this); }
-  static std::size_t round_up(std::size_t n) { return (n + 63) / 64 * 64; }
 
   template <class T>
   std::shared_ptr<detail::field_state<D>> new_state(memory_space space,

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -74,7 +75,46 @@ struct field_state {
   std::shared_ptr<std::byte> storage;   ///< owned memory, null for wrapped user memory
 };
 
-/// Strides of a dense array with `alloc` cells per dimension and `ncomp` components.
+/// Bytes of a dense block of `components` values of `elem_bytes` bytes per cell of the owned
+/// box plus padding. Throws halox::error, naming the rank, the field and the sizes, when that
+/// does not fit in an `index`; then every element count, stride and byte offset of the block
+/// fits too.
+template <int D>
+index dense_bytes(const block_memory<D>& m, int components, std::size_t elem_bytes, int rank,
+                  const std::string& name) {
+  const box<D> a = m.allocated();
+  const auto bytes = checked_mul(checked_mul(a.checked_volume(), components), index(elem_bytes));
+  require(bytes.has_value(),
+          "rank {}: field '{}' needs {} cells x {} components x {} bytes (the owned box {} with "
+          "padding {}/{}), more than {} bytes",
+          rank, name, fmt::join(a.size(), "x"), components, elem_bytes, to_string(m.owned),
+          fmt::join(m.pad_lo, ","), fmt::join(m.pad_hi, ","), index_max);
+  return *bytes;
+}
+
+/// Bytes from a strided block's first element to the end of its last (user-given strides).
+/// Throws halox::error, naming the rank, the field and the strides, when that does not fit in
+/// an `index`; then every byte offset of the block fits too.
+template <int D>
+index strided_bytes(const block_memory<D>& m, int components, std::size_t elem_bytes, int rank,
+                    const std::string& name) {
+  const extents<D> n = m.allocated().size();
+  std::optional<index> last = checked_mul(components - 1, m.comp_stride);
+  for (int i = 0; i < D; ++i) {
+    const auto step = checked_mul(n[i] - 1, m.stride[i]);
+    last = last && step ? checked_add(*last, *step) : std::nullopt;
+  }
+  const auto bytes = last ? checked_mul(checked_add(*last, 1), index(elem_bytes)) : std::nullopt;
+  require(bytes.has_value(),
+          "rank {}: field '{}' with strides {} and component stride {} spans more than {} bytes "
+          "over the owned box {} with padding {}/{}",
+          rank, name, fmt::join(m.stride, ","), m.comp_stride, index_max, to_string(m.owned),
+          fmt::join(m.pad_lo, ","), fmt::join(m.pad_hi, ","));
+  return *bytes;
+}
+
+/// Strides of a dense array with `alloc` cells per dimension and `ncomp` components (call
+/// dense_bytes first: these products are unchecked).
 template <int D>
 void dense_strides(const extents<D>& alloc, const field_options& o, block_memory<D>& b) {
   index cells = 1;
