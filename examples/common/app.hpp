@@ -9,7 +9,7 @@
 #include <string>
 
 #include <boost/mpi.hpp>
-#include <halox/error.hpp>
+#include <halox/core/error.hpp>
 
 namespace example_app {
 

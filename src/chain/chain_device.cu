@@ -2,7 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "halox/chain/chain_device.hpp"
-#include "halox/error.hpp"
+#include "halox/core/error.hpp"
 
 namespace halox::detail {
 

@@ -1,7 +1,7 @@
 // Builds without CUDA: no device chain can be constructed, so this is never reached in a
 // correct program; it fails loudly if it is.
 #include "halox/chain/chain_device.hpp"
-#include "halox/error.hpp"
+#include "halox/core/error.hpp"
 
 namespace halox::detail {
 

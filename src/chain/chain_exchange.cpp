@@ -16,9 +16,9 @@
 #endif
 
 #include "halox/chain/chain_device.hpp"
-#include "halox/error.hpp"
+#include "halox/comm/agree.hpp"
+#include "halox/core/error.hpp"
 #include "halox/pack/device_copy.hpp"
-#include "halox/transport/agree.hpp"
 
 namespace halox::detail {
 

@@ -5,8 +5,8 @@
 #include <map>
 #include <unordered_map>
 
-#include "halox/transport/agree.hpp"
-#include "halox/transport/sparse_exchange.hpp"
+#include "halox/comm/agree.hpp"
+#include "halox/comm/sparse_exchange.hpp"
 
 namespace halox {
 

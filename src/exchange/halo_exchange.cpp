@@ -4,10 +4,11 @@
 
 #include <fmt/format.h>
 
-#include "halox/error.hpp"
+#include "halox/comm/agree.hpp"
+#include "halox/core/error.hpp"
 #include "halox/exchange/peer_agreement.hpp"
 #include "halox/pack/device_copy.hpp"
-#include "halox/transport/agree.hpp"
+#include "halox/transport/mpi_channels.hpp"
 #include "halox/transport/peer_ipc.hpp"
 #include "halox/transport/shm_mailbox.hpp"
 
@@ -49,7 +50,7 @@ struct exchange_state {
   std::size_t sends_pending = 0;          // (their receivers were still reading the last one)
   std::uint64_t generation = 0;           // counts start()s, so stale handles know they are done
   bool in_flight = false;
-  std::string failure;                    // why an exchange of this object failed; then unusable
+  std::string failure;  // why an exchange of this object failed; then unusable
   // Device fields and local copies alone (one rank along every periodic dimension): a scheduled
   // exchange runs its copies on the user's stream itself (`on_user_stream`), no stream hops.
   bool local_only = false, on_user_stream = false;

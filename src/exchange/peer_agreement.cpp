@@ -7,14 +7,14 @@
 #include <string>
 #include <utility>
 
+#include <fmt/format.h>
 #include <boost/mpi/collectives.hpp>
 #include <boost/mpi/communicator.hpp>
 #include <boost/serialization/string.hpp>
-#include <fmt/format.h>
 
-#include "halox/error.hpp"
-#include "halox/transport/agree.hpp"
-#include "halox/transport/sparse_exchange.hpp"
+#include "halox/comm/agree.hpp"
+#include "halox/comm/sparse_exchange.hpp"
+#include "halox/core/error.hpp"
 
 namespace halox::detail {
 

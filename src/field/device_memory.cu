@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "halox/error.hpp"
+#include "halox/core/error.hpp"
 #include "halox/field/memory.hpp"
 
 namespace halox::detail {

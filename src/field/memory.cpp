@@ -3,7 +3,7 @@
 #include <cstring>
 #include <new>
 
-#include "halox/error.hpp"
+#include "halox/core/error.hpp"
 
 namespace halox::detail {
 

@@ -12,8 +12,8 @@
 #include <map>
 #include <vector>
 
-#include "../cuda_driver.hpp"
-#include "halox/error.hpp"
+#include "../gpu/cuda_driver.hpp"
+#include "halox/core/error.hpp"
 #include "halox/pack/device_copy.hpp"
 
 namespace halox::detail {

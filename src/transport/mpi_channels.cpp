@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "halox/error.hpp"
+#include "halox/core/error.hpp"
 
 namespace halox::detail {
 

@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "../cuda_driver.hpp"
-#include "halox/error.hpp"
+#include "../gpu/cuda_driver.hpp"
+#include "halox/core/error.hpp"
 #include "halox/transport/peer_ipc.hpp"
 #include "halox/transport/staging.hpp"
 
@@ -365,8 +365,12 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
               "MPI_Irecv(CUDA IPC set-up)", me);
   };
   for (std::size_t k = 0; k < n_recv; ++k)
-    out[k] = {h, ipc_recvs[k].offset, fh, k,
-              regions_out[k].empty() ? -1 : (long long)regions_out[k].size(), ipc_recvs[k].bytes};
+    out[k] = {h,
+              ipc_recvs[k].offset,
+              fh,
+              k,
+              regions_out[k].empty() ? -1 : (long long)regions_out[k].size(),
+              ipc_recvs[k].bytes};
   for (std::size_t k = 0; k < n_send; ++k) start_out[k] = {fh, n_recv + k};
   const bool signalled = p->device_signalled;
   exchange_all(

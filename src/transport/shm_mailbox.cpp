@@ -7,15 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <atomic>
 #include <map>
 #include <string>
 
 #include <fmt/format.h>
 
-#include "halox/error.hpp"
+#include "halox/core/error.hpp"
 #include "halox/transport/staging.hpp"
 
 namespace halox::detail {
@@ -137,9 +137,9 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
     o.stride = stride;
     o.valid = own && candidate(prog.sends[k].peer);
     reqs.emplace_back();
-    check_mpi(MPI_Isend(&o, sizeof(offer), MPI_BYTE, prog.sends[k].peer, tag_offer, comm,
-                        &reqs.back()),
-              "MPI_Isend(offer)", me);
+    check_mpi(
+        MPI_Isend(&o, sizeof(offer), MPI_BYTE, prog.sends[k].peer, tag_offer, comm, &reqs.back()),
+        "MPI_Isend(offer)", me);
   }
   for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
     reqs.emplace_back();
@@ -174,12 +174,12 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
     // Another process's descriptors can be off limits (ptrace scope, hidepid, containers):
     // then this pair goes through MPI, and describe() says why.
     const std::string path = fmt::format("/proc/{}/fd/{}", o.pid, o.fd);
-    const int f = testing::deny_peer_segments ? (errno = EACCES, -1)
-                                              : open(path.c_str(), O_RDWR | O_CLOEXEC);
+    const int f =
+        testing::deny_peer_segments ? (errno = EACCES, -1) : open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (f < 0) {
       reply_out[k] = -errno;
-      box->fallback_[peer] = fmt::format("could not open rank {}'s buffer {}: {}", peer, path,
-                                         std::strerror(errno));
+      box->fallback_[peer] =
+          fmt::format("could not open rank {}'s buffer {}: {}", peer, path, std::strerror(errno));
       continue;
     }
     auto seg = map_shared(f, std::size_t(o.size));
@@ -187,8 +187,8 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
     close(f);
     if (!seg) {
       reply_out[k] = -map_errno;
-      box->fallback_[peer] = fmt::format("could not map rank {}'s buffer: {}", peer,
-                                         std::strerror(map_errno));
+      box->fallback_[peer] =
+          fmt::format("could not map rank {}'s buffer: {}", peer, std::strerror(map_errno));
       continue;
     }
     base[k] = seg.get();
@@ -202,18 +202,18 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
   }
   for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
     reqs.emplace_back();
-    check_mpi(MPI_Isend(&reply_out[k], 1, MPI_INT, prog.recvs[k].peer, tag_reply, comm,
-                        &reqs.back()),
-              "MPI_Isend(reply)", me);
+    check_mpi(
+        MPI_Isend(&reply_out[k], 1, MPI_INT, prog.recvs[k].peer, tag_reply, comm, &reqs.back()),
+        "MPI_Isend(reply)", me);
   }
   for (std::size_t k = 0; k < prog.sends.size(); ++k) {
     reqs.emplace_back();
-    check_mpi(MPI_Irecv(&reply_in[k], 1, MPI_INT, prog.sends[k].peer, tag_reply, comm,
-                        &reqs.back()),
-              "MPI_Irecv(reply)", me);
+    check_mpi(
+        MPI_Irecv(&reply_in[k], 1, MPI_INT, prog.sends[k].peer, tag_reply, comm, &reqs.back()),
+        "MPI_Irecv(reply)", me);
   }
-  check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall(replies)", me);
+  check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall(replies)",
+            me);
   if (fd >= 0) close(fd);  // the receivers have mapped it (or given up); mappings stay
 
   box->send_slot_.assign(prog.sends.size(), -1);

@@ -9,7 +9,7 @@
 #include <mpi-ext.h>
 #endif
 
-#include "halox/error.hpp"
+#include "halox/core/error.hpp"
 
 namespace halox {
 
@@ -82,8 +82,7 @@ std::optional<std::vector<int>> rank_list(const char* name) {
   if (v == nullptr) return std::nullopt;
   std::vector<int> ranks;
   const std::string s = v;
-  if (s.empty())
-    fail("{} is set but empty; list the ranks (e.g. {}=0,1) or unset it", name, name);
+  if (s.empty()) fail("{} is set but empty; list the ranks (e.g. {}=0,1) or unset it", name, name);
   std::size_t at = 0;
   while (at <= s.size()) {
     const std::size_t end = std::min(s.find(',', at), s.size());

@@ -22,8 +22,8 @@
 
 #include <boost/mpi/communicator.hpp>
 
-#include "halox/error.hpp"
-#include "halox/exchange/halo_exchange.hpp"
+#include "halox/core/error.hpp"
+#include "halox/core/stream.hpp"
 #include "halox/field/memory.hpp"
 
 namespace halox {

@@ -6,8 +6,8 @@
 #include <array>
 #include <limits>
 
-#include "halox/domain/box.hpp"
-#include "halox/error.hpp"
+#include "halox/core/box.hpp"
+#include "halox/core/error.hpp"
 
 namespace halox {
 
@@ -48,7 +48,7 @@ void grid_search(int remaining, int dim, std::array<int, D>& cur, const extents<
     double surface = 0, lmin = std::numeric_limits<double>::max(), lmax = 0;
     std::array<double, D> local{};
     for (int i = 0; i < D; ++i) {
-      if (cur[i] > n[i]) return;  // would leave a rank without cells
+      if (cur[i] > n[i]) return;                                // would leave a rank without cells
       local[i] = double(n[i] / cur[i] + (n[i] % cur[i] != 0));  // ceil, no n + cur - 1 overflow
       lmin = std::min(lmin, local[i]);
       lmax = std::max(lmax, local[i]);

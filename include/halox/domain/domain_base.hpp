@@ -12,12 +12,12 @@
 
 #include <boost/mpi/communicator.hpp>
 
-#include "halox/domain/agreement.hpp"
-#include "halox/domain/box.hpp"
-#include "halox/error.hpp"
+#include "halox/comm/agree.hpp"
+#include "halox/comm/settings_agreement.hpp"
+#include "halox/core/box.hpp"
+#include "halox/core/error.hpp"
 #include "halox/field/field.hpp"
 #include "halox/pattern/stencil.hpp"
-#include "halox/transport/agree.hpp"
 
 namespace halox {
 

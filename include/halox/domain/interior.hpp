@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "halox/domain/box.hpp"
+#include "halox/core/box.hpp"
 #include "halox/pattern/stencil.hpp"
 
 namespace halox {

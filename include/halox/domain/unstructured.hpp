@@ -10,7 +10,7 @@
 
 #include <boost/mpi/communicator.hpp>
 
-#include "halox/domain/box.hpp"
+#include "halox/core/box.hpp"
 #include "halox/domain/domain_base.hpp"
 #include "halox/field/entity_field.hpp"
 

@@ -13,11 +13,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "halox/domain/box.hpp"
-#include "halox/exchange/program.hpp"
+#include "halox/core/box.hpp"
+#include "halox/core/reduction.hpp"
 #include "halox/field/memory.hpp"
-#include "halox/pack/reduction.hpp"
 #include "halox/pattern/stencil.hpp"
+#include "halox/program/program.hpp"
 
 namespace halox::detail {
 
@@ -39,8 +39,8 @@ std::string type_label() {
 template <class T>
 void declare_field(declaration& d, int k, int components, memory_space space) {
   d.push_back({fmt::format("field #{}", k),
-               fmt::format("{} ({} B) x {} component(s) in {} memory", type_label<T>(),
-                           sizeof(T), components, to_string(space))});
+               fmt::format("{} ({} B) x {} component(s) in {} memory", type_label<T>(), sizeof(T),
+                           components, to_string(space))});
 }
 
 /// The direction of an exchange: forward, or reverse with its combining operation.
@@ -59,8 +59,9 @@ declaration declare_structured(const stencil<D>& st, const box<D>& global,
   declaration d;
   d.push_back({"direction", direction_label(reverse, op)});
   d.push_back({"dimensions", std::to_string(D)});
-  d.push_back({"stencil", fmt::format("halo widths lo {} hi {}, {} neighbour direction(s) (slots {})",
-                                      st.lo, st.hi, st.neighbor_count(), slots)});
+  d.push_back(
+      {"stencil", fmt::format("halo widths lo {} hi {}, {} neighbour direction(s) (slots {})",
+                              st.lo, st.hi, st.neighbor_count(), slots)});
   d.push_back({"global box", to_string(global)});
   d.push_back({"periodicity", fmt::format("{}", per)});
   d.push_back({"field count", std::to_string(fields)});

@@ -10,9 +10,8 @@
 
 #include <boost/mpi/communicator.hpp>
 
-#include "halox/exchange/program.hpp"
-
-struct CUstream_st;  // CUDA's stream type, declared as CUDA declares it
+#include "halox/core/stream.hpp"
+#include "halox/program/program.hpp"
 
 namespace halox {
 
@@ -23,9 +22,6 @@ struct exchange_state;
 }  // namespace detail
 
 class exchange_handle;
-
-/// A CUDA stream (`cudaStream_t` is `CUstream_st*`), named without including CUDA headers.
-using stream_t = ::CUstream_st*;
 
 /// Exchanges the halos of a fixed set of fields. Build it with `halox::make_exchange`; every
 /// rank of the domain's communicator must build it (collectively, with the same stencil and

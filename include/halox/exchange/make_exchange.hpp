@@ -10,15 +10,15 @@
 #include <boost/mpi/collectives.hpp>
 #include <boost/mpi/communicator.hpp>
 
-#include "halox/error.hpp"
+#include "halox/comm/agree.hpp"
+#include "halox/core/error.hpp"
+#include "halox/core/reduction.hpp"
 #include "halox/exchange/declaration.hpp"
 #include "halox/exchange/halo_exchange.hpp"
 #include "halox/exchange/program_builder.hpp"
 #include "halox/field/field.hpp"
-#include "halox/pack/reduction.hpp"
 #include "halox/pack/strided_copy.hpp"
 #include "halox/plan/structured_plan.hpp"
-#include "halox/transport/agree.hpp"
 
 namespace halox {
 

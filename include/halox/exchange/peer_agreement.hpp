@@ -7,7 +7,7 @@
 
 #include <mpi.h>
 
-#include "halox/exchange/program.hpp"
+#include "halox/program/program.hpp"
 
 namespace halox::detail {
 

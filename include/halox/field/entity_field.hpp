@@ -7,8 +7,8 @@
 #include <string>
 #include <type_traits>
 
-#include "halox/domain/box.hpp"
-#include "halox/error.hpp"
+#include "halox/core/box.hpp"
+#include "halox/core/error.hpp"
 #include "halox/field/memory.hpp"
 
 namespace halox {

@@ -10,8 +10,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "halox/domain/box.hpp"
-#include "halox/error.hpp"
+#include "halox/core/box.hpp"
+#include "halox/core/error.hpp"
 #include "halox/field/memory.hpp"
 
 namespace halox {

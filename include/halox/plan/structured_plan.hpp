@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "halox/domain/box.hpp"
+#include "halox/core/box.hpp"
 #include "halox/pattern/stencil.hpp"
 
 namespace halox {

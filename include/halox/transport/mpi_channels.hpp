@@ -11,14 +11,9 @@
 
 #include <mpi.h>
 
-namespace halox::detail {
+#include "halox/program/program.hpp"
 
-/// One message to or from one peer: `bytes` bytes at `offset` in the send or receive buffer.
-struct message {
-  int peer = 0;
-  std::size_t offset = 0;
-  std::size_t bytes = 0;
-};
+namespace halox::detail {
 
 /// The persistent requests of one communication object.
 class mpi_channels {

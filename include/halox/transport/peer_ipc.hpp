@@ -11,8 +11,8 @@
 
 #include <mpi.h>
 
-#include "halox/exchange/program.hpp"
 #include "halox/pack/device_copy.hpp"
+#include "halox/program/program.hpp"
 
 namespace halox::detail {
 
@@ -22,13 +22,12 @@ class peer_ipc {
   /// them up: the exchange holds device fields only, HALOX_STAGING is `auto` or `peer_ipc` on
   /// both ranks of the pair, both are on one node with GPUs that reach each other (or the same
   /// GPU), and both are allowed by HALOX_PEER_IPC_RANKS where set (the environment may differ
-  /// between ranks: a pair uses CUDA IPC only where both sides allow it). Those messages arrive in a device buffer
-  /// whose IPC handle goes to their senders once, and the senders' pack steps point into it;
-  /// the other messages keep going through MPI (mpi_sends/mpi_recvs). Returns null (nothing
-  /// changed) when no message of this rank uses CUDA IPC. Collective over `comm` whenever the
-  /// program has device fields.
-  /// A message whose size differs between the sender's and the receiver's plan sets
-  /// `problem`, for the caller to raise on every rank once set-up is complete.
+  /// between ranks: a pair uses CUDA IPC only where both sides allow it). Those messages arrive in
+  /// a device buffer whose IPC handle goes to their senders once, and the senders' pack steps point
+  /// into it; the other messages keep going through MPI (mpi_sends/mpi_recvs). Returns null
+  /// (nothing changed) when no message of this rank uses CUDA IPC. Collective over `comm` whenever
+  /// the program has device fields. A message whose size differs between the sender's and the
+  /// receiver's plan sets `problem`, for the caller to raise on every rank once set-up is complete.
   static std::unique_ptr<peer_ipc> attach(MPI_Comm comm, exchange_program& prog,
                                           std::string& problem);
   ~peer_ipc();
@@ -37,8 +36,8 @@ class peer_ipc {
 
   /// Whether the kernels order the exchange themselves (device_signals below): chosen when, on
   /// every rank, every message uses CUDA IPC and no peer shares the rank's GPU, the unpack is
-  /// not ordered (reverse exchanges) and HALOX_IPC_SIGNAL is not `host`. Then no host waits or MPI messages remain per exchange and
-  /// the control calls below are not used.
+  /// not ordered (reverse exchanges) and HALOX_IPC_SIGNAL is not `host`. Then no host waits or MPI
+  /// messages remain per exchange and the control calls below are not used.
   bool device_signalled() const;
   /// The flags for device_copier::use_signals: this rank's start flag (read by its senders),
   /// its receivers' start flags, the data-ready flags the senders write into the receiver's

@@ -10,10 +10,16 @@
 #include <vector>
 
 #include "halox/field/memory.hpp"
-#include "halox/pack/strided_copy.hpp"
-#include "halox/transport/mpi_channels.hpp"
+#include "halox/program/ops.hpp"
 
 namespace halox::detail {
+
+/// One message to or from one peer: `bytes` bytes at `offset` in the send or receive buffer.
+struct message {
+  int peer = 0;
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+};
 
 /// What a rank declared for an exchange, as (item, value) pairs in a fixed order ("stencil",
 /// "field #0", ...): each rank compares it with its peers' at set-up.

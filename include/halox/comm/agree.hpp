@@ -11,7 +11,7 @@
 #include <boost/mpi/communicator.hpp>
 #include <boost/serialization/string.hpp>
 
-#include "halox/error.hpp"
+#include "halox/core/error.hpp"
 
 namespace halox::detail {
 

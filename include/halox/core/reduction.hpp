@@ -6,7 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "halox/index.hpp"
+#include "halox/core/index.hpp"
 
 namespace halox {
 

@@ -1,9 +1,9 @@
-#include "halox/transport/sparse_exchange.hpp"
+#include "halox/comm/sparse_exchange.hpp"
 
 #include <algorithm>
 #include <climits>
 
-#include "halox/error.hpp"
+#include "halox/core/error.hpp"
 
 namespace halox::detail {
 

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "halox/index.hpp"
+#include "halox/core/index.hpp"
 
 namespace halox {
 

@@ -14,7 +14,7 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
-#include "halox/error.hpp"
+#include "halox/core/error.hpp"
 
 namespace halox::detail {
 

@@ -1,0 +1,47 @@
+#pragma once
+/// @file
+/// The steps of a compiled exchange program: an N-dimensional strided copy (structured
+/// fields) and an index-list gather/scatter (unstructured fields). Plain data, C++17: the host
+/// copy engine (pack/strided_copy.hpp) and the GPU lowering both read it.
+
+#include <array>
+#include <cstddef>
+
+#include "halox/core/index.hpp"
+#include "halox/core/reduction.hpp"
+
+namespace halox::detail {
+
+/// Up to 4 spatial dimensions plus the component dimension.
+inline constexpr int max_copy_rank = 5;
+
+/// A copy of `count[0] x ... x count[rank-1]` elements of `elem` bytes each; byte strides per
+/// dimension on both sides; dimension `rank-1` is the innermost loop.
+struct copy_op {
+  const std::byte* src = nullptr;
+  std::byte* dst = nullptr;
+  int rank = 0;
+  std::size_t elem = 0;
+  std::array<index, max_copy_rank> count{};
+  std::array<index, max_copy_rank> src_stride{};
+  std::array<index, max_copy_rank> dst_stride{};
+  reduce_fn reduce = nullptr;  ///< combine into dst instead of overwriting it (reverse exchange)
+  device_reduce dev_reduce;    ///< the same, for the GPU kernels
+};
+
+/// Copies the `ncomp` components of entities `idx[0..n)` of an entity array to or from a
+/// contiguous buffer (entity-major, components innermost): unstructured pack and unpack.
+struct gather_op {
+  std::byte* field = nullptr;  ///< entity 0, component 0
+  const index* idx = nullptr;  ///< local entity indices
+  index n = 0;
+  std::size_t elem = 0;
+  int ncomp = 1;
+  index entity_stride = 0;  ///< bytes between entities
+  index comp_stride = 0;    ///< bytes between components
+  std::byte* buf = nullptr;
+  reduce_fn reduce = nullptr;  ///< unpack combines instead of overwriting (reverse exchange)
+  device_reduce dev_reduce;    ///< the same, for the GPU kernels
+};
+
+}  // namespace halox::detail
