@@ -299,6 +299,7 @@ TEST_CASE("transport environment variables: a bad value is an input error on eve
       {"HALOX_PEER_IPC_RANKS", "HALOX_PEER_IPC_RANKS='sideways' is not a comma-separated list"},
       {"HALOX_PEER_SHM_RANKS", "HALOX_PEER_SHM_RANKS='sideways' is not a comma-separated list"},
       {"HALOX_HOST_TRANSPORT", "HALOX_HOST_TRANSPORT='sideways' is not a host transport"},
+      {"HALOX_NODE_SIZE", "HALOX_NODE_SIZE='sideways' is not a number of ranks"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.var);
@@ -310,6 +311,26 @@ TEST_CASE("transport environment variables: a bad value is an input error on eve
   auto ex = halox::make_exchange(dom, st2, f);  // usable again once the variables are fixed
   ex.exchange();
   HXT_REQUIRE_OK(hxt::check(dom, f, st2, {0, 0}));
+}
+
+TEST_CASE("exchange_options: bad values are input errors on every rank") {
+  mpi::communicator world;
+  halox::cartesian<2> dom(world, {8, 6}, halox::periodic{true, true});
+  auto f = dom.make_field<double>(st2);
+  hxt::fill(dom, f, {0, 0});
+  const auto before = hxt::snapshot(f);
+  const bool last = world.rank() == world.size() - 1;  // only the last rank is wrong
+  halox::exchange_options o;
+  SECTION("negative node size") {
+    if (last) o.node_size = -2;
+    REQUIRE_HALOX_ERROR(halox::make_exchange(dom, st2, o, f), "exchange_options::node_size is -2");
+  }
+  SECTION("negative rank in a peer list") {
+    if (last) o.peer_shm_ranks = std::vector{0, -1};
+    REQUIRE_HALOX_ERROR(halox::make_reverse_exchange(dom, st2, halox::reduction::sum, o, f),
+                        "rank -1 in a peer rank list is negative");
+  }
+  REQUIRE(hxt::snapshot(f) == before);
 }
 
 TEST_CASE("domains: cell counts and extents that overflow 64-bit arithmetic") {

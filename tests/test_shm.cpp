@@ -1,5 +1,6 @@
-// The shared-memory transport for host fields: chosen for node-local peers, forced off with
-// HALOX_HOST_TRANSPORT=mpi, mixed with MPI in one exchange (HALOX_PEER_SHM_RANKS), every way
+// The shared-memory transport for host fields: chosen for node-local peers, turned off by
+// exchange_options (or HALOX_HOST_TRANSPORT=mpi, which overrides them), mixed with MPI in one
+// exchange (peer_shm_ranks), inside virtual nodes only (node_size), every way
 // checked against the global coordinates encoded in the data; describe() names each peer's
 // path; two objects completed in opposite orders on different ranks.
 //
@@ -12,7 +13,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "check.hpp"
 #include "support.hpp"
@@ -36,27 +41,31 @@ TEST_CASE("host transports: shared memory, MPI only and mixed give the same halo
   mpi::communicator world;
   const int P = world.size(), me = world.rank();
   struct mode {
-    const char *transport, *ranks;
+    bool shared;
+    std::optional<std::vector<int>> ranks;
   };
-  const auto m = GENERATE(mode{nullptr, nullptr}, mode{"mpi", nullptr}, mode{nullptr, "0,1"},
-                          mode{nullptr, "1"});
-  CAPTURE(m.transport ? m.transport : "auto", m.ranks ? m.ranks : "all");
+  const auto m = GENERATE(mode{true, {}}, mode{false, {}}, mode{true, std::vector{0, 1}},
+                          mode{true, std::vector{1}});
+  CAPTURE(m.shared, m.ranks ? m.ranks->size() : 0);
   const halox::cartesian<3> dom(world, {13, 10, 9}, halox::periodic{true, true, false});
   constexpr auto st = halox::stencil<3>::box(2);
   auto a = dom.make_field<double>(st);
   auto b = dom.make_field<int>(st, halox::host, 2);
   hxt::fill(dom, a, {0, 0});
   hxt::fill(dom, b, {1, 0});
-  scoped_env t("HALOX_HOST_TRANSPORT", m.transport), r("HALOX_PEER_SHM_RANKS", m.ranks);
-  auto ex = halox::make_exchange(dom, st, a, b);
+  halox::exchange_options o;
+  o.host_shared_memory = m.shared;
+  o.peer_shm_ranks = m.ranks;
+  auto ex = halox::make_exchange(dom, st, o, a, b);
   const std::string d = ex.describe();
   INFO(d);
   const bool has_peers = d.find("send to") != std::string::npos;
   // Which ranks may use shared memory in this mode, and so which must not.
-  const bool may = !m.transport && (!m.ranks || (std::string(m.ranks) == "0,1" ? me <= 1 : false));
+  const bool pair01 = m.ranks && m.ranks->size() == 2;
+  const bool may = m.shared && (!m.ranks || (pair01 && me <= 1));
   if (!may) CHECK(shared_lines(d) == 0);
   if (may && has_peers && !m.ranks) CHECK(shared_lines(d) > 0);
-  if (m.ranks && std::string(m.ranks) == "0,1" && P >= 2 && me <= 1) CHECK(shared_lines(d) > 0);
+  if (pair01 && P >= 2 && me <= 1) CHECK(shared_lines(d) > 0);
   for (int round = 0; round < 3; ++round) {
     hxt::fill(dom, a, {0, round});
     hxt::fill(dom, b, {1, round});
@@ -69,6 +78,55 @@ TEST_CASE("host transports: shared memory, MPI only and mixed give the same halo
     }
     HXT_REQUIRE_OK(hxt::check(dom, a, st, {0, round}));
     HXT_REQUIRE_OK(hxt::check(dom, b, st, {1, round}));
+  }
+}
+
+TEST_CASE("host transports: the environment overrides the options") {
+  mpi::communicator world;
+  const halox::cartesian<2> dom(world, {12, 8}, halox::periodic{true, true});
+  constexpr auto st = halox::stencil<2>::star(1);
+  auto a = dom.make_field<double>(st);
+  halox::exchange_options o;                    // shared memory allowed in code ...
+  scoped_env t("HALOX_HOST_TRANSPORT", "mpi");  // ... and turned off for this run
+  auto ex = halox::make_exchange(dom, st, o, a);
+  INFO(ex.describe());
+  CHECK(shared_lines(ex.describe()) == 0);
+  hxt::fill(dom, a, {0, 0});
+  ex.exchange();
+  HXT_REQUIRE_OK(hxt::check(dom, a, st, {0, 0}));
+}
+
+TEST_CASE("virtual nodes: shared memory inside a block of node_size ranks, MPI between blocks") {
+  mpi::communicator world;
+  const int P = world.size(), me = world.rank();
+  const int k = GENERATE(1, 2, 3);
+  CAPTURE(k);
+  // A ring of P ranks along dimension 0 (periodic): each rank talks to me - 1 and me + 1.
+  const halox::cartesian<2> dom(world, {4 * P, 6}, halox::periodic{true, true},
+                                halox::process_grid<2>{{P, 1}});
+  constexpr auto st = halox::stencil<2>::box(1);
+  auto a = dom.make_field<double>(st);
+  halox::exchange_options o;
+  o.node_size = k;
+  auto ex = halox::make_exchange(dom, st, o, a);
+  const std::string d = ex.describe();
+  INFO(d);
+  CHECK(d.find(fmt::format("virtual node of {} rank(s)", std::min(k, P - me / k * k))) !=
+        std::string::npos);
+  for (int peer : {(me + P - 1) % P, (me + 1) % P}) {
+    if (peer == me) continue;
+    const bool inside = peer / k == me / k;
+    const auto line = fmt::format("send to {}: ", peer);
+    const auto at = d.find(line);
+    REQUIRE(at != std::string::npos);
+    const auto end = d.find('\n', at);
+    const std::string l = d.substr(at, end == std::string::npos ? end : end - at);
+    CHECK((l.find("via shared memory") != std::string::npos) == inside);
+  }
+  for (int round = 0; round < 3; ++round) {
+    hxt::fill(dom, a, {0, round});
+    ex.exchange();
+    HXT_REQUIRE_OK(hxt::check(dom, a, st, {0, round}));
   }
 }
 

@@ -12,9 +12,9 @@
 #include <string>
 
 #include "check.hpp"
-#include "support.hpp"
 #include "halox/exchange/peer_agreement.hpp"
 #include "halox/transport/shm_mailbox.hpp"
+#include "support.hpp"
 
 namespace mpi = boost::mpi;
 
@@ -44,8 +44,11 @@ void require_refused(Make&& make, std::initializer_list<std::string> texts) {
   for (const auto& t : texts) CHECK_THAT(what, Catch::Contains(t));
 }
 
-const char* transport_name(const char* t) {
-  return t ? t : "auto";
+// The host transport under test: shared memory where possible (the default) or MPI only.
+halox::exchange_options host_transport(bool shared) {
+  halox::exchange_options o;
+  o.host_shared_memory = shared;
+  return o;
 }
 
 }  // namespace
@@ -54,9 +57,9 @@ TEST_CASE("ranks that declare different exchanges fail together at make_exchange
   mpi::communicator world;
   const int P = world.size(), me = world.rank();
   if (P < 2) return;  // one rank has no peer to disagree with
-  const char* transport = GENERATE(static_cast<const char*>(nullptr), "mpi");
-  CAPTURE(transport_name(transport));
-  scoped_env t("HALOX_HOST_TRANSPORT", transport);
+  const bool shared = GENERATE(true, false);
+  CAPTURE(shared);
+  const auto opts = host_transport(shared);
   const halox::cartesian<2> dom(world, {8, 8}, halox::periodic{true, true});
   constexpr auto b1 = halox::stencil<2>::box(1), b2 = halox::stencil<2>::box(2);
   constexpr auto s1 = halox::stencil<2>::star(1);
@@ -71,20 +74,20 @@ TEST_CASE("ranks that declare different exchanges fail together at make_exchange
   const bool odd = me == 1;  // rank 1 declares something else
 
   SECTION("a wider stencil") {
-    require_refused([&] { (void)halox::make_exchange(dom, odd ? b2 : b1, a); },
+    require_refused([&] { (void)halox::make_exchange(dom, odd ? b2 : b1, opts, a); },
                     {"stencil", "rank 1", "bytes per exchange"});
   }
   SECTION("star against box of the same width") {
-    require_refused([&] { (void)halox::make_exchange(dom, odd ? s1 : b1, a); },
+    require_refused([&] { (void)halox::make_exchange(dom, odd ? s1 : b1, opts, a); },
                     {"stencil", "rank 1"});
   }
   SECTION("float against double") {
     require_refused(
         [&] {
           if (odd)
-            (void)halox::make_exchange(dom, b1, f);
+            (void)halox::make_exchange(dom, b1, opts, f);
           else
-            (void)halox::make_exchange(dom, b1, a);
+            (void)halox::make_exchange(dom, b1, opts, a);
         },
         {"field #0", "float", "double", "rank 1"});
   }
@@ -92,9 +95,9 @@ TEST_CASE("ranks that declare different exchanges fail together at make_exchange
     require_refused(
         [&] {
           if (odd)
-            (void)halox::make_exchange(dom, b1, c3);
+            (void)halox::make_exchange(dom, b1, opts, c3);
           else
-            (void)halox::make_exchange(dom, b1, a);
+            (void)halox::make_exchange(dom, b1, opts, a);
         },
         {"field #0", "3 component(s)", "rank 1"});
   }
@@ -102,9 +105,9 @@ TEST_CASE("ranks that declare different exchanges fail together at make_exchange
     require_refused(
         [&] {
           if (odd)
-            (void)halox::make_exchange(dom, b1, a, f);
+            (void)halox::make_exchange(dom, b1, opts, a, f);
           else
-            (void)halox::make_exchange(dom, b1, a);
+            (void)halox::make_exchange(dom, b1, opts, a);
         },
         {"field count", "rank 1"});
   }
@@ -112,9 +115,9 @@ TEST_CASE("ranks that declare different exchanges fail together at make_exchange
     require_refused(
         [&] {
           if (odd)
-            (void)halox::make_reverse_exchange(dom, b1, halox::reduction::sum, a);
+            (void)halox::make_reverse_exchange(dom, b1, halox::reduction::sum, opts, a);
           else
-            (void)halox::make_exchange(dom, b1, a);
+            (void)halox::make_exchange(dom, b1, opts, a);
         },
         {"direction", "reverse (sum)", "forward"});
   }
@@ -126,9 +129,9 @@ TEST_CASE("ranks that declare different exchanges fail together at make_exchange
 TEST_CASE("eight fields against one, with 32 KiB faces, fail together") {
   mpi::communicator world;
   if (world.size() < 2) return;
-  const char* transport = GENERATE(static_cast<const char*>(nullptr), "mpi");
-  CAPTURE(transport_name(transport));
-  scoped_env t("HALOX_HOST_TRANSPORT", transport);
+  const bool shared = GENERATE(true, false);
+  CAPTURE(shared);
+  const auto opts = host_transport(shared);
   // Split along dimension 0 only: faces of 4096 doubles (32 KiB).
   const halox::cartesian<2> dom(world, {8 * world.size(), 4096}, halox::periodic{true, true},
                                 halox::process_grid<2>{world.size(), 1});
@@ -140,10 +143,10 @@ TEST_CASE("eight fields against one, with 32 KiB faces, fail together") {
   require_refused(
       [&] {
         if (world.rank() == 1)
-          (void)halox::make_exchange(dom, st, fs[0], fs[1], fs[2], fs[3], fs[4], fs[5], fs[6],
+          (void)halox::make_exchange(dom, st, opts, fs[0], fs[1], fs[2], fs[3], fs[4], fs[5], fs[6],
                                      fs[7]);
         else
-          (void)halox::make_exchange(dom, st, fs[0]);
+          (void)halox::make_exchange(dom, st, opts, fs[0]);
       },
       {"field count", "rank 1"});
   REQUIRE(hxt::snapshot(fs[0]) == before);
@@ -219,14 +222,14 @@ TEST_CASE("the transports check message sizes themselves; a failed exchange leav
 TEST_CASE("start() never waits for a peer's progress (every host transport)") {
   mpi::communicator world;
   const int me = world.rank();
-  const char* transport = GENERATE(static_cast<const char*>(nullptr), "mpi");
-  CAPTURE(transport_name(transport));
-  scoped_env t("HALOX_HOST_TRANSPORT", transport);
+  const bool shared = GENERATE(true, false);
+  CAPTURE(shared);
+  const auto opts = host_transport(shared);
   const halox::cartesian<2> dom(world, {16, 12}, halox::periodic{true, true});
   constexpr auto st = halox::stencil<2>::box(2);
   auto a = dom.make_field<double>(st);
   auto b = dom.make_field<int>(st, halox::host, 2);
-  auto ex = halox::make_exchange(dom, st, a, b);
+  auto ex = halox::make_exchange(dom, st, opts, a, b);
   auto fill = [&](int salt) {
     hxt::fill(dom, a, {0, salt});
     hxt::fill(dom, b, {1, salt});
@@ -272,13 +275,13 @@ TEST_CASE("a collective between start() and wait() on some ranks, after wait() o
   // completed: each rank's wait() may depend only on its peers having started.
   mpi::communicator world;
   const int me = world.rank();
-  const char* transport = GENERATE(static_cast<const char*>(nullptr), "mpi");
-  CAPTURE(transport_name(transport));
-  scoped_env t("HALOX_HOST_TRANSPORT", transport);
+  const bool shared = GENERATE(true, false);
+  CAPTURE(shared);
+  const auto opts = host_transport(shared);
   const halox::cartesian<2> dom(world, {14, 10}, halox::periodic{true, true});
   constexpr auto st = halox::stencil<2>::box(1);
   auto a = dom.make_field<double>(st);
-  auto ex = halox::make_exchange(dom, st, a);
+  auto ex = halox::make_exchange(dom, st, opts, a);
   std::vector<hxt::result> results;
   for (int step = 1; step <= 20; ++step) {
     hxt::fill(dom, a, {0, step});
@@ -297,13 +300,13 @@ TEST_CASE("a collective between start() and wait() on some ranks, after wait() o
 
 TEST_CASE("test() polling loops complete and stay correct on oversubscribed ranks") {
   mpi::communicator world;
-  const char* transport = GENERATE(static_cast<const char*>(nullptr), "mpi");
-  CAPTURE(transport_name(transport));
-  scoped_env t("HALOX_HOST_TRANSPORT", transport);
+  const bool shared = GENERATE(true, false);
+  CAPTURE(shared);
+  const auto opts = host_transport(shared);
   const halox::cartesian<3> dom(world, {12, 10, 8}, halox::periodic{true, true, true});
   constexpr auto st = halox::stencil<3>::box(1);
   auto a = dom.make_field<double>(st);
-  auto ex = halox::make_exchange(dom, st, a);
+  auto ex = halox::make_exchange(dom, st, opts, a);
   for (int step = 1; step <= 24; ++step) {
     hxt::fill(dom, a, {0, step});
     if (step % 4 == 0) {
@@ -321,22 +324,25 @@ TEST_CASE("transport switches that differ between ranks: each pair takes what bo
   mpi::communicator world;
   const int P = world.size(), me = world.rank();
   struct mode {
-    const char* var;
-    const char* value;  // on rank 0 only
-    const char* others;
+    const char* what;
+    halox::exchange_options rank0, others;
   };
-  const auto m = GENERATE(mode{"HALOX_HOST_TRANSPORT", "mpi", nullptr},
-                          mode{"HALOX_HOST_TRANSPORT", nullptr, "mpi"},
-                          mode{"HALOX_PEER_SHM_RANKS", "0,1", "1"});
-  CAPTURE(m.var, m.value ? m.value : "unset", m.others ? m.others : "unset");
-  scoped_env e(m.var, me == 0 ? m.value : m.others);
+  halox::exchange_options mpi_only, pair01, only1;
+  mpi_only.host_shared_memory = false;
+  pair01.peer_shm_ranks = std::vector{0, 1};
+  only1.peer_shm_ranks = std::vector{1};
+  const auto m =
+      GENERATE_COPY(mode{"rank 0 MPI only", mpi_only, {}}, mode{"others MPI only", {}, mpi_only},
+                    mode{"rank lists differ", pair01, only1});
+  CAPTURE(m.what);
+  const auto opts = me == 0 ? m.rank0 : m.others;
   const halox::cartesian<3> dom(world, {9, 8, 7}, halox::periodic{true, false, true});
   constexpr auto st = halox::stencil<3>::box(1);
   auto a = dom.make_field<double>(st);
   auto b = dom.make_field<float>(st, halox::host, 2);
   hxt::fill(dom, a, {0, 0});
   hxt::fill(dom, b, {1, 0});
-  auto ex = halox::make_exchange(dom, st, a, b);
+  auto ex = halox::make_exchange(dom, st, opts, a, b);
   ex.exchange();
   HXT_REQUIRE_OK(hxt::check(dom, a, st, {0, 0}));
   HXT_REQUIRE_OK(hxt::check(dom, b, st, {1, 0}));
@@ -344,7 +350,8 @@ TEST_CASE("transport switches that differ between ranks: each pair takes what bo
   // pair among themselves). Second: only rank 0 allows it, so no pair uses it.
   const std::string d = ex.describe();
   INFO(d);
-  const bool refused = std::string(m.var) == "HALOX_HOST_TRANSPORT" && (me == 0 || !m.value);
+  const bool refused = (m.rank0.host_shared_memory == false && me == 0) ||
+                       (m.others.host_shared_memory == false && m.rank0.host_shared_memory);
   if (P > 1 && refused) CHECK(d.find("via shared memory") == std::string::npos);
 }
 
@@ -360,7 +367,8 @@ TEST_CASE("an empty rank list is an input error on every rank") {
   require_refused([&] { (void)halox::make_exchange(dom, st, a); }, {var, "set but empty"});
 }
 
-TEST_CASE("a system that forbids mapping peers' buffers: MPI for that pair, and describe() says why") {
+TEST_CASE(
+    "a system that forbids mapping peers' buffers: MPI for that pair, and describe() says why") {
   mpi::communicator world;
   const int P = world.size(), me = world.rank();
   const halox::cartesian<2> dom(world, {10, 8}, halox::periodic{true, true});

@@ -13,6 +13,7 @@
 #include "halox/chain/chain_exchange.hpp"
 #include "halox/core/box.hpp"
 #include "halox/core/error.hpp"
+#include "halox/core/options.hpp"
 #include "halox/core/reduction.hpp"
 #include "halox/domain/box_list.hpp"
 #include "halox/domain/cartesian.hpp"
@@ -27,4 +28,3 @@
 #include "halox/field/memory.hpp"
 #include "halox/pattern/stencil.hpp"
 #include "halox/plan/structured_plan.hpp"
-#include "halox/transport/staging.hpp"

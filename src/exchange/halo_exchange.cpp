@@ -32,6 +32,7 @@ struct exchange_state {
   boost::mpi::communicator comm;
   exchange_program prog;
   bool agreed;                       // every peer plans the same messages (checked first)
+  locality here;                     // which peers share this rank's node, and their GPUs
   std::string transport_problem;     // a size mismatch a transport found while setting up
   std::unique_ptr<peer_ipc> ipc;     // null unless messages travel through CUDA IPC
   std::unique_ptr<shm_mailbox> shm;  // null unless host messages travel through shared memory
@@ -59,8 +60,10 @@ struct exchange_state {
       : comm(c),
         prog(std::move(p)),
         agreed((check_peer_agreement(MPI_Comm(comm), prog), true)),
-        ipc(peer_ipc::attach(MPI_Comm(comm), prog, transport_problem)),
-        shm(shm_mailbox::attach(MPI_Comm(comm), prog, transport_problem)),
+        here(locality::discover(MPI_Comm(comm), prog.options.node_size,
+                                prog.has_device_fields ? peer_ipc::current_gpu() : "")),
+        ipc(peer_ipc::attach(MPI_Comm(comm), prog, here, transport_problem)),
+        shm(shm_mailbox::attach(MPI_Comm(comm), prog, here, transport_problem)),
         mpi_send_list(ipc   ? ipc->mpi_sends()
                       : shm ? shm->mpi_sends()
                             : prog.sends),
@@ -406,7 +409,7 @@ void halo_exchange::schedule_wait(stream_t stream) {
 
 std::string halo_exchange::describe() const {
   const auto& p = s_->prog;
-  std::string out = fmt::format("rank {}: {}", s_->comm.rank(), p.summary);
+  std::string out = fmt::format("rank {}: {}; {}", s_->comm.rank(), p.summary, s_->here.describe());
   auto path_to = [&](int peer, const std::vector<int>& direct) -> const std::string& {
     const bool d =
         !p.direct_path.empty() && std::find(direct.begin(), direct.end(), peer) != direct.end();

@@ -13,6 +13,7 @@
 
 #include "../gpu/cuda_driver.hpp"
 #include "halox/core/error.hpp"
+#include "halox/transport/locality.hpp"
 #include "halox/transport/peer_ipc.hpp"
 #include "halox/transport/staging.hpp"
 
@@ -38,11 +39,6 @@ void check_mpi(int rc, const char* call, int rank) {
   if (rc != MPI_SUCCESS) fail("rank {}: {} failed (CUDA IPC transport)", rank, call);
 }
 
-struct node_entry {
-  int rank;      // in the exchange's communicator
-  char bus[32];  // PCI bus id of the rank's current GPU
-};
-
 // This rank's view of its peers: which can be reached through CUDA IPC (on this node, with a
 // GPU this rank's GPU can access, or the same GPU), and whether any shares this rank's GPU.
 struct reach {
@@ -50,39 +46,27 @@ struct reach {
   bool shares_gpu = false;
 };
 
-reach peers_reachable(MPI_Comm comm, const exchange_program& prog, int me) {
-  MPI_Comm node;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type", me);
-  int n = 0, dev = 0;
-  check_mpi(MPI_Comm_size(node, &n), "MPI_Comm_size", me);
-  node_entry mine{};
-  mine.rank = me;
+reach peers_reachable(const locality& here, const exchange_program& prog, int me) {
+  int dev = 0;
   check_cuda(cudaGetDevice(&dev), "cudaGetDevice", me);
-  check_cuda(cudaDeviceGetPCIBusId(mine.bus, sizeof mine.bus, dev), "cudaDeviceGetPCIBusId", me);
-  std::vector<node_entry> all(static_cast<std::size_t>(n));
-  check_mpi(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node),
-            "MPI_Allgather(node)", me);
-  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", me);
+  const std::string mine = *here.gpu_of(me);
   reach r;
   auto reachable = [&](int peer) {
-    for (const auto& e : all) {
-      if (e.rank != peer) continue;
-      if (std::strncmp(e.bus, mine.bus, sizeof mine.bus) == 0) {  // the same GPU
-        r.shares_gpu = true;
-        return true;
-      }
-      int other = -1, can = 0;
-      if (cudaDeviceGetByPCIBusId(&other, e.bus) != cudaSuccess) {
-        (void)cudaGetLastError();  // not visible to this process
-        return false;
-      }
-      return cudaDeviceCanAccessPeer(&can, dev, other) == cudaSuccess && can != 0;
+    const std::string* theirs = here.gpu_of(peer);
+    if (!here.same_node(peer) || theirs == nullptr) return false;
+    if (*theirs == mine) {  // the same GPU
+      r.shares_gpu = true;
+      return true;
     }
-    return false;  // not on this node
+    int other = -1, can = 0;
+    if (cudaDeviceGetByPCIBusId(&other, theirs->c_str()) != cudaSuccess) {
+      (void)cudaGetLastError();  // not visible to this process
+      return false;
+    }
+    return cudaDeviceCanAccessPeer(&can, dev, other) == cudaSuccess && can != 0;
   };
-  // HALOX_PEER_IPC_RANKS: only pairs of listed ranks (tests force mixed exchanges with it).
-  const auto listed = peer_ipc_ranks();
+  // exchange_options::peer_ipc_ranks: only pairs of listed ranks (tests force mixed exchanges).
+  const auto& listed = prog.options.peer_ipc_ranks;
   auto allowed = [&](int rank) {
     return !listed || std::find(listed->begin(), listed->end(), rank) != listed->end();
   };
@@ -277,17 +261,25 @@ struct peer_ipc::impl {
   }
 };
 
+std::string peer_ipc::current_gpu() {
+  int dev = 0;
+  char bus[32] = {};
+  check_cuda(cudaGetDevice(&dev), "cudaGetDevice", -1);
+  check_cuda(cudaDeviceGetPCIBusId(bus, sizeof bus, dev), "cudaDeviceGetPCIBusId", -1);
+  return bus;
+}
+
 std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog,
-                                           std::string& problem) {
+                                           const locality& here, std::string& problem) {
   // The same on every rank (the peers agreed on their fields): decides who joins the
-  // collectives. The environment is per rank: a rank whose HALOX_STAGING rules CUDA IPC out
+  // collectives. The options are per rank: a rank whose staging rules CUDA IPC out
   // takes part and declines every pair.
   if (!prog.has_device_fields || prog.has_host_fields) return nullptr;
-  const staging policy = staging_from_env();
+  const staging policy = prog.options.device_staging;
   const bool enabled = policy == staging::automatic || policy == staging::peer_ipc;
   int me = 0;
   check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1);
-  reach r = peers_reachable(comm, prog, me);
+  reach r = peers_reachable(here, prog, me);
   if (!enabled)
     for (auto& [peer, can] : r.ok) can = false;
   agree_pairs(comm, r.ok, me);
@@ -298,7 +290,8 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
                        std::any_of(prog.recvs.begin(), prog.recvs.end(), by_ipc);
   // Device signals need every pair of every rank on CUDA IPC and on different GPUs: a kernel
   // polling for a peer on its own GPU could hold the SMs that peer's kernel needs.
-  int mine = all_ipc && !r.shares_gpu && !prog.ordered_device_unpack && ipc_device_signals();
+  int mine =
+      all_ipc && !r.shares_gpu && !prog.ordered_device_unpack && prog.options.ipc_device_signals;
   int everywhere = 0;
   check_mpi(MPI_Allreduce(&mine, &everywhere, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me);
   if (!any_ipc) return nullptr;  // every message of this rank goes through MPI
@@ -329,7 +322,7 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   // The buffers the kernels use now (device copies under copy staging).
   const std::byte* old_recv = prog.copy_staging ? prog.device_recv.get() : prog.recv_buf.get();
   const std::byte* old_send = prog.copy_staging ? prog.device_send.get() : prog.send_buf.get();
-  const bool into_fields = p->device_signalled && ipc_into_fields();
+  const bool into_fields = p->device_signalled && prog.options.ipc_into_fields;
   std::vector<std::vector<region_msg>> regions_out(n_recv);
   if (into_fields)
     for (std::size_t k = 0; k < n_recv; ++k)

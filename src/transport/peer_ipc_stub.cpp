@@ -5,7 +5,11 @@ namespace halox::detail {
 
 struct peer_ipc::impl {};
 
-std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, exchange_program&, std::string&) {
+std::string peer_ipc::current_gpu() {
+  return {};
+}
+std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, exchange_program&, const locality&,
+                                           std::string&) {
   return nullptr;
 }
 peer_ipc::peer_ipc(std::unique_ptr<impl> p) : p_(std::move(p)) {}

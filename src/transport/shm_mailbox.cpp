@@ -16,7 +16,6 @@
 #include <fmt/format.h>
 
 #include "halox/core/error.hpp"
-#include "halox/transport/staging.hpp"
 
 namespace halox::detail {
 
@@ -80,30 +79,20 @@ bool deny_peer_segments = false;
 }  // namespace testing
 
 std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program& prog,
-                                                 std::string& problem) {
+                                                 const locality& here, std::string& problem) {
   // The same on every rank (the peers agreed on their fields): decides who joins the set-up.
   // The environment is per rank and only decides what this rank offers and accepts.
   if (prog.has_device_fields) return nullptr;
   int me = 0;
   check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1);
-  const bool enabled = host_shared_memory();
-
-  // Node-local ranks (of `comm`), optionally restricted by HALOX_PEER_SHM_RANKS.
-  MPI_Comm node;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type", me);
-  int n = 0;
-  check_mpi(MPI_Comm_size(node, &n), "MPI_Comm_size", me);
-  std::vector<int> local(static_cast<std::size_t>(n));
-  check_mpi(MPI_Allgather(&me, 1, MPI_INT, local.data(), 1, MPI_INT, node), "MPI_Allgather", me);
-  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", me);
-  const auto listed = peer_shm_ranks();
+  const auto& opt = prog.options;
+  // Node-local ranks (of `comm`), optionally restricted by exchange_options::peer_shm_ranks.
+  const auto& listed = opt.peer_shm_ranks;
   auto allowed = [&](int r) {
     return !listed || std::find(listed->begin(), listed->end(), r) != listed->end();
   };
   auto candidate = [&](int peer) {
-    return enabled && allowed(me) && allowed(peer) &&
-           std::find(local.begin(), local.end(), peer) != local.end();
+    return opt.host_shared_memory && allowed(me) && allowed(peer) && here.same_node(peer);
   };
 
   // This rank's segment: one slot per send message, then the send buffer twice (exchanges

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <mpi.h>
 #if __has_include(<mpi-ext.h>)
@@ -40,46 +42,22 @@ bool mpi_cuda_aware() noexcept {
 #endif
 }
 
-staging staging_from_env() {
-  const char* v = std::getenv("HALOX_STAGING");
-  if (v == nullptr || *v == '\0') return staging::automatic;
-  const std::string s = v;
-  if (s == "auto" || s == "automatic") return staging::automatic;
-  if (s == "gpu_aware") return staging::gpu_aware;
-  if (s == "host_staged") return staging::host_staged;
-  if (s == "peer_ipc") return staging::peer_ipc;
-  fail("HALOX_STAGING='{}' is not a staging policy; use auto, gpu_aware, host_staged or peer_ipc",
-       s);
-}
-
 namespace {
-// A two-valued environment switch: unset, empty or `usual` gives false, `other` gives true,
-// anything else is an input error naming the variable, its value and both choices.
-bool env_other(const char* name, const char* what, const char* usual, const char* other) {
+// A two-valued switch: `usual` gives `usual_value`, `other` the opposite; unset or empty keeps
+// `current`; anything else is an input error naming the variable, its value and both choices.
+bool env_switch(const char* name, const char* what, const char* usual, const char* other,
+                bool usual_value, bool current) {
   const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0' || std::string(v) == usual) return false;
-  if (std::string(v) == other) return true;
+  if (v == nullptr || *v == '\0') return current;
+  if (std::string(v) == usual) return usual_value;
+  if (std::string(v) == other) return !usual_value;
   fail("{}='{}' is not {}; use {} or {}", name, v, what, usual, other);
 }
-}  // namespace
 
-bool host_staging_copies() {
-  return env_other("HALOX_HOST_STAGING", "a host staging variant", "mapped", "copy");
-}
-bool ipc_device_signals() {
-  return !env_other("HALOX_IPC_SIGNAL", "a signalling mode", "device", "host");
-}
-bool ipc_into_fields() {
-  return !env_other("HALOX_IPC_INTO", "a CUDA IPC target", "field", "buffer");
-}
-bool host_shared_memory() {
-  return !env_other("HALOX_HOST_TRANSPORT", "a host transport", "auto", "mpi");
-}
-
-namespace {
-std::optional<std::vector<int>> rank_list(const char* name) {
+std::optional<std::vector<int>> rank_list(const char* name,
+                                          std::optional<std::vector<int>> current) {
   const char* v = std::getenv(name);
-  if (v == nullptr) return std::nullopt;
+  if (v == nullptr) return current;
   std::vector<int> ranks;
   const std::string s = v;
   if (s.empty()) fail("{} is set but empty; list the ranks (e.g. {}=0,1) or unset it", name, name);
@@ -95,23 +73,44 @@ std::optional<std::vector<int>> rank_list(const char* name) {
   }
   return ranks;
 }
+
+staging staging_from(const char* v) {
+  const std::string s = v;
+  if (s == "auto" || s == "automatic") return staging::automatic;
+  if (s == "gpu_aware") return staging::gpu_aware;
+  if (s == "host_staged") return staging::host_staged;
+  if (s == "peer_ipc") return staging::peer_ipc;
+  fail("HALOX_STAGING='{}' is not a staging policy; use auto, gpu_aware, host_staged or peer_ipc",
+       s);
+}
 }  // namespace
 
-std::optional<std::vector<int>> peer_ipc_ranks() {
-  return rank_list("HALOX_PEER_IPC_RANKS");
-}
-std::optional<std::vector<int>> peer_shm_ranks() {
-  return rank_list("HALOX_PEER_SHM_RANKS");
-}
-
-void validate_transport_environment() {
-  (void)staging_from_env();
-  (void)host_staging_copies();
-  (void)ipc_device_signals();
-  (void)ipc_into_fields();
-  (void)peer_ipc_ranks();
-  (void)peer_shm_ranks();
-  (void)host_shared_memory();
+exchange_options with_environment(exchange_options o) {
+  if (const char* v = std::getenv("HALOX_STAGING"); v != nullptr && *v != '\0')
+    o.device_staging = staging_from(v);
+  o.host_staging_copies = env_switch("HALOX_HOST_STAGING", "a host staging variant", "mapped",
+                                     "copy", false, o.host_staging_copies);
+  o.ipc_device_signals = env_switch("HALOX_IPC_SIGNAL", "a signalling mode", "device", "host", true,
+                                    o.ipc_device_signals);
+  o.ipc_into_fields =
+      env_switch("HALOX_IPC_INTO", "a CUDA IPC target", "field", "buffer", true, o.ipc_into_fields);
+  o.host_shared_memory = env_switch("HALOX_HOST_TRANSPORT", "a host transport", "auto", "mpi", true,
+                                    o.host_shared_memory);
+  o.peer_ipc_ranks = rank_list("HALOX_PEER_IPC_RANKS", std::move(o.peer_ipc_ranks));
+  o.peer_shm_ranks = rank_list("HALOX_PEER_SHM_RANKS", std::move(o.peer_shm_ranks));
+  if (const char* v = std::getenv("HALOX_NODE_SIZE"); v != nullptr && *v != '\0') {
+    const std::string s = v;
+    const bool digits = s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) fail("HALOX_NODE_SIZE='{}' is not a number of ranks (0: the real nodes)", s);
+    o.node_size = std::stoi(s);
+  }
+  require(o.node_size >= 0, "exchange_options::node_size is {}; use 0 (the real nodes) or more",
+          o.node_size);
+  for (const auto* list : {&o.peer_ipc_ranks, &o.peer_shm_ranks})
+    if (*list)
+      for (int r : **list)
+        require(r >= 0, "exchange_options: rank {} in a peer rank list is negative", r);
+  return o;
 }
 
 staging_choice choose_staging(staging s) {

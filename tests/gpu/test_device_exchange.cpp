@@ -15,6 +15,19 @@
 
 namespace {
 
+// Options as the tests name them: a staging policy ("auto", "gpu_aware", "host_staged",
+// "peer_ipc") and the host_staged variant ("mapped", "copy").
+halox::exchange_options staging_options(const char* policy, const char* variant = "mapped") {
+  halox::exchange_options o;
+  const std::string p = policy;
+  o.device_staging = p == "gpu_aware"     ? halox::staging::gpu_aware
+                     : p == "host_staged" ? halox::staging::host_staged
+                     : p == "peer_ipc"    ? halox::staging::peer_ipc
+                                          : halox::staging::automatic;
+  o.host_staging_copies = std::string(variant) == "copy";
+  return o;
+}
+
 const bool skipped_without_gpu = gpu_test::skip_without_gpu();
 using gpu_test::cuda;
 
@@ -198,9 +211,9 @@ TEST_CASE("device fields only: several types and layouts, uneven boxes, every CU
       GENERATE(halox::stencil<3>::box(1), halox::stencil<3>::star({0, 1, 2}, {2, 0, 1}));
   const halox::cartesian<3> dom(world, n, per);
   three_fields<halox::cartesian<3>> t(dom, st);
-  ::setenv("HALOX_IPC_INTO", into, 1);
-  auto ex = halox::make_exchange(dom, st, t.a.dev, t.b.dev, t.c.dev);
-  ::unsetenv("HALOX_IPC_INTO");
+  halox::exchange_options o;
+  o.ipc_into_fields = std::string(into) == "field";
+  auto ex = halox::make_exchange(dom, st, o, t.a.dev, t.b.dev, t.c.dev);
   INFO("HALOX_IPC_INTO=" << into << "\n" << ex.describe());
   for (int round = 0; round < 3; ++round) {  // blocking, split phase, stream-ordered
     t.fill(n, round);
@@ -260,18 +273,12 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
                           transport{"auto", "copy", "0,1", nullptr, nullptr});
   const char* policy = t.policy;
   const char* variant = t.variant;
-  ::setenv("HALOX_STAGING", policy, 1);
-  ::setenv("HALOX_HOST_STAGING", variant, 1);
-  if (t.ipc_ranks) ::setenv("HALOX_PEER_IPC_RANKS", t.ipc_ranks, 1);
-  if (t.signal) ::setenv("HALOX_IPC_SIGNAL", t.signal, 1);
-  if (t.into) ::setenv("HALOX_IPC_INTO", t.into, 1);
-  auto ex_u = halox::make_exchange(dom, st, u);
-  auto ex_v = halox::make_exchange(dom, st, v);
-  ::unsetenv("HALOX_STAGING");
-  ::unsetenv("HALOX_HOST_STAGING");
-  ::unsetenv("HALOX_PEER_IPC_RANKS");
-  ::unsetenv("HALOX_IPC_SIGNAL");
-  ::unsetenv("HALOX_IPC_INTO");
+  auto o = staging_options(policy, variant);
+  if (t.ipc_ranks) o.peer_ipc_ranks = std::vector{0, 1};
+  if (t.signal) o.ipc_device_signals = false;
+  if (t.into) o.ipc_into_fields = false;
+  auto ex_u = halox::make_exchange(dom, st, o, u);
+  auto ex_v = halox::make_exchange(dom, st, o, v);
   // Two ranks on two GPUs with device signals: the senders write straight into the halos
   // unless told to use the receive buffers.
   int gpus = 0;
@@ -429,8 +436,6 @@ TEST_CASE("unstructured device fields: ring plus long-range ghosts, both layouts
       ghosts.push_back(gid((r + 1 + int(k) % (P - 1)) % P, (k * 13) % n));
   const char* policy = GENERATE("auto", "host_staged", "gpu_aware", "peer_ipc");
   const char* variant = GENERATE("mapped", "copy");  // HALOX_HOST_STAGING
-  ::setenv("HALOX_STAGING", policy, 1);
-  ::setenv("HALOX_HOST_STAGING", variant, 1);
   halox::unstructured pat(world, owned, ghosts);
   const auto layout =
       GENERATE(halox::entity_layout::entity_major, halox::entity_layout::component_major);
@@ -440,9 +445,7 @@ TEST_CASE("unstructured device fields: ring plus long-range ghosts, both layouts
   for (long k = 0; k < pat.local_count(); ++k)
     for (int c = 0; c < 2; ++c) host(k, c) = k < n ? double(owned[k]) * 2 + c : -1.0;
   cuda(cudaMemcpy(dev.data(), host.data(), bytes, cudaMemcpyHostToDevice));
-  auto ex = halox::make_exchange(pat, dev);
-  ::unsetenv("HALOX_STAGING");
-  ::unsetenv("HALOX_HOST_STAGING");
+  auto ex = halox::make_exchange(pat, staging_options(policy, variant), dev);
   if (P > 1 && std::string(policy) == "host_staged" && std::string(variant) == "copy")
     REQUIRE_THAT(ex.describe(), Catch::Contains("cudaMemcpyAsync"));
   // auto and peer_ipc take CUDA IPC where every peer's GPU is reachable (as on one node here),
@@ -580,9 +583,7 @@ TEST_CASE("start() on device fields does not wait for a peer (MPI staging, devic
   const char* policy = GENERATE("auto", "host_staged");
   CAPTURE(policy);
   if (world.size() > gpus && std::strcmp(policy, "auto") == 0) return;  // ranks share a GPU
-  ::setenv("HALOX_STAGING", policy, 1);
-  auto ex = halox::make_exchange(dom, st, u);
-  ::unsetenv("HALOX_STAGING");
+  auto ex = halox::make_exchange(dom, st, staging_options(policy), u);
   INFO(ex.describe());
   const device_errors errors;
   const auto g = geom_of(u, n);
@@ -625,9 +626,8 @@ TEST_CASE("a staging policy set on one rank only: each pair takes what both allo
   constexpr auto st = halox::stencil<3>::box(1);
   const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
   auto u = dom.make_field<double>(st, halox::device);
-  if (world.rank() == 0) ::setenv("HALOX_STAGING", "host_staged", 1);
-  auto ex = halox::make_exchange(dom, st, u);
-  ::unsetenv("HALOX_STAGING");
+  auto ex =
+      halox::make_exchange(dom, st, staging_options(world.rank() == 0 ? "host_staged" : "auto"), u);
   const auto d = ex.describe();
   INFO(d);
   if (world.rank() == 0) CHECK(d.find("peer_ipc") == std::string::npos);

@@ -19,6 +19,7 @@
 #include "halox/field/field.hpp"
 #include "halox/pack/strided_copy.hpp"
 #include "halox/plan/structured_plan.hpp"
+#include "halox/transport/staging.hpp"
 
 namespace halox {
 
@@ -59,7 +60,6 @@ template <int D, class Domain>
 void validate_fields(const Domain& dom, const stencil<D>& st,
                      const std::vector<const field_state<D>*>& fields) {
   const int me = dom.rank();
-  validate_transport_environment();  // a bad HALOX_* variable is an input error like any other
   for (int i = 0; i < D; ++i)
     require(st.lo[i] >= 0 && st.hi[i] >= 0,
             "rank {}: stencil widths {}/{} in dimension {} must not be negative", me, st.lo[i],
@@ -95,9 +95,10 @@ void validate_fields(const Domain& dom, const stencil<D>& st,
 /// innermost. Both sides walk the same transfers in the same order.
 template <int D>
 exchange_program compile(const structured_plan<D>& plan,
-                         const std::vector<const field_state<D>*>& fields, bool reverse = false,
+                         const std::vector<const field_state<D>*>& fields,
+                         const exchange_options& options, bool reverse = false,
                          const std::vector<combiner>& reduce = {}) {
-  program_builder b;
+  program_builder b(options);
   constexpr int R = D + 1;
   index c[R], fs[R], bs[R], fs2[R];
   // Forward: sends pack `src` regions, receives unpack into `dst`; reverse swaps both.
@@ -187,21 +188,33 @@ void check_reducible(reduction op, int k, const std::string& name, int rank, mem
 
 /// Builds the communication object that exchanges the halos of `fields` for stencil `st` on
 /// domain `dom`: every halo cell receives the value of the owned cell it mirrors. Collective
-/// over the domain's communicator.
+/// over the domain's communicator. `options` chooses how messages travel (see
+/// exchange_options; the `HALOX_*` environment variables override it).
 ///
 /// Throws halox::error, on every rank, when any rank's input is wrong: a field from another
-/// domain, padding narrower than the stencil's halo, negative widths. Nothing is sent and no
-/// field is written before that check.
+/// domain, padding narrower than the stencil's halo, negative widths, a bad option or
+/// `HALOX_*` value. Nothing is sent and no field is written before that check.
 template <class Domain, int D, class... T>
-halo_exchange make_exchange(const Domain& dom, const stencil<D>& st, const field<T, D>&... fields) {
+halo_exchange make_exchange(const Domain& dom, const stencil<D>& st,
+                            const exchange_options& options, const field<T, D>&... fields) {
   static_assert(sizeof...(T) >= 1, "make_exchange needs at least one field");
   const std::vector<const detail::field_state<D>*> states{fields.state().get()...};
-  detail::agree(dom.comm(), [&] { detail::validate_fields<D>(dom, st, states); });
+  exchange_options opts;
+  detail::agree(dom.comm(), [&] {
+    opts = detail::with_environment(options);
+    detail::validate_fields<D>(dom, st, states);
+  });
   return detail::finish_exchange(
-      dom.comm(), detail::compile<D>(make_plan<D>(dom, st), states),
+      dom.comm(), detail::compile<D>(make_plan<D>(dom, st), states, opts),
       detail::declare_structured<D>(st, dom.global_box(), dom.periodicity().flags, false,
                                     reduction::replace, sizeof...(T)),
       fields...);
+}
+
+/// make_exchange with the default options.
+template <class Domain, int D, class... T>
+halo_exchange make_exchange(const Domain& dom, const stencil<D>& st, const field<T, D>&... fields) {
+  return make_exchange(dom, st, exchange_options{}, fields...);
 }
 
 /// Builds the reverse (halo-to-owner) exchange: every halo cell's value is sent back to the
@@ -213,20 +226,29 @@ halo_exchange make_exchange(const Domain& dom, const stencil<D>& st, const field
 /// non-arithmetic value type.
 template <class Domain, int D, class... T>
 halo_exchange make_reverse_exchange(const Domain& dom, const stencil<D>& st, reduction op,
-                                    const field<T, D>&... fields) {
+                                    const exchange_options& options, const field<T, D>&... fields) {
   static_assert(sizeof...(T) >= 1, "make_reverse_exchange needs at least one field");
   const std::vector<const detail::field_state<D>*> states{fields.state().get()...};
+  exchange_options opts;
   detail::agree(dom.comm(), [&] {
+    opts = detail::with_environment(options);
     detail::validate_fields<D>(dom, st, states);
     int k = 0;
     (detail::check_reducible<T>(op, k++, fields.name(), dom.rank(), fields.space()), ...);
   });
   const std::vector<detail::combiner> fns{detail::combiner_for<T>(op)...};
   return detail::finish_exchange(
-      dom.comm(), detail::compile<D>(make_plan<D>(dom, st), states, true, fns),
+      dom.comm(), detail::compile<D>(make_plan<D>(dom, st), states, opts, true, fns),
       detail::declare_structured<D>(st, dom.global_box(), dom.periodicity().flags, true, op,
                                     sizeof...(T)),
       fields...);
+}
+
+/// make_reverse_exchange with the default options.
+template <class Domain, int D, class... T>
+halo_exchange make_reverse_exchange(const Domain& dom, const stencil<D>& st, reduction op,
+                                    const field<T, D>&... fields) {
+  return make_reverse_exchange(dom, st, op, exchange_options{}, fields...);
 }
 
 }  // namespace halox

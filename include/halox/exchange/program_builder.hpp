@@ -17,6 +17,8 @@ namespace halox::detail {
 
 class program_builder {
  public:
+  /// `options`: the exchange's transport choices, the environment already applied.
+  explicit program_builder(const exchange_options& options) { p_.options = options; }
   enum side { send = 0, recv = 1 };
 
   /// Opens the next message of `s` to or from `peer`.
@@ -74,7 +76,7 @@ class program_builder {
                      !p_.device_local_ordered.empty();
     std::string path = "host fields only: packed on the CPU";
     if (gpu) {
-      auto choice = choose_staging(staging_from_env());
+      auto choice = choose_staging(p_.options.device_staging);
       const bool host_steps = !p_.pack.copies.empty() || !p_.pack.gathers.empty() ||
                               !p_.unpack.copies.empty() || !p_.unpack.gathers.empty();
       if (choice.device_buffers && host_steps) {  // the CPU packs host fields into the buffers
@@ -84,11 +86,11 @@ class program_builder {
       // The other host_staged variant, for comparison (docs/performance.md): the kernels pack
       // into device memory, one cudaMemcpyAsync per direction moves the messages through
       // pinned host memory. Only without host fields (they pack into the host buffer).
-      if (choice.policy == staging::host_staged && !host_steps && host_staging_copies()) {
+      if (choice.policy == staging::host_staged && !host_steps && p_.options.host_staging_copies) {
         p_.copy_staging = true;
         choice.why =
             "pack into device memory, cudaMemcpyAsync through pinned host memory "
-            "(HALOX_HOST_STAGING=copy)";
+            "(host_staging_copies)";
       }
       path = fmt::format("{} ({})", to_string(choice.policy), choice.why);
       p_.device_buffers = choice.device_buffers;

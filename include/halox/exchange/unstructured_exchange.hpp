@@ -17,7 +17,6 @@ namespace detail {
 inline void validate_entity_fields(const unstructured& pat,
                                    const std::vector<const entity_field_state*>& fields) {
   const int me = pat.rank();
-  validate_transport_environment();  // a bad HALOX_* variable is an input error like any other
   for (std::size_t k = 0; k < fields.size(); ++k) {
     const auto* f = fields[k];
     require(f != nullptr, "rank {}: field #{} is empty (default-constructed)", me, k);
@@ -36,8 +35,9 @@ inline void validate_entity_fields(const unstructured& pat,
 /// go back to their owners and are combined with `reduce` (per field).
 inline exchange_program compile(const unstructured& pat,
                                 const std::vector<const entity_field_state*>& fields,
-                                bool reverse = false, const std::vector<combiner>& reduce = {}) {
-  program_builder b;
+                                const exchange_options& options, bool reverse = false,
+                                const std::vector<combiner>& reduce = {}) {
+  program_builder b(options);
   auto& lists = b.program().index_lists;
   auto add_side = [&](program_builder::side s, const std::vector<index_list>& peers, bool combine) {
     for (const auto& peer : peers) {
@@ -72,16 +72,27 @@ inline exchange_program compile(const unstructured& pat,
 }  // namespace detail
 
 /// Builds the forward exchange (owners → ghosts) of `fields` over an unstructured pattern.
-/// Collective over the pattern's communicator; one message per peer for all fields.
+/// Collective over the pattern's communicator; one message per peer for all fields. `options`
+/// as for the structured make_exchange.
 template <class... T>
-halo_exchange make_exchange(const unstructured& pat, const entity_field<T>&... fields) {
+halo_exchange make_exchange(const unstructured& pat, const exchange_options& options,
+                            const entity_field<T>&... fields) {
   static_assert(sizeof...(T) >= 1, "make_exchange needs at least one field");
   const std::vector<const detail::entity_field_state*> states{fields.state().get()...};
-  detail::agree(pat.comm(), [&] { detail::validate_entity_fields(pat, states); });
-  return detail::finish_exchange(pat.comm(), detail::compile(pat, states),
-                                 detail::declare_unstructured(false, reduction::replace,
-                                                              sizeof...(T)),
-                                 fields...);
+  exchange_options opts;
+  detail::agree(pat.comm(), [&] {
+    opts = detail::with_environment(options);
+    detail::validate_entity_fields(pat, states);
+  });
+  return detail::finish_exchange(
+      pat.comm(), detail::compile(pat, states, opts),
+      detail::declare_unstructured(false, reduction::replace, sizeof...(T)), fields...);
+}
+
+/// make_exchange with the default options.
+template <class... T>
+halo_exchange make_exchange(const unstructured& pat, const entity_field<T>&... fields) {
+  return make_exchange(pat, exchange_options{}, fields...);
 }
 
 /// Builds the reverse exchange (ghosts → owners): each ghost's value is combined into its
@@ -90,17 +101,27 @@ halo_exchange make_exchange(const unstructured& pat, const entity_field<T>&... f
 /// decomposition.
 template <class... T>
 halo_exchange make_reverse_exchange(const unstructured& pat, reduction op,
+                                    const exchange_options& options,
                                     const entity_field<T>&... fields) {
   static_assert(sizeof...(T) >= 1, "make_reverse_exchange needs at least one field");
   const std::vector<const detail::entity_field_state*> states{fields.state().get()...};
+  exchange_options opts;
   detail::agree(pat.comm(), [&] {
+    opts = detail::with_environment(options);
     detail::validate_entity_fields(pat, states);
     int k = 0;
     (detail::check_reducible<T>(op, k++, fields.name(), pat.rank(), fields.space()), ...);
   });
   const std::vector<detail::combiner> fns{detail::combiner_for<T>(op)...};
-  return detail::finish_exchange(pat.comm(), detail::compile(pat, states, true, fns),
+  return detail::finish_exchange(pat.comm(), detail::compile(pat, states, opts, true, fns),
                                  detail::declare_unstructured(true, op, sizeof...(T)), fields...);
+}
+
+/// make_reverse_exchange with the default options.
+template <class... T>
+halo_exchange make_reverse_exchange(const unstructured& pat, reduction op,
+                                    const entity_field<T>&... fields) {
+  return make_reverse_exchange(pat, op, exchange_options{}, fields...);
 }
 
 }  // namespace halox

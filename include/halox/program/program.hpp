@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "halox/core/options.hpp"
 #include "halox/field/memory.hpp"
 #include "halox/program/ops.hpp"
 
@@ -63,6 +64,7 @@ struct exchange_program {
   std::shared_ptr<std::byte> send_buf, recv_buf;  ///< 64-byte aligned host memory
   std::vector<std::shared_ptr<void>> fields;      ///< keeps the fields' memory alive
   declaration declared;                           ///< compared with every peer's at set-up
+  exchange_options options;  ///< transport choices, the environment applied (same on no rank pair)
   std::string summary;                            ///< what describe() prints first
   std::string path;                               ///< how messages travel, for describe()
   /// Peers whose messages travel directly (CUDA IPC, shared memory) while the others use MPI

@@ -13,15 +13,16 @@
 
 #include "halox/pack/device_copy.hpp"
 #include "halox/program/program.hpp"
+#include "halox/transport/locality.hpp"
 
 namespace halox::detail {
 
 class peer_ipc {
  public:
   /// Decides, per pair of ranks, which messages of this exchange travel over CUDA IPC and sets
-  /// them up: the exchange holds device fields only, HALOX_STAGING is `auto` or `peer_ipc` on
+  /// them up: the exchange holds device fields only, the staging option is `auto` or `peer_ipc` on
   /// both ranks of the pair, both are on one node with GPUs that reach each other (or the same
-  /// GPU), and both are allowed by HALOX_PEER_IPC_RANKS where set (the environment may differ
+  /// GPU), and both are allowed by `peer_ipc_ranks` where set (the options may differ
   /// between ranks: a pair uses CUDA IPC only where both sides allow it). Those messages arrive in
   /// a device buffer whose IPC handle goes to their senders once, and the senders' pack steps point
   /// into it; the other messages keep going through MPI (mpi_sends/mpi_recvs). Returns null
@@ -29,14 +30,16 @@ class peer_ipc {
   /// the program has device fields. A message whose size differs between the sender's and the
   /// receiver's plan sets `problem`, for the caller to raise on every rank once set-up is complete.
   static std::unique_ptr<peer_ipc> attach(MPI_Comm comm, exchange_program& prog,
-                                          std::string& problem);
+                                          const locality& here, std::string& problem);
+  /// The PCI bus id of this process's current GPU, for locality::discover (empty without CUDA).
+  static std::string current_gpu();
   ~peer_ipc();
   peer_ipc(const peer_ipc&) = delete;
   peer_ipc& operator=(const peer_ipc&) = delete;
 
   /// Whether the kernels order the exchange themselves (device_signals below): chosen when, on
   /// every rank, every message uses CUDA IPC and no peer shares the rank's GPU, the unpack is
-  /// not ordered (reverse exchanges) and HALOX_IPC_SIGNAL is not `host`. Then no host waits or MPI
+  /// not ordered (reverse exchanges) and `ipc_device_signals` is set. Then no host waits or MPI
   /// messages remain per exchange and the control calls below are not used.
   bool device_signalled() const;
   /// The flags for device_copier::use_signals: this rank's start flag (read by its senders),

@@ -29,6 +29,7 @@
 #include <mpi.h>
 
 #include "halox/program/program.hpp"
+#include "halox/transport/locality.hpp"
 
 namespace halox::detail {
 
@@ -36,7 +37,7 @@ class shm_mailbox {
  public:
   /// Sets up shared-memory messages for the node-local peers of a host-only exchange (no
   /// device fields). A pair uses shared memory only where both ranks allow it
-  /// (`HALOX_HOST_TRANSPORT`, `HALOX_PEER_SHM_RANKS` may differ between ranks) and the
+  /// (`host_shared_memory`, `peer_shm_ranks` of exchange_options may differ between ranks) and the
   /// receiver can map the sender's buffer. Moves the program's send buffer into shared memory
   /// and points the unpack steps of shared-memory messages into the senders' buffers. Returns
   /// null when no message of this rank goes through shared memory and no pair fell back.
@@ -44,7 +45,7 @@ class shm_mailbox {
   /// differs between the two plans goes neither way: `problem` then says so, for the caller to
   /// raise on every rank once set-up is complete.
   static std::unique_ptr<shm_mailbox> attach(MPI_Comm comm, exchange_program& prog,
-                                             std::string& problem);
+                                             const locality& here, std::string& problem);
   ~shm_mailbox();
   shm_mailbox(const shm_mailbox&) = delete;
   shm_mailbox& operator=(const shm_mailbox&) = delete;

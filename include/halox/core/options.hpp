@@ -1,0 +1,54 @@
+#pragma once
+/// @file
+/// How the messages of one exchange travel: the staging policy and `exchange_options`, set in
+/// code and passed to `make_exchange`. The `HALOX_*` environment variables named below, where
+/// set, override the options (to compare paths without recompiling).
+
+#include <optional>
+#include <vector>
+
+namespace halox {
+
+/// How the packed messages of device fields reach their peers.
+enum class staging {
+  automatic,    ///< CUDA IPC to node-local GPUs that reach each other; otherwise gpu_aware when
+                ///< the MPI library reports CUDA support, else host_staged
+  gpu_aware,    ///< message buffers in device memory, handed to MPI as they are
+  host_staged,  ///< message buffers in pinned host memory the pack kernel writes (mapped)
+  peer_ipc      ///< node-local GPUs: the pack kernel writes into the peer's GPU memory (CUDA IPC)
+};
+
+/// `"auto"`, `"gpu_aware"`, `"host_staged"` or `"peer_ipc"`.
+const char* to_string(staging s) noexcept;
+
+/// Transport choices of one exchange object. The defaults pick the fastest path per peer;
+/// every choice is made per pair of ranks, and a pair uses a node-local path only where both
+/// ranks allow it (the options may differ between ranks).
+struct exchange_options {
+  /// Device fields: how messages travel (`HALOX_STAGING=auto|gpu_aware|host_staged|peer_ipc`).
+  staging device_staging = staging::automatic;
+  /// Host fields: messages between ranks of one node go through shared memory where the
+  /// system allows it; false sends everything through MPI (`HALOX_HOST_TRANSPORT=auto|mpi`).
+  bool host_shared_memory = true;
+  /// Treat each block of `node_size` consecutive ranks of the domain's communicator as a node
+  /// of its own (inside the real nodes): shared memory and CUDA IPC only inside a block, MPI
+  /// between blocks. 0: the real nodes. Tests multi-node paths on one machine
+  /// (`HALOX_NODE_SIZE=k`).
+  int node_size = 0;
+  /// CUDA IPC: the kernels order the exchange with flags in GPU memory where every pair allows
+  /// it (true), or an MPI handshake per exchange (`HALOX_IPC_SIGNAL=device|host`).
+  bool ipc_device_signals = true;
+  /// CUDA IPC with device signals: senders write straight into the receiver's halos where the
+  /// regions allow it, else into its receive buffer (`HALOX_IPC_INTO=field|buffer`).
+  bool ipc_into_fields = true;
+  /// host_staged: the kernels pack into device memory and one copy per direction moves the
+  /// messages through pinned memory, instead of writing mapped pinned memory
+  /// (`HALOX_HOST_STAGING=mapped|copy`).
+  bool host_staging_copies = false;
+  /// Only pairs of listed ranks may use CUDA IPC (`HALOX_PEER_IPC_RANKS=0,1,...`) or shared
+  /// memory (`HALOX_PEER_SHM_RANKS`); the other pairs of the same exchange use MPI. Unset: no
+  /// restriction. For tests and comparisons.
+  std::optional<std::vector<int>> peer_ipc_ranks, peer_shm_ranks;
+};
+
+}  // namespace halox

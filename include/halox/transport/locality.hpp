@@ -1,0 +1,38 @@
+#pragma once
+/// @file
+/// Which ranks share this rank's node, and which GPU each of them drives: the one locality
+/// decision every node-local path (shared memory, CUDA IPC) reads. With
+/// `exchange_options::node_size` = k, consecutive blocks of k ranks are separate (virtual)
+/// nodes, so multi-node paths can be tested on one machine.
+
+#include <map>
+#include <string>
+
+#include <mpi.h>
+
+namespace halox::detail {
+
+class locality {
+ public:
+  /// Collective over `comm`: the ranks of `comm` on this rank's node (MPI's shared-memory
+  /// split), cut into blocks of `node_size` consecutive ranks when `node_size` > 0. `gpu`: this
+  /// rank's GPU (its PCI bus id) for device exchanges, empty otherwise.
+  static locality discover(MPI_Comm comm, int node_size, const std::string& gpu = {});
+
+  /// Whether `peer` is on this rank's (possibly virtual) node; false for this rank itself.
+  bool same_node(int peer) const { return peer != rank_ && node_.count(peer) != 0; }
+  /// The GPU of a rank on this node (empty when it did not name one), or null elsewhere.
+  const std::string* gpu_of(int peer) const {
+    auto it = node_.find(peer);
+    return it == node_.end() ? nullptr : &it->second;
+  }
+  /// For describe(): "node of 2 ranks" or "virtual node of 2 ranks (node_size 2)".
+  std::string describe() const;
+
+ private:
+  int rank_ = 0;
+  int node_size_ = 0;
+  std::map<int, std::string> node_;  // rank -> GPU bus id, every rank of this node
+};
+
+}  // namespace halox::detail

@@ -1,0 +1,57 @@
+// Node-local ranks and their GPUs (see halox/transport/locality.hpp).
+#include "halox/transport/locality.hpp"
+
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "halox/core/error.hpp"
+
+namespace halox::detail {
+
+namespace {
+void check_mpi(int rc, const char* call, int rank) {
+  if (rc != MPI_SUCCESS) fail("rank {}: {} failed (node locality)", rank, call);
+}
+
+struct entry {
+  int rank;
+  char gpu[32];  // PCI bus id, NUL-terminated; empty without a GPU
+};
+}  // namespace
+
+locality locality::discover(MPI_Comm comm, int node_size, const std::string& gpu) {
+  locality l;
+  l.node_size_ = node_size;
+  check_mpi(MPI_Comm_rank(comm, &l.rank_), "MPI_Comm_rank", -1);
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, l.rank_, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type", l.rank_);
+  if (node_size > 0) {  // blocks of node_size consecutive ranks of `comm`, inside the real node
+    MPI_Comm block = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split(node, l.rank_ / node_size, l.rank_, &block), "MPI_Comm_split",
+              l.rank_);
+    check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", l.rank_);
+    node = block;
+  }
+  int n = 0;
+  check_mpi(MPI_Comm_size(node, &n), "MPI_Comm_size", l.rank_);
+  entry mine{};
+  mine.rank = l.rank_;
+  std::strncpy(mine.gpu, gpu.c_str(), sizeof mine.gpu - 1);
+  std::vector<entry> all(static_cast<std::size_t>(n));
+  check_mpi(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node),
+            "MPI_Allgather", l.rank_);
+  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", l.rank_);
+  for (const auto& e : all) l.node_[e.rank] = std::string(e.gpu, strnlen(e.gpu, sizeof e.gpu));
+  return l;
+}
+
+std::string locality::describe() const {
+  if (node_size_ > 0)
+    return fmt::format("virtual node of {} rank(s) (node_size {})", node_.size(), node_size_);
+  return fmt::format("node of {} rank(s)", node_.size());
+}
+
+}  // namespace halox::detail
