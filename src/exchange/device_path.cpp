@@ -1,0 +1,120 @@
+// Device fields whose messages go through MPI (gpu_aware or host_staged buffers), with any
+// host fields of the same object; and device fields with local copies alone.
+//
+// start() posts the MPI receives, enqueues the fused pack kernel on halox's stream (after the
+// user's stream for a scheduled exchange), packs host fields meanwhile, waits for the kernel
+// only when there is something to send (MPI reads its output), then posts the sends and runs
+// host local copies. wait() receives, enqueues the unpack kernel and either makes the user's
+// stream wait for it (scheduled) or waits for it.
+#include "exchange_core.hpp"
+
+namespace halox::detail {
+
+namespace {
+
+class device_path : public exchange_path {
+ public:
+  using exchange_path::exchange_path;
+  const char* name() const override { return "device (MPI)"; }
+
+  void start(stream_t after) override {
+    const int me = c_.rank();
+    auto& gpu = *c_.gpu;
+    const auto& prog = c_.prog;
+    if (unpack_pending_) gpu.synchronize(me);  // the last unpack read the receive buffer
+    unpack_pending_ = false;
+    c_.channels.start_recvs();
+    if (after) gpu.wait_for(after, me);
+    gpu.launch_pack(me);  // device fields of every message, and their local copies
+    if (prog.copy_staging)
+      gpu.copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
+    for (std::size_t m = 0; m < prog.sends.size(); ++m) c_.pack(m, prog.pack);  // host fields
+    // MPI reads what the kernel packed; with nothing to send (only local copies) the host
+    // does not wait, and a scheduled exchange stays entirely in stream order.
+    if (!prog.sends.empty()) gpu.synchronize(me);
+    for (std::size_t k = 0; k < c_.mpi_send_list.size(); ++k) c_.channels.start_send(k);
+    for (const auto& op : prog.local_ops) run(op);
+    c_.begin_exchange();
+  }
+
+  void wait(stream_t before) override {
+    c_.receive_mpi(true);
+    c_.unpack_ordered(c_.prog.unpack);
+    launch_unpack();
+    finish(before);
+    c_.channels.wait_sends();
+  }
+
+  bool test() override {
+    if (!c_.receive_mpi(false) || !c_.channels.test_sends()) return false;
+    c_.unpack_ordered(c_.prog.unpack);
+    launch_unpack();
+    if (!c_.gpu->ready(c_.rank())) return false;
+    unpack_pending_ = false;
+    return true;
+  }
+
+ protected:
+  // Enqueues the unpack (once per exchange: test() may have done it already).
+  void launch_unpack() {
+    if (unpack_pending_) return;
+    const auto& prog = c_.prog;
+    if (prog.copy_staging)
+      c_.gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, c_.rank());
+    c_.gpu->launch_unpack(c_.rank(), c_.generation);
+    unpack_pending_ = true;
+  }
+  // The user's stream waits for the unpack (the host does not), or the host does.
+  void finish(stream_t before) {
+    if (before) {
+      c_.gpu->signal(before, c_.rank());
+    } else {
+      c_.gpu->synchronize(c_.rank());
+      unpack_pending_ = false;
+    }
+  }
+
+  bool unpack_pending_ = false;  // a scheduled unpack may still read the receive buffer
+};
+
+// Device fields and local copies alone (one rank along every periodic dimension): a scheduled
+// exchange runs its copies on the user's stream itself, with no stream hops; start()/wait()
+// go through halox's stream as the MPI mode does (with no message).
+class device_local_path final : public device_path {
+ public:
+  using device_path::device_path;
+  const char* name() const override { return "device (local copies)"; }
+
+  void start(stream_t after) override {
+    on_user_stream_ = after != nullptr;
+    if (!on_user_stream_) return device_path::start(after);
+    c_.gpu->launch_local(after, c_.rank());
+    c_.begin_exchange();
+  }
+  void wait(stream_t before) override {
+    if (!on_user_stream_) return device_path::wait(before);
+    c_.gpu->wait_local(before, c_.rank());
+    on_user_stream_ = false;
+  }
+  bool test() override {
+    if (!on_user_stream_) return device_path::test();
+    if (!c_.gpu->ready(c_.rank())) return false;
+    on_user_stream_ = false;
+    return true;
+  }
+  void abandon() override { on_user_stream_ = false; }
+
+ private:
+  bool on_user_stream_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<exchange_path> make_device_path(exchange_core& c) {
+  return std::make_unique<device_path>(c);
+}
+std::unique_ptr<exchange_path> make_device_local_path(exchange_core& c) {
+  return std::make_unique<device_local_path>(c);
+}
+
+}  // namespace halox::detail

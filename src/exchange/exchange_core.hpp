@@ -1,0 +1,104 @@
+#pragma once
+// What every transport mode of a communication object shares (the program, the communicator,
+// the transports set up for it, the MPI channels, the GPU copier), and the interface of a
+// mode: one `exchange_path` per object, chosen once at construction (see make_path).
+//
+// Private to src/exchange: the public halo_exchange holds an exchange_state (halo_exchange.cpp),
+// which owns a core and its path and adds what is the same for every mode (errors end the
+// object, one exchange in flight, generations for handles).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/mpi/communicator.hpp>
+
+#include "halox/core/stream.hpp"
+#include "halox/pack/device_copy.hpp"
+#include "halox/program/program.hpp"
+#include "halox/transport/locality.hpp"
+#include "halox/transport/mpi_channels.hpp"
+#include "halox/transport/peer_ipc.hpp"
+#include "halox/transport/shm_mailbox.hpp"
+
+namespace halox::detail {
+
+struct exchange_core {
+  /// Collective: agreement with every peer, the locality decision, the node-local transports,
+  /// the MPI requests of the remaining messages, the GPU copier. Throws (on every rank) when
+  /// peers disagree or a transport found a message of the wrong size.
+  exchange_core(const boost::mpi::communicator& c, exchange_program p);
+
+  boost::mpi::communicator comm;
+  exchange_program prog;
+  bool agreed;                       // every peer plans the same messages (checked first)
+  locality here;                     // which peers share this rank's node, and their GPUs
+  std::string transport_problem;     // a size mismatch a transport found while setting up
+  std::unique_ptr<peer_ipc> ipc;     // null unless messages travel through CUDA IPC
+  std::unique_ptr<shm_mailbox> shm;  // null unless host messages travel through shared memory
+  const std::vector<message>& mpi_send_list;
+  const std::vector<message>& mpi_recv_list;
+  mpi_channels channels;                  // data messages that go through MPI
+  std::vector<std::size_t> recv_message;  // program index of each channel receive message
+  std::unique_ptr<device_copier> gpu;     // null without device fields
+  std::vector<int> done;                  // scratch for test_recvs
+  std::size_t arrived = 0;                // MPI receive messages complete in this exchange
+  bool ordered_done = false;              // an ordered exchange has been unpacked
+  /// The exchange running now, from 1 (the object counts start()s; a path reads it).
+  std::uint64_t generation = 0;
+
+  int rank() const { return comm.rank(); }
+  bool has_device_steps() const;
+  /// Host steps of message m (the program's index), from the given step tables.
+  void pack(std::size_t m, const exchange_program::steps& st) const;
+  void unpack(std::size_t m, const exchange_program::steps& st) const;
+  /// MPI receives of this exchange: unpacks each message as it arrives (host steps; none for
+  /// ordered exchanges, see unpack_ordered), blocking until all arrived with `block`. True when
+  /// all arrived.
+  bool receive_mpi(bool block);
+  /// Ordered exchanges (reverse): once every message arrived, unpacks them in peer order.
+  void unpack_ordered(const exchange_program::steps& st);
+  /// Resets the per-exchange counters at a start.
+  void begin_exchange() {
+    arrived = 0;
+    ordered_done = false;
+  }
+};
+
+/// One transport mode of a communication object. start() begins exchange `core.generation`
+/// (already counted), wait() completes it, test() polls it; `after`/`before` are the user's
+/// streams of a scheduled exchange (null for start()/wait()). None of them waits for a peer's
+/// progress in start().
+class exchange_path {
+ public:
+  explicit exchange_path(exchange_core& c) : c_(c) {}
+  virtual ~exchange_path() = default;
+  exchange_path(const exchange_path&) = delete;
+  exchange_path& operator=(const exchange_path&) = delete;
+
+  virtual void start(stream_t after) = 0;
+  virtual void wait(stream_t before) = 0;
+  virtual bool test() = 0;
+  /// After an error: forget the exchange in flight (the object will not start another).
+  virtual void abandon() {}
+  /// The mode, for describe().
+  virtual const char* name() const = 0;
+
+ protected:
+  exchange_core& c_;
+};
+
+/// The mode of this object, from what set-up found: host fields only (MPI and shared memory),
+/// device fields through MPI (with any host fields), device local copies only, CUDA IPC with an
+/// MPI handshake, CUDA IPC ordered by device signals.
+std::unique_ptr<exchange_path> make_path(exchange_core& c);
+
+std::unique_ptr<exchange_path> make_host_path(exchange_core& c);
+std::unique_ptr<exchange_path> make_device_path(exchange_core& c);
+std::unique_ptr<exchange_path> make_device_local_path(exchange_core& c);
+std::unique_ptr<exchange_path> make_ipc_handshake_path(exchange_core& c);
+std::unique_ptr<exchange_path> make_ipc_signalled_path(exchange_core& c);
+
+}  // namespace halox::detail

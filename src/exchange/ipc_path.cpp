@@ -1,0 +1,150 @@
+// Device fields whose node-local messages travel through CUDA IPC (the pack kernel writes into
+// the receiver's GPU memory); messages to other peers of the same exchange go through MPI.
+#include "exchange_core.hpp"
+
+namespace halox::detail {
+
+namespace {
+
+// With an MPI handshake per peer and exchange: each receiver says "clear to send" when it
+// starts (its receive buffer is free), each sender says "data ready" after its pack kernel.
+//
+// start() posts the receives and this rank's clear-to-send, and packs at once when every
+// receiver has already said clear; otherwise the pack waits for wait()/test() (start() never
+// waits for a peer). wait() packs if still needed, then waits for the senders' data-ready and
+// the MPI messages, and unpacks as the MPI mode does.
+class ipc_handshake_path final : public exchange_path {
+ public:
+  using exchange_path::exchange_path;
+  const char* name() const override { return "CUDA IPC (MPI handshake)"; }
+
+  void start(stream_t after) override {
+    const int me = c_.rank();
+    if (unpack_pending_) c_.gpu->synchronize(me);  // the last unpack read the receive buffer
+    unpack_pending_ = false;
+    c_.channels.start_recvs();  // peers not reached through CUDA IPC
+    c_.ipc->start();            // our IPC senders may now write into our receive buffer
+    if (after) c_.gpu->wait_for(after, me);
+    c_.begin_exchange();
+    packed_ = false;
+    if (c_.ipc->test_clear()) pack_and_send();
+  }
+
+  void wait(stream_t before) override {
+    if (!packed_) {
+      c_.ipc->wait_clear();
+      pack_and_send();
+    }
+    c_.ipc->wait_ready();
+    c_.receive_mpi(true);
+    c_.unpack_ordered(c_.prog.unpack);
+    launch_unpack();
+    if (before) {
+      c_.gpu->signal(before, c_.rank());
+    } else {
+      c_.gpu->synchronize(c_.rank());
+      unpack_pending_ = false;
+    }
+    c_.channels.wait_sends();
+    c_.ipc->wait_sends();
+  }
+
+  bool test() override {
+    if (!packed_) {
+      if (!c_.ipc->test_clear()) return false;
+      pack_and_send();
+    }
+    if (!c_.ipc->test_ready() || !c_.ipc->test_sends()) return false;
+    if (!c_.receive_mpi(false) || !c_.channels.test_sends()) return false;
+    c_.unpack_ordered(c_.prog.unpack);
+    launch_unpack();
+    if (!c_.gpu->ready(c_.rank())) return false;
+    unpack_pending_ = false;
+    return true;
+  }
+
+  void abandon() override { packed_ = true; }
+
+ private:
+  // Every receiver has said clear: the pack writes into their buffers (and into the MPI
+  // staging buffer), then they hear "data ready" and the MPI messages go.
+  void pack_and_send() {
+    const int me = c_.rank();
+    const auto& prog = c_.prog;
+    c_.gpu->launch_pack(me);
+    if (prog.copy_staging)
+      c_.gpu->copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
+    c_.gpu->synchronize(me);
+    c_.ipc->signal_ready();
+    for (std::size_t k = 0; k < c_.mpi_send_list.size(); ++k) c_.channels.start_send(k);
+    packed_ = true;
+  }
+  void launch_unpack() {
+    if (unpack_pending_) return;
+    const auto& prog = c_.prog;
+    if (prog.copy_staging)
+      c_.gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, c_.rank());
+    c_.gpu->launch_unpack(c_.rank(), c_.generation);
+    unpack_pending_ = true;
+  }
+
+  bool packed_ = true;           // this exchange's pack has run (false: waiting for clear)
+  bool unpack_pending_ = false;  // a scheduled unpack may still read the receive buffer
+};
+
+// Every message of every rank through CUDA IPC, no two ranks on one GPU: the kernels order the
+// exchange among themselves with flags in GPU memory (see device_signals). The host enqueues
+// the pack and the unpack and waits for nothing but, for a blocking wait, the unpack.
+class ipc_signalled_path final : public exchange_path {
+ public:
+  explicit ipc_signalled_path(exchange_core& c) : exchange_path(c) {
+    c.gpu->use_signals(c.ipc->signals());
+  }
+  const char* name() const override { return "CUDA IPC (device signals)"; }
+
+  void start(stream_t after) override {
+    const int me = c_.rank();
+    // Buffer reuse is guarded on the GPU (consumed flags): the host waits for nothing.
+    if (after) c_.gpu->wait_for(after, me);
+    c_.gpu->launch_pack(me, c_.generation);
+    unpack_pending_ = false;
+    c_.begin_exchange();
+  }
+
+  void wait(stream_t before) override {
+    launch_unpack();  // the unpack kernel waits for the senders' data-ready flags itself
+    if (before) {
+      c_.gpu->signal(before, c_.rank());
+    } else {
+      c_.gpu->synchronize(c_.rank());
+      unpack_pending_ = false;
+    }
+  }
+
+  bool test() override {
+    launch_unpack();
+    if (!c_.gpu->ready(c_.rank())) return false;
+    unpack_pending_ = false;
+    return true;
+  }
+
+ private:
+  void launch_unpack() {
+    if (unpack_pending_) return;
+    c_.gpu->launch_unpack(c_.rank(), c_.generation);
+    unpack_pending_ = true;
+  }
+
+  bool unpack_pending_ = false;  // this exchange's unpack is enqueued
+};
+
+}  // namespace
+
+std::unique_ptr<exchange_path> make_ipc_handshake_path(exchange_core& c) {
+  return std::make_unique<ipc_handshake_path>(c);
+}
+std::unique_ptr<exchange_path> make_ipc_signalled_path(exchange_core& c) {
+  return std::make_unique<ipc_signalled_path>(c);
+}
+
+}  // namespace halox::detail
