@@ -9,10 +9,14 @@ namespace {
 // With an MPI handshake per peer and exchange: each receiver says "clear to send" when it
 // starts (its receive buffer is free), each sender says "data ready" after its pack kernel.
 //
-// start() posts the receives and this rank's clear-to-send, and packs at once when every
-// receiver has already said clear; otherwise the pack waits for wait()/test() (start() never
-// waits for a peer). wait() packs if still needed, then waits for the senders' data-ready and
-// the MPI messages, and unpacks as the MPI mode does.
+// start() posts the receives and this rank's clear-to-send, then waits until every receiver
+// has said clear for this exchange, packs into their GPU memory and says data ready. This is
+// the one mode whose start() waits for its peers: with one receive buffer per peer the pack of
+// exchange g must wait for the receiver to start g, and deferring it to wait() would make a
+// peer's wait() depend on this rank's wait() (a rank that runs a collective between start()
+// and wait() would then hang its peers instead). Two receive buffers per peer would lift it.
+// wait() waits for the senders' data-ready and the MPI messages, and unpacks as the MPI mode
+// does.
 class ipc_handshake_path final : public exchange_path {
  public:
   using exchange_path::exchange_path;
@@ -26,15 +30,11 @@ class ipc_handshake_path final : public exchange_path {
     c_.ipc->start();            // our IPC senders may now write into our receive buffer
     if (after) c_.gpu->wait_for(after, me);
     c_.begin_exchange();
-    packed_ = false;
-    if (c_.ipc->test_clear()) pack_and_send();
+    c_.ipc->wait_clear();
+    pack_and_send();
   }
 
   void wait(stream_t before) override {
-    if (!packed_) {
-      c_.ipc->wait_clear();
-      pack_and_send();
-    }
     c_.ipc->wait_ready();
     c_.receive_mpi(true);
     c_.unpack_ordered(c_.prog.unpack);
@@ -50,10 +50,6 @@ class ipc_handshake_path final : public exchange_path {
   }
 
   bool test() override {
-    if (!packed_) {
-      if (!c_.ipc->test_clear()) return false;
-      pack_and_send();
-    }
     if (!c_.ipc->test_ready() || !c_.ipc->test_sends()) return false;
     if (!c_.receive_mpi(false) || !c_.channels.test_sends()) return false;
     c_.unpack_ordered(c_.prog.unpack);
@@ -62,8 +58,6 @@ class ipc_handshake_path final : public exchange_path {
     unpack_pending_ = false;
     return true;
   }
-
-  void abandon() override { packed_ = true; }
 
  private:
   // Every receiver has said clear: the pack writes into their buffers (and into the MPI
@@ -77,7 +71,6 @@ class ipc_handshake_path final : public exchange_path {
     c_.gpu->synchronize(me);
     c_.ipc->signal_ready();
     for (std::size_t k = 0; k < c_.mpi_send_list.size(); ++k) c_.channels.start_send(k);
-    packed_ = true;
   }
   void launch_unpack() {
     if (unpack_pending_) return;
@@ -88,7 +81,6 @@ class ipc_handshake_path final : public exchange_path {
     unpack_pending_ = true;
   }
 
-  bool packed_ = true;           // this exchange's pack has run (false: waiting for clear)
   bool unpack_pending_ = false;  // a scheduled unpack may still read the receive buffer
 };
 

@@ -566,9 +566,6 @@ void peer_ipc::start() {
 void peer_ipc::wait_clear() {
   p_->wait_all(p_->clear_in, "MPI_Waitall(clear-to-send)");
 }
-bool peer_ipc::test_clear() {
-  return p_->test_all(p_->clear_in, "MPI_Testall(clear-to-send)");
-}
 void peer_ipc::signal_ready() {
   p_->start_all(p_->ready_out, "MPI_Startall(data-ready out)");
 }

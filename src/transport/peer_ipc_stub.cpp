@@ -30,9 +30,6 @@ const std::vector<message>& peer_ipc::mpi_recvs() const {
 }
 void peer_ipc::start() {}
 void peer_ipc::wait_clear() {}
-bool peer_ipc::test_clear() {
-  return true;
-}
 void peer_ipc::signal_ready() {}
 void peer_ipc::wait_ready() {}
 bool peer_ipc::test_ready() {

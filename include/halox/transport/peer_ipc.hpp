@@ -56,8 +56,6 @@ class peer_ipc {
   void start();
   /// Waits until every receiver has said its buffer is free (before packing into it).
   void wait_clear();
-  /// Whether every receiver has said so (never blocks).
-  bool test_clear();
   /// Tells every receiver that its data is in place (after the pack kernel finished).
   void signal_ready();
   /// Waits for (or tests) every sender's data-ready message.
