@@ -116,6 +116,33 @@ TEST_CASE("3-D exchanges: star, box, asymmetric widths, every periodicity") {
   }
 }
 
+TEST_CASE("a stencil fixed at compile time builds the same plan and exchange") {
+  mpi::communicator world;
+  constexpr auto st = halox::stencil<3>::star({2, 1, 0}, {1, 0, 2});
+  for (int m = 0; m < 8; ++m) {
+    const auto per = periodic_mask<3>(m);
+    INFO("periodic " << per_str(per));
+    halox::cartesian<3> dom(world, {9, 7, 6}, per);
+    const auto a = halox::make_plan<st>(dom), b = halox::make_plan(dom, st);
+    REQUIRE(a.local == b.local);
+    REQUIRE(a.sends.size() == b.sends.size());
+    REQUIRE(a.recvs.size() == b.recvs.size());
+    for (std::size_t k = 0; k < a.sends.size(); ++k) {
+      CHECK(a.sends[k].rank == b.sends[k].rank);
+      CHECK(a.sends[k].items == b.sends[k].items);
+    }
+    for (std::size_t k = 0; k < a.recvs.size(); ++k) {
+      CHECK(a.recvs[k].rank == b.recvs[k].rank);
+      CHECK(a.recvs[k].items == b.recvs[k].items);
+    }
+    auto f = dom.make_field<double>(st);
+    hxt::fill(dom, f, {0, m});
+    auto ex = halox::make_exchange<st>(dom, f);
+    ex.exchange();
+    REQUIRE_OK(hxt::check(dom, f, st, {0, m}));
+  }
+}
+
 TEST_CASE("4-D exchange (the largest supported dimension)") {
   mpi::communicator world;
   halox::cartesian<4> dom(world, {3, 4, 2, 3}, halox::periodic{true, false, true, true});

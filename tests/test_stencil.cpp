@@ -1,6 +1,8 @@
 // Unit tests of halox::stencil: neighbour counts, pruning, from_offsets, encoding, and use as a
-// template argument. Most checks are compile-time.
+// template argument, halo_pattern (directions and region rules at compile time). Most checks are
+// compile-time.
 #include <catch2/catch.hpp>
+#include <halox/pattern/halo_pattern.hpp>
 #include <halox/pattern/stencil.hpp>
 
 #include <set>
@@ -152,4 +154,39 @@ TEST_CASE("runtime construction matches compile-time construction") {
   const auto b = stencil<2>::box(w);
   CHECK(b.neighbor_count() == 8);
   CHECK(b.lo == halox::widths<2>{2, 2});
+}
+
+TEST_CASE("halo_pattern: directions and region rules are compile-time values") {
+  constexpr auto st = halox::stencil<3>::box(1);
+  using pat = halox::halo_pattern<st>;
+  STATIC_REQUIRE(pat::count == 26);
+  STATIC_REQUIRE(pat::directions[0] == halox::direction<3>{-1, -1, -1});
+  STATIC_REQUIRE(pat::directions[25] == halox::direction<3>{1, 1, 1});
+  constexpr halox::box<3> b{{0, 0, 0}, {8, 6, 4}};
+  // The +,+,+ corner: one cell beyond every high side.
+  constexpr auto corner = pat::regions[25](b);
+  STATIC_REQUIRE(corner == halox::box<3>{{8, 6, 4}, {9, 7, 5}});
+  // The -x face (slot of {-1, 0, 0}): below x, the box's extent along y and z.
+  constexpr int face = halox::stencil<3>::encode({-1, 0, 0});
+  constexpr auto fx = [] {
+    for (int k = 0; k < pat::count; ++k)
+      if (halox::stencil<3>::encode(pat::directions[std::size_t(k)]) == face)
+        return pat::regions[std::size_t(k)](halox::box<3>{{0, 0, 0}, {8, 6, 4}});
+    return halox::box<3>{};
+  }();
+  STATIC_REQUIRE(fx == halox::box<3>{{-1, 0, 0}, {0, 6, 4}});
+  // Asymmetric widths: an upwind stencil's one region, and its interior.
+  constexpr auto up = halox::stencil<2>::star({0, 0}, {2, 3});
+  using upat = halox::halo_pattern<up>;
+  STATIC_REQUIRE(upat::count == 2);
+  constexpr halox::box<2> b2{{10, 20}, {15, 30}};
+  STATIC_REQUIRE(upat::regions[0](b2) == halox::box<2>{{15, 20}, {17, 30}});
+  STATIC_REQUIRE(upat::regions[1](b2) == halox::box<2>{{10, 30}, {15, 33}});
+  STATIC_REQUIRE(upat::interior(b2) == halox::box<2>{{10, 20}, {13, 27}});
+  // Every region rule at run time agrees with the region's extents the stencil reports.
+  for (int k = 0; k < pat::count; ++k) {
+    const auto r = pat::regions[std::size_t(k)](b);
+    const auto e = st.region_extents<halox::index>(pat::directions[std::size_t(k)], b.size());
+    for (int i = 0; i < 3; ++i) CHECK(r.hi[i] - r.lo[i] == e[std::size_t(i)]);
+  }
 }

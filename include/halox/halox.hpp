@@ -26,5 +26,6 @@
 #include "halox/field/entity_field.hpp"
 #include "halox/field/field.hpp"
 #include "halox/field/memory.hpp"
+#include "halox/pattern/halo_pattern.hpp"
 #include "halox/pattern/stencil.hpp"
 #include "halox/plan/structured_plan.hpp"

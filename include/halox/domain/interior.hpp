@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "halox/core/box.hpp"
+#include "halox/pattern/halo_pattern.hpp"
 #include "halox/pattern/stencil.hpp"
 
 namespace halox {
@@ -30,16 +31,16 @@ struct interior_split {
 template <int D>
 interior_split<D> split_interior(const box<D>& b, const stencil<D>& st) {
   interior_split<D> s;
+  const box<D> inner = interior_rule<D>{st.lo, st.hi}(b);  // the rule halo_pattern uses
   box<D> rest = b;
-  for (int d = 0; d < D; ++d) {
-    if (rest.empty()) break;
+  for (int d = 0; d < D && !rest.empty(); ++d) {
     box<D> low = rest, high = rest;
-    low.hi[d] = std::min(rest.hi[d], rest.lo[d] + st.lo[d]);
-    high.lo[d] = std::max(low.hi[d], rest.hi[d] - st.hi[d]);
+    low.hi[d] = inner.lo[d];
+    high.lo[d] = inner.hi[d];
     if (!low.empty()) s.shell.push_back(low);
     if (!high.empty()) s.shell.push_back(high);
-    rest.lo[d] = low.hi[d];
-    rest.hi[d] = high.lo[d];
+    rest.lo[d] = inner.lo[d];
+    rest.hi[d] = inner.hi[d];
   }
   s.interior = rest.empty() ? box<D>{b.lo, b.lo} : rest;
   return s;

@@ -186,6 +186,24 @@ void check_reducible(reduction op, int k, const std::string& name, int rank, mem
 }
 }  // namespace detail
 
+namespace detail {
+/// make_exchange's body: validation on every rank, then `plan()` compiled into the object.
+template <class Domain, int D, class Plan, class... T>
+halo_exchange make_forward(const Domain& dom, const stencil<D>& st, const exchange_options& options,
+                           Plan&& plan, const field<T, D>&... fields) {
+  const std::vector<const field_state<D>*> states{fields.state().get()...};
+  exchange_options opts;
+  agree(dom.comm(), [&] {
+    opts = with_environment(options);
+    validate_fields<D>(dom, st, states);
+  });
+  return finish_exchange(dom.comm(), compile<D>(plan(), states, opts),
+                         declare_structured<D>(st, dom.global_box(), dom.periodicity().flags, false,
+                                               reduction::replace, sizeof...(T)),
+                         fields...);
+}
+}  // namespace detail
+
 /// Builds the communication object that exchanges the halos of `fields` for stencil `st` on
 /// domain `dom`: every halo cell receives the value of the owned cell it mirrors. Collective
 /// over the domain's communicator. `options` chooses how messages travel (see
@@ -198,23 +216,32 @@ template <class Domain, int D, class... T>
 halo_exchange make_exchange(const Domain& dom, const stencil<D>& st,
                             const exchange_options& options, const field<T, D>&... fields) {
   static_assert(sizeof...(T) >= 1, "make_exchange needs at least one field");
-  const std::vector<const detail::field_state<D>*> states{fields.state().get()...};
-  exchange_options opts;
-  detail::agree(dom.comm(), [&] {
-    opts = detail::with_environment(options);
-    detail::validate_fields<D>(dom, st, states);
-  });
-  return detail::finish_exchange(
-      dom.comm(), detail::compile<D>(make_plan<D>(dom, st), states, opts),
-      detail::declare_structured<D>(st, dom.global_box(), dom.periodicity().flags, false,
-                                    reduction::replace, sizeof...(T)),
-      fields...);
+  return detail::make_forward(
+      dom, st, options, [&] { return make_plan<D>(dom, st); }, fields...);
 }
 
 /// make_exchange with the default options.
 template <class Domain, int D, class... T>
 halo_exchange make_exchange(const Domain& dom, const stencil<D>& st, const field<T, D>&... fields) {
   return make_exchange(dom, st, exchange_options{}, fields...);
+}
+
+/// make_exchange with the stencil fixed at compile time: `make_exchange<st>(dom, fields...)`
+/// (`st` a `constexpr` stencil). The plan walks `halo_pattern<st>`'s `constexpr` directions
+/// and region rules; negative widths do not compile. The object is the same as
+/// `make_exchange(dom, st, fields...)` builds.
+template <auto St, class Domain, class... T>
+halo_exchange make_exchange(const Domain& dom, const exchange_options& options,
+                            const field<T, decltype(St)::dimension>&... fields) {
+  static_assert(sizeof...(T) >= 1, "make_exchange needs at least one field");
+  return detail::make_forward(
+      dom, St, options, [&] { return make_plan<St>(dom); }, fields...);
+}
+
+/// make_exchange<st> with the default options.
+template <auto St, class Domain, class... T>
+halo_exchange make_exchange(const Domain& dom, const field<T, decltype(St)::dimension>&... fields) {
+  return make_exchange<St>(dom, exchange_options{}, fields...);
 }
 
 /// Builds the reverse (halo-to-owner) exchange: every halo cell's value is sent back to the

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "halox/core/box.hpp"
+#include "halox/pattern/halo_pattern.hpp"
 #include "halox/pattern/stencil.hpp"
 
 namespace halox {
@@ -71,42 +72,40 @@ void for_each_image(const Domain& dom, box<D> r, F&& f) {
   }
 }
 
-/// The halo region of `b` in direction `d`.
+/// The region rules of a stencil known at run time, in slot order (the first `count`).
 template <int D>
-box<D> halo_region(const box<D>& b, const stencil<D>& st,
-                   const std::type_identity_t<direction<D>>& d) {
-  box<D> r = b;
-  for (int i = 0; i < D; ++i) {
-    if (d[i] < 0) r.hi[i] = b.lo[i], r.lo[i] = b.lo[i] - st.lo[i];
-    if (d[i] > 0) r.lo[i] = b.hi[i], r.hi[i] = b.hi[i] + st.hi[i];
+struct runtime_regions {
+  std::array<region_rule<D>, stencil<D>::slots> rules{};
+  int count = 0;
+  explicit runtime_regions(const stencil<D>& st) {
+    const auto dirs = st.directions();
+    count = st.neighbor_count();
+    for (int k = 0; k < count; ++k) rules[std::size_t(k)] = region_of(st, dirs[std::size_t(k)]);
   }
-  return r;
-}
+  const region_rule<D>* begin() const { return rules.data(); }
+  const region_rule<D>* end() const { return rules.data() + count; }
+};
 
 /// Calls `f(src_rank, transfer)` for every piece rank `r` receives, in a canonical order
-/// (block, direction, image, owner) that every rank reproduces for `r`.
-template <int D, class Domain, class F>
-void incoming(const Domain& dom, const stencil<D>& st, int r, F&& f) {
+/// (block, direction, image, owner) that every rank reproduces for `r`. `regions`: the
+/// stencil's region rules in slot order (halo_pattern's at compile time, or runtime_regions).
+template <int D, class Domain, class Regions, class F>
+void incoming(const Domain& dom, const Regions& regions, int r, F&& f) {
   const auto boxes = dom.boxes_of(r);
-  const auto dirs = st.directions();
   for (int b = 0; b < int(boxes.size()); ++b)
-    for (int k = 0; k < st.neighbor_count(); ++k)
-      for_each_image<D>(dom, halo_region(boxes[b], st, dirs[k]),
-                        [&](const box<D>& q, const extents<D>& shift) {
-                          dom.for_each_owner(q, [&](int owner, int owner_block, const box<D>& ob) {
-                            const box<D> src = intersect(q, ob);
-                            if (!src.empty())
-                              f(owner, transfer<D>{owner_block, b, src, translate(src, shift)});
-                          });
-                        });
+    for (const region_rule<D>& rule : regions)
+      for_each_image<D>(dom, rule(boxes[b]), [&](const box<D>& q, const extents<D>& shift) {
+        dom.for_each_owner(q, [&](int owner, int owner_block, const box<D>& ob) {
+          const box<D> src = intersect(q, ob);
+          if (!src.empty()) f(owner, transfer<D>{owner_block, b, src, translate(src, shift)});
+        });
+      });
 }
 
-}  // namespace detail
-
-/// Builds this rank's plan for `st` on `dom`. Local work only: each rank replays the
-/// receive side of the ranks whose halos can reach its boxes, so no message is sent.
-template <int D, class Domain>
-structured_plan<D> make_plan(const Domain& dom, const stencil<D>& st) {
+/// The plan for a stencil with widths `lo`/`hi` and region rules `regions` (see make_plan).
+template <int D, class Domain, class Regions>
+structured_plan<D> build_plan(const Domain& dom, const widths<D>& lo, const widths<D>& hi,
+                              const Regions& regions) {
   structured_plan<D> p;
   const int me = dom.rank();
   auto add = [](std::vector<peer_transfers<D>>& list, int rank, const transfer<D>& t) {
@@ -115,7 +114,7 @@ structured_plan<D> make_plan(const Domain& dom, const stencil<D>& st) {
     if (it == list.end() || it->rank != rank) it = list.insert(it, peer_transfers<D>{rank, {}});
     it->items.push_back(t);
   };
-  detail::incoming<D>(dom, st, me, [&](int src, const transfer<D>& t) {
+  incoming<D>(dom, regions, me, [&](int src, const transfer<D>& t) {
     if (src == me)
       p.local.push_back(t);
     else
@@ -125,16 +124,32 @@ structured_plan<D> make_plan(const Domain& dom, const stencil<D>& st) {
   // opposite widths (their low halo reaches my high side and vice versa).
   std::set<int> receivers;
   for (const auto& b : dom.local_boxes())
-    detail::for_each_image<D>(dom, grow(b, st.hi, st.lo), [&](const box<D>& q, const extents<D>&) {
+    for_each_image<D>(dom, grow(b, hi, lo), [&](const box<D>& q, const extents<D>&) {
       dom.for_each_owner(q, [&](int owner, int, const box<D>&) {
         if (owner != me) receivers.insert(owner);
       });
     });
   for (int r : receivers)
-    detail::incoming<D>(dom, st, r, [&](int src, const transfer<D>& t) {
+    incoming<D>(dom, regions, r, [&](int src, const transfer<D>& t) {
       if (src == me) add(p.sends, r, t);
     });
   return p;
+}
+}  // namespace detail
+
+/// Builds this rank's plan for `st` on `dom`. Local work only: each rank replays the
+/// receive side of the ranks whose halos can reach its boxes, so no message is sent.
+template <int D, class Domain>
+structured_plan<D> make_plan(const Domain& dom, const stencil<D>& st) {
+  return detail::build_plan<D>(dom, st.lo, st.hi, detail::runtime_regions<D>(st));
+}
+
+/// The same plan, with the stencil's directions and region rules fixed at compile time
+/// (`halo_pattern<St>`): `make_plan<st>(dom)`.
+template <auto St, class Domain>
+structured_plan<decltype(St)::dimension> make_plan(const Domain& dom) {
+  using pat = halo_pattern<St>;
+  return detail::build_plan<pat::dimension>(dom, St.lo, St.hi, pat::regions);
 }
 
 }  // namespace halox
