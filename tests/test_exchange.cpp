@@ -581,3 +581,26 @@ TEST_CASE("box_list: user memory per box, and ranks that own no box") {
   }
   REQUIRE(total(world, r.filled) == want);
 }
+
+TEST_CASE("domains over a raw MPI_Comm: a split communicator and MPI_COMM_WORLD") {
+  mpi::communicator world;
+  // Two halves (even and odd world ranks), each its own periodic domain.
+  MPI_Comm half = MPI_COMM_NULL;
+  REQUIRE(MPI_Comm_split(MPI_COMM_WORLD, world.rank() % 2, world.rank(), &half) == MPI_SUCCESS);
+  {
+    constexpr auto st = halox::stencil<2>::box(1);
+    const halox::cartesian<2> dom(half, {10, 6}, halox::periodic{true, true});
+    int n = 0;
+    MPI_Comm_size(half, &n);
+    REQUIRE(dom.size() == n);
+    auto f = dom.make_field<double>(st);
+    hxt::fill(dom, f, {0, 7});
+    auto ex = halox::make_exchange(dom, st, f);
+    ex.exchange();
+    REQUIRE_OK(hxt::check(dom, f, st, {0, 7}));
+  }
+  MPI_Comm_free(&half);
+  const halox::box_list<2> boxes(MPI_Comm(MPI_COMM_WORLD), {12, 10}, halox::periodic{true, false},
+                                 twelve_boxes(world.size()));
+  REQUIRE_OK(exchange_once(boxes, halox::stencil<2>::star(2)));
+}

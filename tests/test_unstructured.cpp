@@ -80,6 +80,16 @@ TEST_CASE("rings: contiguous blocks, one and several entities per rank, reach 1 
       }
 }
 
+TEST_CASE("a pattern over a raw MPI_Comm") {
+  mpi::communicator world;
+  const auto g = hxt::ring(3 * world.size(), 2, world.size(), /*big=*/true);
+  const auto all = all_views(g, false);
+  const auto& v = all[std::size_t(world.rank())];
+  const halox::unstructured pat(MPI_Comm(MPI_COMM_WORLD), v.owned, v.ghosts);
+  require_plan(pat, all);
+  exchange_and_check(pat, v);
+}
+
 TEST_CASE("triangular mesh: triangles and vertices, strips and irregular blocks") {
   mpi::communicator world;
   const int p = world.size();

@@ -31,6 +31,13 @@ struct owned_box {
 template <int D>
 class box_list : public domain_base<box_list<D>, D> {
  public:
+  /// The same over a raw MPI communicator; `comm` must stay valid while the domain and its
+  /// exchange objects are built (halox does not take ownership).
+  box_list(MPI_Comm comm, const extents<D>& global, periodic<D> per,
+           std::vector<owned_box<D>> boxes)
+      : box_list(boost::mpi::communicator(comm, boost::mpi::comm_attach), global, per,
+                 std::move(boxes)) {}
+
   box_list(const boost::mpi::communicator& comm, const extents<D>& global, periodic<D> per,
            std::vector<owned_box<D>> boxes)
       : domain_base<box_list<D>, D>(comm, global, per), boxes_(std::move(boxes)) {

@@ -28,6 +28,13 @@ class cartesian : public domain_base<cartesian<D>, D> {
   /// surface) or the one given. Throws halox::error, on every rank, when the ranks' arguments
   /// differ, on extents that are not positive or exceed max_extent, on more cells than an index
   /// counts, or on a grid that does not match the rank count or would leave a rank without cells.
+  /// The same over a raw MPI communicator (codes on plain MPI: PETSc, Fortran drivers). halox
+  /// does not take ownership: `comm` must stay valid while the domain and its exchange objects
+  /// are built (each exchange object keeps a duplicate of it).
+  cartesian(MPI_Comm comm, const extents<D>& global, periodic<D> per = {},
+            std::optional<process_grid<D>> grid = std::nullopt)
+      : cartesian(boost::mpi::communicator(comm, boost::mpi::comm_attach), global, per, grid) {}
+
   cartesian(const boost::mpi::communicator& comm, const extents<D>& global, periodic<D> per = {},
             std::optional<process_grid<D>> grid = std::nullopt)
       : domain_base<cartesian<D>, D>(comm, global, per) {

@@ -55,6 +55,12 @@ class unstructured {
  public:
   unstructured(const boost::mpi::communicator& comm, std::span<const global_id> owned,
                std::span<const global_id> ghosts, const unstructured_options& options = {});
+  /// The same over a raw MPI communicator; `comm` must stay valid while the pattern and its
+  /// exchange objects are built (halox does not take ownership).
+  unstructured(MPI_Comm comm, std::span<const global_id> owned, std::span<const global_id> ghosts,
+               const unstructured_options& options = {})
+      : unstructured(boost::mpi::communicator(comm, boost::mpi::comm_attach), owned, ghosts,
+                     options) {}
 
   const boost::mpi::communicator& comm() const { return comm_; }
   int rank() const { return comm_.rank(); }
