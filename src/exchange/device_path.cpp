@@ -108,10 +108,57 @@ class device_local_path final : public device_path {
   bool on_user_stream_ = false;
 };
 
+// Device fields whose messages go through NCCL (staging nccl, no CUDA IPC peer): the pack
+// kernel, the NCCL group and the unpack kernel follow each other on halox's stream, so neither
+// start() nor a scheduled wait waits for anything on the host; buffers are reused in stream
+// order.
+class device_nccl_path final : public exchange_path {
+ public:
+  using exchange_path::exchange_path;
+  const char* name() const override { return "device (NCCL)"; }
+
+  void start(stream_t after) override {
+    const int me = c_.rank();
+    if (after) c_.gpu->wait_for(after, me);
+    c_.gpu->launch_pack(me);
+    c_.nccl->enqueue(c_.gpu->stream());
+    unpack_pending_ = false;
+    c_.begin_exchange();
+  }
+
+  void wait(stream_t before) override {
+    launch_unpack();
+    if (before) {
+      c_.gpu->signal(before, c_.rank());
+    } else {
+      c_.gpu->synchronize(c_.rank());
+    }
+    c_.nccl->check_async();
+  }
+
+  bool test() override {
+    launch_unpack();
+    c_.nccl->check_async();
+    return c_.gpu->ready(c_.rank());
+  }
+
+ private:
+  void launch_unpack() {
+    if (unpack_pending_) return;
+    c_.gpu->launch_unpack(c_.rank(), c_.generation);
+    unpack_pending_ = true;
+  }
+
+  bool unpack_pending_ = false;  // this exchange's unpack is enqueued
+};
+
 }  // namespace
 
 std::unique_ptr<exchange_path> make_device_path(exchange_core& c) {
   return std::make_unique<device_path>(c);
+}
+std::unique_ptr<exchange_path> make_device_nccl_path(exchange_core& c) {
+  return std::make_unique<device_nccl_path>(c);
 }
 std::unique_ptr<exchange_path> make_device_local_path(exchange_core& c) {
   return std::make_unique<device_local_path>(c);

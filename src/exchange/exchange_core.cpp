@@ -9,6 +9,31 @@ namespace halox::detail {
 
 namespace {
 // The program's index of each message in `subset` (matched by peer: one message per peer).
+const std::vector<message> no_messages;
+
+// The messages that go neither through CUDA IPC nor through shared memory.
+const std::vector<message>& remaining(const exchange_program& prog, const peer_ipc* ipc,
+                                      const shm_mailbox* shm, bool sends) {
+  if (ipc) return sends ? ipc->mpi_sends() : ipc->mpi_recvs();
+  if (shm) return sends ? shm->mpi_sends() : shm->mpi_recvs();
+  return sends ? prog.sends : prog.recvs;
+}
+
+// Staging nccl: every rank joins the NCCL communicator; device fields only.
+std::unique_ptr<nccl_path> attach_nccl(MPI_Comm comm, const exchange_program& prog,
+                                       const locality& here, const peer_ipc* ipc) {
+  if (prog.options.device_staging != staging::nccl || !prog.has_device_fields) return nullptr;
+  int me = 0;
+  MPI_Comm_rank(comm, &me);
+  require(!prog.has_host_fields,
+          "rank {}: staging 'nccl' carries device fields only; exchange host fields with another "
+          "exchange object",
+          me);
+  return nccl_path::attach(comm, here.gpu_shared(), remaining(prog, ipc, nullptr, true),
+                           prog.send_buf.get(), remaining(prog, ipc, nullptr, false),
+                           prog.recv_buf.get());
+}
+
 std::vector<std::size_t> indices_of(const std::vector<message>& subset,
                                     const std::vector<message>& all) {
   std::vector<std::size_t> out;
@@ -27,12 +52,9 @@ exchange_core::exchange_core(const boost::mpi::communicator& c, exchange_program
                               prog.has_device_fields ? peer_ipc::current_gpu() : "")),
       ipc(peer_ipc::attach(MPI_Comm(comm), prog, here, transport_problem)),
       shm(shm_mailbox::attach(MPI_Comm(comm), prog, here, transport_problem)),
-      mpi_send_list(ipc   ? ipc->mpi_sends()
-                    : shm ? shm->mpi_sends()
-                          : prog.sends),
-      mpi_recv_list(ipc   ? ipc->mpi_recvs()
-                    : shm ? shm->mpi_recvs()
-                          : prog.recvs),
+      nccl(attach_nccl(MPI_Comm(comm), prog, here, ipc.get())),
+      mpi_send_list(nccl ? no_messages : remaining(prog, ipc.get(), shm.get(), true)),
+      mpi_recv_list(nccl ? no_messages : remaining(prog, ipc.get(), shm.get(), false)),
       channels(MPI_Comm(comm), mpi_send_list, prog.send_buf.get(), mpi_recv_list,
                prog.recv_buf.get()),
       recv_message(indices_of(mpi_recv_list, prog.recvs)),
@@ -92,6 +114,7 @@ std::unique_ptr<exchange_path> make_path(exchange_core& c) {
   if (!c.gpu) return make_host_path(c);
   if (c.ipc)
     return c.ipc->device_signalled() ? make_ipc_signalled_path(c) : make_ipc_handshake_path(c);
+  if (c.nccl) return make_device_nccl_path(c);
   // Device fields and local copies alone (one rank along every periodic dimension).
   if (c.prog.sends.empty() && c.prog.recvs.empty() && c.prog.local_ops.empty() && !c.shm)
     return make_device_local_path(c);

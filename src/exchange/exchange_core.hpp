@@ -20,6 +20,7 @@
 #include "halox/program/program.hpp"
 #include "halox/transport/locality.hpp"
 #include "halox/transport/mpi_channels.hpp"
+#include "halox/transport/nccl_path.hpp"
 #include "halox/transport/peer_ipc.hpp"
 #include "halox/transport/shm_mailbox.hpp"
 
@@ -38,6 +39,7 @@ struct exchange_core {
   std::string transport_problem;     // a size mismatch a transport found while setting up
   std::unique_ptr<peer_ipc> ipc;     // null unless messages travel through CUDA IPC
   std::unique_ptr<shm_mailbox> shm;  // null unless host messages travel through shared memory
+  std::unique_ptr<nccl_path> nccl;   // staging nccl: the messages CUDA IPC does not carry
   const std::vector<message>& mpi_send_list;
   const std::vector<message>& mpi_recv_list;
   mpi_channels channels;                  // data messages that go through MPI
@@ -92,7 +94,8 @@ class exchange_path {
 
 /// The mode of this object, from what set-up found: host fields only (MPI and shared memory),
 /// device fields through MPI (with any host fields), device local copies only, CUDA IPC with an
-/// MPI handshake, CUDA IPC ordered by device signals.
+/// MPI handshake (NCCL for the other peers under staging nccl), CUDA IPC ordered by device
+/// signals, device fields through NCCL.
 std::unique_ptr<exchange_path> make_path(exchange_core& c);
 
 std::unique_ptr<exchange_path> make_host_path(exchange_core& c);
@@ -100,5 +103,6 @@ std::unique_ptr<exchange_path> make_device_path(exchange_core& c);
 std::unique_ptr<exchange_path> make_device_local_path(exchange_core& c);
 std::unique_ptr<exchange_path> make_ipc_handshake_path(exchange_core& c);
 std::unique_ptr<exchange_path> make_ipc_signalled_path(exchange_core& c);
+std::unique_ptr<exchange_path> make_device_nccl_path(exchange_core& c);
 
 }  // namespace halox::detail

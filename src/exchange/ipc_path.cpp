@@ -47,6 +47,7 @@ class ipc_handshake_path final : public exchange_path {
     }
     c_.channels.wait_sends();
     c_.ipc->wait_sends();
+    if (c_.nccl) c_.nccl->check_async();
   }
 
   bool test() override {
@@ -71,6 +72,8 @@ class ipc_handshake_path final : public exchange_path {
     c_.gpu->synchronize(me);
     c_.ipc->signal_ready();
     for (std::size_t k = 0; k < c_.mpi_send_list.size(); ++k) c_.channels.start_send(k);
+    // Staging nccl: the other peers' messages, on halox's stream before the unpack.
+    if (c_.nccl) c_.nccl->enqueue(c_.gpu->stream());
   }
   void launch_unpack() {
     if (unpack_pending_) return;

@@ -812,6 +812,9 @@ void device_copier::copy(void* dst, const void* src, std::size_t bytes, int rank
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, p_->stream),
         "cudaMemcpyAsync (staging)", rank);
 }
+void* device_copier::stream() const {
+  return p_->stream;
+}
 void device_copier::synchronize(int rank) {
   check(cudaStreamSynchronize(p_->stream), "cudaStreamSynchronize (pack/unpack kernels)", rank);
 }

@@ -20,6 +20,9 @@ void device_copier::launch_local(void*, int) {}
 void device_copier::wait_local(void*, int) {}
 void device_copier::copy(void*, const void*, std::size_t, int) {}
 void device_copier::synchronize(int) {}
+void* device_copier::stream() const {
+  return nullptr;
+}
 bool device_copier::ready(int) {
   return true;
 }

@@ -28,6 +28,21 @@ locality locality::discover(MPI_Comm comm, int node_size, const std::string& gpu
   MPI_Comm node = MPI_COMM_NULL;
   check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, l.rank_, MPI_INFO_NULL, &node),
             "MPI_Comm_split_type", l.rank_);
+  entry mine{};
+  mine.rank = l.rank_;
+  std::strncpy(mine.gpu, gpu.c_str(), sizeof mine.gpu - 1);
+  int n = 0;
+  if (!gpu.empty()) {  // does any other rank of this real node drive the same GPU?
+    check_mpi(MPI_Comm_size(node, &n), "MPI_Comm_size", l.rank_);
+    std::vector<entry> all(static_cast<std::size_t>(n));
+    check_mpi(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node),
+              "MPI_Allgather", l.rank_);
+    int shared = 0, any = 0;
+    for (const auto& e : all)
+      shared |= e.rank != l.rank_ && std::strncmp(e.gpu, mine.gpu, sizeof mine.gpu) == 0;
+    check_mpi(MPI_Allreduce(&shared, &any, 1, MPI_INT, MPI_LOR, comm), "MPI_Allreduce", l.rank_);
+    l.gpu_shared_ = any != 0;
+  }
   if (node_size > 0) {  // blocks of node_size consecutive ranks of `comm`, inside the real node
     MPI_Comm block = MPI_COMM_NULL;
     check_mpi(MPI_Comm_split(node, l.rank_ / node_size, l.rank_, &block), "MPI_Comm_split",
@@ -35,11 +50,7 @@ locality locality::discover(MPI_Comm comm, int node_size, const std::string& gpu
     check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", l.rank_);
     node = block;
   }
-  int n = 0;
   check_mpi(MPI_Comm_size(node, &n), "MPI_Comm_size", l.rank_);
-  entry mine{};
-  mine.rank = l.rank_;
-  std::strncpy(mine.gpu, gpu.c_str(), sizeof mine.gpu - 1);
   std::vector<entry> all(static_cast<std::size_t>(n));
   check_mpi(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node),
             "MPI_Allgather", l.rank_);

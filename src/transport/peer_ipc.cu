@@ -276,7 +276,8 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   // takes part and declines every pair.
   if (!prog.has_device_fields || prog.has_host_fields) return nullptr;
   const staging policy = prog.options.device_staging;
-  const bool enabled = policy == staging::automatic || policy == staging::peer_ipc;
+  const bool enabled =
+      policy == staging::automatic || policy == staging::peer_ipc || policy == staging::nccl;
   int me = 0;
   check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1);
   reach r = peers_reachable(here, prog, me);

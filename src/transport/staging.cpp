@@ -25,6 +25,8 @@ const char* to_string(staging s) noexcept {
       return "host_staged";
     case staging::peer_ipc:
       return "peer_ipc";
+    case staging::nccl:
+      return "nccl";
   }
   return "?";
 }
@@ -80,8 +82,11 @@ staging staging_from(const char* v) {
   if (s == "gpu_aware") return staging::gpu_aware;
   if (s == "host_staged") return staging::host_staged;
   if (s == "peer_ipc") return staging::peer_ipc;
-  fail("HALOX_STAGING='{}' is not a staging policy; use auto, gpu_aware, host_staged or peer_ipc",
-       s);
+  if (s == "nccl") return staging::nccl;
+  fail(
+      "HALOX_STAGING='{}' is not a staging policy; use auto, gpu_aware, host_staged, peer_ipc or "
+      "nccl",
+      s);
 }
 }  // namespace
 
@@ -123,6 +128,9 @@ staging_choice choose_staging(staging s) {
                                     "memory, which it can read"};
     case staging::host_staged:
       return {staging::host_staged, false, "forced; pack kernel writes mapped pinned memory"};
+    case staging::nccl:
+      return {staging::nccl, true,
+              "NCCL: buffers in device memory, sends and receives on halox's stream"};
     case staging::peer_ipc:  // where CUDA IPC cannot serve, messages go as automatic would
     case staging::automatic:
       break;

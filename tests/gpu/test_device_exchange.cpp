@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
+#include <halox/transport/nccl_path.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -639,4 +640,59 @@ TEST_CASE("a staging policy set on one rank only: each pair takes what both allo
     halox_test::verify(g, s, errors.get(), nullptr);
   }
   REQUIRE(boost::mpi::all_reduce(world, errors.count(), std::plus<unsigned long long>()) == 0);
+}
+
+TEST_CASE(
+    "staging nccl: every message through NCCL, or NCCL across virtual nodes and CUDA IPC inside") {
+  boost::mpi::communicator world;
+  const int P = world.size();
+  int gpus = 0;
+  cuda(cudaGetDeviceCount(&gpus));
+  if (!halox::detail::nccl_built() || P > gpus) {
+    WARN("skipped: " << (P > gpus ? "ranks share a GPU, which NCCL does not allow"
+                                  : "halox built without NCCL"));
+    return;
+  }
+  // node_size 1: every rank a node of its own (all NCCL); 2: pairs share CUDA IPC, NCCL between.
+  const int node_size = GENERATE(1, 2);
+  CAPTURE(node_size);
+  const halox::extents<3> n{14, 11, 9};
+  const auto st =
+      GENERATE(halox::stencil<3>::box(1), halox::stencil<3>::star({0, 1, 2}, {2, 0, 1}));
+  const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
+  halox::exchange_options o;
+  o.device_staging = halox::staging::nccl;
+  o.node_size = node_size;
+  three_fields<halox::cartesian<3>> t(dom, st);
+  auto ex = halox::make_exchange(dom, st, o, t.a.dev, t.b.dev, t.c.dev);
+  const std::string d = ex.describe();
+  INFO(d);
+  // A peer outside this rank's virtual node is reached through NCCL.
+  const int me = world.rank();
+  bool remote_peer = false;
+  for (int q = 0; q < P; ++q) remote_peer |= q / node_size != me / node_size;
+  if (remote_peer) CHECK(d.find("via nccl") != std::string::npos);
+  for (int round = 0; round < 6; ++round) {  // blocking, split phase, stream-ordered, twice
+    t.fill(n, round);
+    run_exchange(ex, round % 3);
+    t.check(st, n, {true, true, true}, round);
+  }
+  // A reverse sum over NCCL matches the host's, bit for bit.
+  constexpr auto st2 = halox::stencil<3>::box(2);
+  auto hd = dom.make_field<double>(st2);
+  auto dd = dom.make_field<double>(st2, halox::device);
+  const auto a = hd.allocated_box();
+  for (auto i = a.lo[0]; i < a.hi[0]; ++i)
+    for (auto j = a.lo[1]; j < a.hi[1]; ++j)
+      for (auto k = a.lo[2]; k < a.hi[2]; ++k)
+        hd.at({i, j, k}) = 0.25 * double((i * 31 + j * 17 + k * 3 + me * 7) % 23) - 1.0;
+  cuda(cudaMemcpy(dd.data(), hd.data(), bytes_of(hd), cudaMemcpyHostToDevice));
+  halox::make_reverse_exchange(dom, st2, halox::reduction::sum, hd).exchange();
+  halox::make_reverse_exchange(dom, st2, halox::reduction::sum, o, dd).exchange();
+  std::vector<double> got(std::size_t(a.volume()));
+  cuda(cudaMemcpy(got.data(), dd.data(), bytes_of(dd), cudaMemcpyDeviceToHost));
+  long bad = 0;
+  for (std::size_t k = 0; k < got.size(); ++k)
+    bad += std::memcmp(&got[k], hd.data() + k, sizeof(double)) != 0;
+  REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<long>()) == 0);
 }

@@ -15,17 +15,21 @@ enum class staging {
                 ///< the MPI library reports CUDA support, else host_staged
   gpu_aware,    ///< message buffers in device memory, handed to MPI as they are
   host_staged,  ///< message buffers in pinned host memory the pack kernel writes (mapped)
-  peer_ipc      ///< node-local GPUs: the pack kernel writes into the peer's GPU memory (CUDA IPC)
+  peer_ipc,     ///< node-local GPUs: the pack kernel writes into the peer's GPU memory (CUDA IPC)
+  nccl  ///< CUDA IPC to node-local GPUs that reach each other, NCCL to every other peer: device
+        ///< buffers, sends and receives enqueued on halox's stream (builds with NCCL; device
+        ///< fields only; one GPU per rank)
 };
 
-/// `"auto"`, `"gpu_aware"`, `"host_staged"` or `"peer_ipc"`.
+/// `"auto"`, `"gpu_aware"`, `"host_staged"`, `"peer_ipc"` or `"nccl"`.
 const char* to_string(staging s) noexcept;
 
 /// Transport choices of one exchange object. The defaults pick the fastest path per peer;
 /// every choice is made per pair of ranks, and a pair uses a node-local path only where both
 /// ranks allow it (the options may differ between ranks).
 struct exchange_options {
-  /// Device fields: how messages travel (`HALOX_STAGING=auto|gpu_aware|host_staged|peer_ipc`).
+  /// Device fields: how messages travel
+  /// (`HALOX_STAGING=auto|gpu_aware|host_staged|peer_ipc|nccl`).
   staging device_staging = staging::automatic;
   /// Host fields: messages between ranks of one node go through shared memory where the
   /// system allows it; false sends everything through MPI (`HALOX_HOST_TRANSPORT=auto|mpi`).

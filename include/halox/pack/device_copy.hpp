@@ -68,6 +68,8 @@ class device_copier {
   void copy(void* dst, const void* src, std::size_t bytes, int rank);
   /// Blocks until everything enqueued has run.
   void synchronize(int rank);
+  /// halox's stream (a `cudaStream_t`), for transports that enqueue between the launches.
+  void* stream() const;
   /// True when everything enqueued has run. Never blocks.
   bool ready(int rank);
   /// Makes halox's stream wait for the work already on `user_stream` (no host wait).

@@ -28,10 +28,14 @@ class locality {
   }
   /// For describe(): "node of 2 ranks" or "virtual node of 2 ranks (node_size 2)".
   std::string describe() const;
+  /// Whether two ranks of the communicator on one real node drive the same GPU (the same on
+  /// every rank; false for host exchanges).
+  bool gpu_shared() const { return gpu_shared_; }
 
  private:
   int rank_ = 0;
   int node_size_ = 0;
+  bool gpu_shared_ = false;
   std::map<int, std::string> node_;  // rank -> GPU bus id, every rank of this node
 };
 
