@@ -13,6 +13,9 @@
 
 #include <boost/mpi/collectives.hpp>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "chain_model.hpp"
 #include "check.hpp"
 

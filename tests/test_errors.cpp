@@ -9,6 +9,9 @@
 #include <limits>
 #include <span>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "check.hpp"
 
 namespace mpi = boost::mpi;

@@ -17,6 +17,9 @@
 #include <cstring>
 #include <map>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "entity_check.hpp"
 
 namespace mpi = boost::mpi;

@@ -11,6 +11,9 @@
 #include <cstdlib>
 #include <string>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "check.hpp"
 #include "halox/exchange/peer_agreement.hpp"
 #include "halox/transport/shm_mailbox.hpp"

@@ -8,6 +8,9 @@
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "entity_check.hpp"
 
 namespace mpi = boost::mpi;

@@ -72,6 +72,11 @@ struct exchange_state {
 
 }  // namespace detail
 
+halo_exchange detail::make_halo_exchange(const boost::mpi::communicator& comm,
+                                         exchange_program program) {
+  return halo_exchange(comm, std::move(program));
+}
+
 halo_exchange::halo_exchange(const boost::mpi::communicator& comm, detail::exchange_program p)
     : s_(std::make_unique<detail::exchange_state>(comm, std::move(p))) {}
 

@@ -12,6 +12,8 @@
 #include <map>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "../gpu/cuda_driver.hpp"
 #include "halox/core/error.hpp"
 #include "halox/pack/device_copy.hpp"

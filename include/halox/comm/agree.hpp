@@ -32,8 +32,8 @@ void agree(const boost::mpi::communicator& comm, F&& check) {
   if (first == INT_MAX) return;
   boost::mpi::broadcast(comm, msg, first);
   if (first == comm.rank()) throw error(msg.substr(std::string("halox: ").size()));
-  throw error(fmt::format("rank {}: stopped because another rank rejected its input: {}",
-                          comm.rank(), msg.substr(std::string("halox: ").size())));
+  throw error(detail::format("rank {}: stopped because another rank rejected its input: {}",
+                             comm.rank(), msg.substr(std::string("halox: ").size())));
 }
 
 }  // namespace halox::detail

@@ -9,9 +9,7 @@
 #include <string>
 #include <type_traits>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
+#include "halox/core/format.hpp"
 #include "halox/core/index.hpp"
 
 namespace halox {
@@ -93,7 +91,7 @@ constexpr box<D> grow(box<D> b, const W& below, const W& above) {
 template <int D>
 std::string to_string(const box<D>& b) {
   std::string s;
-  for (int i = 0; i < D; ++i) s += fmt::format("{}[{},{})", i ? "x" : "", b.lo[i], b.hi[i]);
+  for (int i = 0; i < D; ++i) s += detail::format("{}[{},{})", i ? "x" : "", b.lo[i], b.hi[i]);
   return s;
 }
 

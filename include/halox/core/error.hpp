@@ -4,9 +4,9 @@
 
 #include <stdexcept>
 #include <string>
-#include <utility>
+#include <string_view>
 
-#include <fmt/format.h>
+#include "halox/core/format.hpp"
 
 namespace halox {
 
@@ -21,16 +21,17 @@ class error : public std::runtime_error {
 
 namespace detail {
 
-/// Throws halox::error with an fmt-formatted message.
+/// Throws halox::error with a formatted message (see format.hpp: each `{}` takes the next
+/// argument).
 template <class... Args>
-[[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {
-  throw error(fmt::format(f, std::forward<Args>(args)...));
+[[noreturn]] void fail(std::string_view f, const Args&... args) {
+  throw error(format(f, args...));
 }
 
 /// Throws halox::error if `condition` is false.
 template <class... Args>
-void require(bool condition, fmt::format_string<Args...> f, Args&&... args) {
-  if (!condition) fail(f, std::forward<Args>(args)...);
+void require(bool condition, std::string_view f, const Args&... args) {
+  if (!condition) fail(f, args...);
 }
 
 }  // namespace detail

@@ -7,6 +7,7 @@
 
 #include <boost/mpi/communicator.hpp>
 
+#include "halox/core/format.hpp"
 #include "halox/domain/domain_base.hpp"
 
 namespace halox {
@@ -55,8 +56,9 @@ class box_list : public domain_base<box_list<D>, D> {
           l.push_back("box count");
           l.push_back(std::to_string(boxes_.size()));
           for (std::size_t k = 0; k < boxes_.size(); ++k) {
-            l.push_back(fmt::format("box #{}", k));
-            l.push_back(fmt::format("{} (owner {})", to_string(boxes_[k].cells), boxes_[k].owner));
+            l.push_back(detail::format("box #{}", k));
+            l.push_back(
+                detail::format("{} (owner {})", to_string(boxes_[k].cells), boxes_[k].owner));
           }
         },
         [&] { validate(); });

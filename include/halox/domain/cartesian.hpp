@@ -7,6 +7,7 @@
 
 #include <boost/mpi/communicator.hpp>
 
+#include "halox/core/format.hpp"
 #include "halox/domain/decomposition.hpp"
 #include "halox/domain/domain_base.hpp"
 
@@ -47,7 +48,7 @@ class cartesian : public domain_base<cartesian<D>, D> {
         },
         [&](detail::settings_list& l) {
           l.push_back("process grid");
-          l.push_back(grid ? fmt::format("{}", fmt::join(grid->dims, "x")) : "automatic");
+          l.push_back(grid ? detail::format("{}", detail::join(grid->dims, "x")) : "automatic");
         },
         [&] { grid_ = grid ? checked_grid(*grid) : balanced_grid<D>(comm.size(), global); });
     local_.push_back(box_of(rank_));
@@ -108,12 +109,12 @@ class cartesian : public domain_base<cartesian<D>, D> {
     for (int i = 0; i < D; ++i) {
       detail::require(grid.dims[i] > 0 && grid.dims[i] <= global_.hi[i],
                       "rank {}: process grid {} has {} ranks in dimension {} of extent {}", rank_,
-                      fmt::join(grid.dims, "x"), grid.dims[i], i, global_.hi[i]);
+                      detail::join(grid.dims, "x"), grid.dims[i], i, global_.hi[i]);
       product *= grid.dims[i];
     }
     detail::require(product == this->size(),
                     "rank {}: process grid {} holds {} ranks but the communicator has {}", rank_,
-                    fmt::join(grid.dims, "x"), product, this->size());
+                    detail::join(grid.dims, "x"), product, this->size());
     return grid;
   }
 

@@ -89,7 +89,7 @@ process_grid<D> balanced_grid(int ranks, const extents<D>& n) {
   detail::grid_search<D>(ranks, 0, cur, n, best, best_cost, best_spread);
   detail::require(best_cost < std::numeric_limits<double>::max(),
                   "process grid: {} ranks cannot each own a cell of a {} domain", ranks,
-                  fmt::join(n, "x"));
+                  detail::join(n, "x"));
   return {best};
 }
 

@@ -116,8 +116,8 @@ class domain_base {
     detail::require(alloc == want,
                     "rank {}: field '{}' has extents {} but the owned box {} with padding "
                     "{}/{} needs {}",
-                    rank(), s->name, fmt::join(alloc, "x"), to_string(b), fmt::join(pad_lo, ","),
-                    fmt::join(pad_hi, ","), fmt::join(want, "x"));
+                    rank(), s->name, detail::join(alloc, "x"), to_string(b),
+                    detail::join(pad_lo, ","), detail::join(pad_hi, ","), detail::join(want, "x"));
     detail::dense_bytes(m, o.components, sizeof(T), rank(), s->name);
     detail::dense_strides<D>(alloc, o, m);
     m.data = reinterpret_cast<std::byte*>(check_pointer(data, *s));
@@ -190,9 +190,9 @@ class domain_base {
     for (int i = 0; i < D; ++i) h.add(std::uint64_t(global_.hi[i])), h.add(per_[i]);
     add(h);
     detail::agree_on_settings(comm_, "domain", h.value(), [&] {
-      detail::settings_list l{"type",           fmt::format("{}<{}>", type, D),
-                              "global extents", fmt::format("{}", fmt::join(global_.hi, "x")),
-                              "periodicity",    fmt::format("{}", per_.flags)};
+      detail::settings_list l{"type",           detail::format("{}<{}>", type, D),
+                              "global extents", detail::format("{}", detail::join(global_.hi, "x")),
+                              "periodicity",    detail::format("{}", per_.flags)};
       describe(l);
       return l;
     });
@@ -216,7 +216,7 @@ class domain_base {
     detail::require(global_.checked_volume().has_value(),
                     "rank {}: the global box {} holds more than {} cells (a 64-bit index cannot "
                     "count them)",
-                    rank_, fmt::join(global_.hi, "x"), detail::index_max);
+                    rank_, detail::join(global_.hi, "x"), detail::index_max);
   }
 
   boost::mpi::communicator comm_;

@@ -10,10 +10,8 @@
 #include <typeinfo>
 #include <vector>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "halox/core/box.hpp"
+#include "halox/core/format.hpp"
 #include "halox/core/reduction.hpp"
 #include "halox/field/memory.hpp"
 #include "halox/pattern/stencil.hpp"
@@ -30,7 +28,7 @@ std::string type_label() {
   else if constexpr (std::is_floating_point_v<T>)
     return sizeof(T) == 4 ? "float" : sizeof(T) == 8 ? "double" : "long double";
   else if constexpr (std::is_integral_v<T>)
-    return fmt::format("{}int{}", std::is_signed_v<T> ? "" : "u", sizeof(T) * CHAR_BIT);
+    return detail::format("{}int{}", std::is_signed_v<T> ? "" : "u", sizeof(T) * CHAR_BIT);
   else
     return typeid(T).name();
 }
@@ -38,14 +36,14 @@ std::string type_label() {
 /// One item per field: its value type, size, components and memory space.
 template <class T>
 void declare_field(declaration& d, int k, int components, memory_space space) {
-  d.push_back({fmt::format("field #{}", k),
-               fmt::format("{} ({} B) x {} component(s) in {} memory", type_label<T>(), sizeof(T),
-                           components, to_string(space))});
+  d.push_back({detail::format("field #{}", k),
+               detail::format("{} ({} B) x {} component(s) in {} memory", type_label<T>(),
+                              sizeof(T), components, to_string(space))});
 }
 
 /// The direction of an exchange: forward, or reverse with its combining operation.
 inline std::string direction_label(bool reverse, reduction op) {
-  return reverse ? fmt::format("reverse ({})", to_string(op)) : std::string("forward");
+  return reverse ? detail::format("reverse ({})", to_string(op)) : std::string("forward");
 }
 
 /// The declaration of a structured exchange: direction, stencil, global box, periodicity,
@@ -60,10 +58,10 @@ declaration declare_structured(const stencil<D>& st, const box<D>& global,
   d.push_back({"direction", direction_label(reverse, op)});
   d.push_back({"dimensions", std::to_string(D)});
   d.push_back(
-      {"stencil", fmt::format("halo widths lo {} hi {}, {} neighbour direction(s) (slots {})",
-                              st.lo, st.hi, st.neighbor_count(), slots)});
+      {"stencil", detail::format("halo widths lo {} hi {}, {} neighbour direction(s) (slots {})",
+                                 st.lo, st.hi, st.neighbor_count(), slots)});
   d.push_back({"global box", to_string(global)});
-  d.push_back({"periodicity", fmt::format("{}", per)});
+  d.push_back({"periodicity", detail::format("{}", per)});
   d.push_back({"field count", std::to_string(fields)});
   return d;
 }

@@ -11,17 +11,23 @@
 #include <boost/mpi/communicator.hpp>
 
 #include "halox/core/stream.hpp"
-#include "halox/program/program.hpp"
 
 namespace halox {
 
 namespace detail {
 
 struct exchange_state;
+struct exchange_program;
 
 }  // namespace detail
 
 class exchange_handle;
+class halo_exchange;
+
+namespace detail {
+/// Wraps a compiled program in its communication object (the last step of make_exchange).
+halo_exchange make_halo_exchange(const boost::mpi::communicator& comm, exchange_program program);
+}  // namespace detail
 
 /// Exchanges the halos of a fixed set of fields. Build it with `halox::make_exchange`; every
 /// rank of the domain's communicator must build it (collectively, with the same stencil and
@@ -32,7 +38,6 @@ class exchange_handle;
 /// plan work: it packs, posts one message per peer, copies local pieces and unpacks.
 class halo_exchange {
  public:
-  halo_exchange(const boost::mpi::communicator& comm, detail::exchange_program program);
   /// Completes an exchange still in flight, then releases the MPI requests.
   ~halo_exchange();
   halo_exchange(halo_exchange&&) noexcept;
@@ -69,6 +74,10 @@ class halo_exchange {
 
  private:
   friend class exchange_handle;
+  // Built by make_exchange / make_reverse_exchange (detail::make_halo_exchange).
+  halo_exchange(const boost::mpi::communicator& comm, detail::exchange_program program);
+  friend halo_exchange detail::make_halo_exchange(const boost::mpi::communicator& comm,
+                                                  detail::exchange_program program);
   std::unique_ptr<detail::exchange_state> s_;
 };
 

@@ -53,7 +53,7 @@ void buffer_strides(const index* c, std::size_t elem, index* s) {
 
 template <int D>
 std::string field_label(int k, const field_state<D>& f) {
-  return fmt::format("field #{} '{}'", k, f.name);
+  return detail::format("field #{} '{}'", k, f.name);
 }
 
 template <int D, class Domain>
@@ -170,7 +170,8 @@ halo_exchange finish_exchange(const boost::mpi::communicator& comm, exchange_pro
   int k = 0;
   (declare_field<typename F::value_type>(declared, k++, fields.components(), fields.space()), ...);
   prog.declared = std::move(declared);
-  return halo_exchange(boost::mpi::communicator(comm, boost::mpi::comm_duplicate), std::move(prog));
+  return make_halo_exchange(boost::mpi::communicator(comm, boost::mpi::comm_duplicate),
+                            std::move(prog));
 }
 
 /// Rejects a combining reduction on a non-arithmetic field.

@@ -7,8 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
-
+#include "halox/core/format.hpp"
 #include "halox/exchange/halo_exchange.hpp"
 #include "halox/pack/device_copy.hpp"
 #include "halox/transport/staging.hpp"
@@ -92,7 +91,7 @@ class program_builder {
             "pack into device memory, cudaMemcpyAsync through pinned host memory "
             "(host_staging_copies)";
       }
-      path = fmt::format("{} ({})", to_string(choice.policy), choice.why);
+      path = detail::format("{} ({})", to_string(choice.policy), choice.why);
       p_.device_buffers = choice.device_buffers;
     }
     auto buffer = [&](std::size_t bytes) {
@@ -130,7 +129,7 @@ class program_builder {
     std::size_t sb = 0, rb = 0;
     for (const auto& m : p_.sends) sb += m.bytes;
     for (const auto& m : p_.recvs) rb += m.bytes;
-    p_.summary = fmt::format(
+    p_.summary = detail::format(
         "{} field(s); sends {} message(s) {} B; receives {} message(s) {} B; {} local copies; "
         "{} pack / {} unpack steps; {} / {} device copies (fused kernels)",
         field_count, p_.sends.size(), sb, p_.recvs.size(), rb, p_.local_ops.size(),

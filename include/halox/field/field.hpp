@@ -87,8 +87,8 @@ index dense_bytes(const block_memory<D>& m, int components, std::size_t elem_byt
   require(bytes.has_value(),
           "rank {}: field '{}' needs {} cells x {} components x {} bytes (the owned box {} with "
           "padding {}/{}), more than {} bytes",
-          rank, name, fmt::join(a.size(), "x"), components, elem_bytes, to_string(m.owned),
-          fmt::join(m.pad_lo, ","), fmt::join(m.pad_hi, ","), index_max);
+          rank, name, detail::join(a.size(), "x"), components, elem_bytes, to_string(m.owned),
+          detail::join(m.pad_lo, ","), detail::join(m.pad_hi, ","), index_max);
   return *bytes;
 }
 
@@ -108,8 +108,8 @@ index strided_bytes(const block_memory<D>& m, int components, std::size_t elem_b
   require(bytes.has_value(),
           "rank {}: field '{}' with strides {} and component stride {} spans more than {} bytes "
           "over the owned box {} with padding {}/{}",
-          rank, name, fmt::join(m.stride, ","), m.comp_stride, index_max, to_string(m.owned),
-          fmt::join(m.pad_lo, ","), fmt::join(m.pad_hi, ","));
+          rank, name, detail::join(m.stride, ","), m.comp_stride, index_max, to_string(m.owned),
+          detail::join(m.pad_lo, ","), detail::join(m.pad_hi, ","));
   return *bytes;
 }
 
