@@ -21,8 +21,8 @@ class device_path : public exchange_path {
     const int me = c_.rank();
     auto& gpu = *c_.gpu;
     const auto& prog = c_.prog;
-    if (unpack_pending_) gpu.synchronize(me);  // the last unpack read the receive buffer
-    unpack_pending_ = false;
+    if (c_.unpack_pending) gpu.synchronize(me);  // the last unpack read the receive buffer
+    c_.unpack_pending = false;
     c_.channels.start_recvs();
     if (after) gpu.wait_for(after, me);
     gpu.launch_pack(me);  // device fields of every message, and their local copies
@@ -40,41 +40,15 @@ class device_path : public exchange_path {
   void wait(stream_t before) override {
     c_.receive_mpi(true);
     c_.unpack_ordered(c_.prog.unpack);
-    launch_unpack();
-    finish(before);
+    c_.finish_unpack(before);
     c_.channels.wait_sends();
   }
 
   bool test() override {
     if (!c_.receive_mpi(false) || !c_.channels.test_sends()) return false;
     c_.unpack_ordered(c_.prog.unpack);
-    launch_unpack();
-    if (!c_.gpu->ready(c_.rank())) return false;
-    unpack_pending_ = false;
-    return true;
+    return c_.unpack_ready();
   }
-
- protected:
-  // Enqueues the unpack (once per exchange: test() may have done it already).
-  void launch_unpack() {
-    if (unpack_pending_) return;
-    const auto& prog = c_.prog;
-    if (prog.copy_staging)
-      c_.gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, c_.rank());
-    c_.gpu->launch_unpack(c_.rank(), c_.generation);
-    unpack_pending_ = true;
-  }
-  // The user's stream waits for the unpack (the host does not), or the host does.
-  void finish(stream_t before) {
-    if (before) {
-      c_.gpu->signal(before, c_.rank());
-    } else {
-      c_.gpu->synchronize(c_.rank());
-      unpack_pending_ = false;
-    }
-  }
-
-  bool unpack_pending_ = false;  // a scheduled unpack may still read the receive buffer
 };
 
 // Device fields and local copies alone (one rank along every periodic dimension): a scheduled
@@ -122,34 +96,19 @@ class device_nccl_path final : public exchange_path {
     if (after) c_.gpu->wait_for(after, me);
     c_.gpu->launch_pack(me);
     c_.nccl->enqueue(c_.gpu->stream());
-    unpack_pending_ = false;
+    c_.unpack_pending = false;  // stream order guards the buffers
     c_.begin_exchange();
   }
 
   void wait(stream_t before) override {
-    launch_unpack();
-    if (before) {
-      c_.gpu->signal(before, c_.rank());
-    } else {
-      c_.gpu->synchronize(c_.rank());
-    }
+    c_.finish_unpack(before);
     c_.nccl->check_async();
   }
 
   bool test() override {
-    launch_unpack();
     c_.nccl->check_async();
-    return c_.gpu->ready(c_.rank());
+    return c_.unpack_ready();
   }
-
- private:
-  void launch_unpack() {
-    if (unpack_pending_) return;
-    c_.gpu->launch_unpack(c_.rank(), c_.generation);
-    unpack_pending_ = true;
-  }
-
-  bool unpack_pending_ = false;  // this exchange's unpack is enqueued
 };
 
 }  // namespace

@@ -110,6 +110,31 @@ void exchange_core::unpack_ordered(const exchange_program::steps& st) {
   ordered_done = true;
 }
 
+void exchange_core::launch_unpack() {
+  if (unpack_pending) return;
+  if (prog.copy_staging)
+    gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, rank());
+  gpu->launch_unpack(rank(), generation);
+  unpack_pending = true;
+}
+
+void exchange_core::finish_unpack(stream_t before) {
+  launch_unpack();
+  if (before) {
+    gpu->signal(before, rank());
+  } else {
+    gpu->synchronize(rank());
+    unpack_pending = false;
+  }
+}
+
+bool exchange_core::unpack_ready() {
+  launch_unpack();
+  if (!gpu->ready(rank())) return false;
+  unpack_pending = false;
+  return true;
+}
+
 std::unique_ptr<exchange_path> make_path(exchange_core& c) {
   if (!c.gpu) return make_host_path(c);
   if (c.ipc)

@@ -62,6 +62,16 @@ struct exchange_core {
   bool receive_mpi(bool block);
   /// Ordered exchanges (reverse): once every message arrived, unpacks them in peer order.
   void unpack_ordered(const exchange_program::steps& st);
+  /// Device fields: enqueues this exchange's unpack once (test() may have done it already),
+  /// after the copy into device memory under copy staging.
+  void launch_unpack();
+  /// Completes the unpack: the user's stream waits for it (scheduled wait, `before` set), or the
+  /// host does.
+  void finish_unpack(stream_t before);
+  /// test(): enqueues the unpack once; true when it has run (never blocks).
+  bool unpack_ready();
+  bool unpack_pending = false;  // an unpack is enqueued that may still read the receive buffer
+
   /// Resets the per-exchange counters at a start.
   void begin_exchange() {
     arrived = 0;

@@ -24,8 +24,8 @@ class ipc_handshake_path final : public exchange_path {
 
   void start(stream_t after) override {
     const int me = c_.rank();
-    if (unpack_pending_) c_.gpu->synchronize(me);  // the last unpack read the receive buffer
-    unpack_pending_ = false;
+    if (c_.unpack_pending) c_.gpu->synchronize(me);  // the last unpack read the receive buffer
+    c_.unpack_pending = false;
     c_.channels.start_recvs();  // peers not reached through CUDA IPC
     c_.ipc->start();            // our IPC senders may now write into our receive buffer
     if (after) c_.gpu->wait_for(after, me);
@@ -38,13 +38,7 @@ class ipc_handshake_path final : public exchange_path {
     c_.ipc->wait_ready();
     c_.receive_mpi(true);
     c_.unpack_ordered(c_.prog.unpack);
-    launch_unpack();
-    if (before) {
-      c_.gpu->signal(before, c_.rank());
-    } else {
-      c_.gpu->synchronize(c_.rank());
-      unpack_pending_ = false;
-    }
+    c_.finish_unpack(before);
     c_.channels.wait_sends();
     c_.ipc->wait_sends();
     if (c_.nccl) c_.nccl->check_async();
@@ -54,10 +48,7 @@ class ipc_handshake_path final : public exchange_path {
     if (!c_.ipc->test_ready() || !c_.ipc->test_sends()) return false;
     if (!c_.receive_mpi(false) || !c_.channels.test_sends()) return false;
     c_.unpack_ordered(c_.prog.unpack);
-    launch_unpack();
-    if (!c_.gpu->ready(c_.rank())) return false;
-    unpack_pending_ = false;
-    return true;
+    return c_.unpack_ready();
   }
 
  private:
@@ -75,16 +66,6 @@ class ipc_handshake_path final : public exchange_path {
     // Staging nccl: the other peers' messages, on halox's stream before the unpack.
     if (c_.nccl) c_.nccl->enqueue(c_.gpu->stream());
   }
-  void launch_unpack() {
-    if (unpack_pending_) return;
-    const auto& prog = c_.prog;
-    if (prog.copy_staging)
-      c_.gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, c_.rank());
-    c_.gpu->launch_unpack(c_.rank(), c_.generation);
-    unpack_pending_ = true;
-  }
-
-  bool unpack_pending_ = false;  // a scheduled unpack may still read the receive buffer
 };
 
 // Every message of every rank through CUDA IPC, no two ranks on one GPU: the kernels order the
@@ -102,35 +83,13 @@ class ipc_signalled_path final : public exchange_path {
     // Buffer reuse is guarded on the GPU (consumed flags): the host waits for nothing.
     if (after) c_.gpu->wait_for(after, me);
     c_.gpu->launch_pack(me, c_.generation);
-    unpack_pending_ = false;
+    c_.unpack_pending = false;  // flags in GPU memory guard the buffers
     c_.begin_exchange();
   }
 
-  void wait(stream_t before) override {
-    launch_unpack();  // the unpack kernel waits for the senders' data-ready flags itself
-    if (before) {
-      c_.gpu->signal(before, c_.rank());
-    } else {
-      c_.gpu->synchronize(c_.rank());
-      unpack_pending_ = false;
-    }
-  }
-
-  bool test() override {
-    launch_unpack();
-    if (!c_.gpu->ready(c_.rank())) return false;
-    unpack_pending_ = false;
-    return true;
-  }
-
- private:
-  void launch_unpack() {
-    if (unpack_pending_) return;
-    c_.gpu->launch_unpack(c_.rank(), c_.generation);
-    unpack_pending_ = true;
-  }
-
-  bool unpack_pending_ = false;  // this exchange's unpack is enqueued
+  // The unpack kernel waits for the senders' data-ready flags itself.
+  void wait(stream_t before) override { c_.finish_unpack(before); }
+  bool test() override { return c_.unpack_ready(); }
 };
 
 }  // namespace
