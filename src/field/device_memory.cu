@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "../gpu/check.hpp"
 #include "halox/core/error.hpp"
 #include "halox/field/memory.hpp"
 
@@ -10,9 +11,7 @@ namespace halox::detail {
 
 namespace {
 void check_cuda(cudaError_t rc, const char* call, std::size_t bytes) {
-  if (rc != cudaSuccess)
-    fail("{} ({} bytes) failed: {} ({})", call, bytes, cudaGetErrorString(rc),
-         cudaGetErrorName(rc));
+  if (rc != cudaSuccess) gpu::check(rc, format("{} ({} bytes)", call, bytes));
 }
 }  // namespace
 

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "../gpu/check.hpp"
 #include "../gpu/cuda_driver.hpp"
 #include "halox/core/error.hpp"
 #include "halox/pack/device_copy.hpp"
@@ -76,10 +77,7 @@ __device__ unsigned divide(const dev_op& op, int k, unsigned n) {
   return (t + ((n - t) >> op.shift1[k])) >> op.shift2[k];
 }
 
-void check(cudaError_t rc, const char* call, int rank) {
-  if (rc != cudaSuccess)
-    fail("rank {}: {} failed: {} ({})", rank, call, cudaGetErrorString(rc), cudaGetErrorName(rc));
-}
+using gpu::check;
 
 // The widest power of two (<= 16) that divides the element size, every stride and both bases.
 int unit_of(const copy_op& op) {

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "../gpu/check.hpp"
 #include "halox/core/error.hpp"
 #include "halox/transport/nccl_path.hpp"
 
@@ -18,10 +19,6 @@ namespace {
 
 void check_mpi(int rc, const char* call, int rank) {
   if (rc != MPI_SUCCESS) fail("rank {}: {} failed (NCCL transport set-up)", rank, call);
-}
-void check_cuda(cudaError_t rc, const char* call, int rank) {
-  if (rc != cudaSuccess)
-    fail("rank {}: {} failed: {} ({})", rank, call, cudaGetErrorString(rc), cudaGetErrorName(rc));
 }
 void check_nccl(ncclResult_t rc, const char* call, int rank, ncclComm_t comm = nullptr) {
   if (rc == ncclSuccess) return;
@@ -80,7 +77,7 @@ std::shared_ptr<shared_comm> create(MPI_Comm comm, int me, int size) {
   check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me);
   check_nccl(rc, "ncclCommInitRank", me);
   if (!all) fail("rank {}: ncclCommInitRank failed on another rank", me);
-  check_cuda(cudaEventCreateWithFlags(&s->last, cudaEventDisableTiming), "cudaEventCreate", me);
+  gpu::check(cudaEventCreateWithFlags(&s->last, cudaEventDisableTiming), "cudaEventCreate", me);
   std::lock_guard<std::mutex> lock(registry_mutex);
   registry.push_back(s);
   return s;
@@ -138,7 +135,7 @@ void nccl_path::enqueue(void* stream) {
   const int me = p_->rank;
   if (p_->sends.empty() && p_->recvs.empty()) return;
   // Groups of every user of this communicator run in the order this rank issues them.
-  if (s.recorded) check_cuda(cudaStreamWaitEvent(st, s.last, 0), "cudaStreamWaitEvent(NCCL)", me);
+  if (s.recorded) gpu::check(cudaStreamWaitEvent(st, s.last, 0), "cudaStreamWaitEvent(NCCL)", me);
   check_nccl(ncclGroupStart(), "ncclGroupStart", me, s.comm);
   for (const auto& m : p_->sends)
     check_nccl(ncclSend(p_->send_buf + m.offset, m.bytes, ncclUint8, m.peer, s.comm, st),
@@ -147,7 +144,7 @@ void nccl_path::enqueue(void* stream) {
     check_nccl(ncclRecv(p_->recv_buf + m.offset, m.bytes, ncclUint8, m.peer, s.comm, st),
                "ncclRecv", me, s.comm);
   check_nccl(ncclGroupEnd(), "ncclGroupEnd", me, s.comm);
-  check_cuda(cudaEventRecord(s.last, st), "cudaEventRecord(NCCL)", me);
+  gpu::check(cudaEventRecord(s.last, st), "cudaEventRecord(NCCL)", me);
   s.recorded = true;
 }
 

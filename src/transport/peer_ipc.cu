@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "../gpu/check.hpp"
 #include "../gpu/cuda_driver.hpp"
 #include "halox/core/error.hpp"
 #include "halox/transport/locality.hpp"
@@ -31,10 +32,6 @@ enum : int {
   tag_start = 16
 };
 
-void check_cuda(cudaError_t rc, const char* call, int rank) {
-  if (rc != cudaSuccess)
-    fail("rank {}: {} failed: {} ({})", rank, call, cudaGetErrorString(rc), cudaGetErrorName(rc));
-}
 void check_mpi(int rc, const char* call, int rank) {
   if (rc != MPI_SUCCESS) fail("rank {}: {} failed (CUDA IPC transport)", rank, call);
 }
@@ -48,7 +45,7 @@ struct reach {
 
 reach peers_reachable(const locality& here, const exchange_program& prog, int me) {
   int dev = 0;
-  check_cuda(cudaGetDevice(&dev), "cudaGetDevice", me);
+  gpu::check(cudaGetDevice(&dev), "cudaGetDevice", me);
   const std::string mine = *here.gpu_of(me);
   reach r;
   auto reachable = [&](int peer) {
@@ -264,8 +261,8 @@ struct peer_ipc::impl {
 std::string peer_ipc::current_gpu() {
   int dev = 0;
   char bus[32] = {};
-  check_cuda(cudaGetDevice(&dev), "cudaGetDevice", -1);
-  check_cuda(cudaDeviceGetPCIBusId(bus, sizeof bus, dev), "cudaDeviceGetPCIBusId", -1);
+  gpu::check(cudaGetDevice(&dev), "cudaGetDevice", -1);
+  gpu::check(cudaDeviceGetPCIBusId(bus, sizeof bus, dev), "cudaDeviceGetPCIBusId", -1);
   return bus;
 }
 
@@ -334,9 +331,9 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   // how many halo regions the sender may write directly; each sender opens the handles once.
   cudaIpcMemHandle_t h{}, fh{};
   if (!ipc_recvs.empty())
-    check_cuda(cudaIpcGetMemHandle(&h, p->recv.get()), "cudaIpcGetMemHandle", me);
+    gpu::check(cudaIpcGetMemHandle(&h, p->recv.get()), "cudaIpcGetMemHandle", me);
   if (p->device_signalled)
-    check_cuda(cudaIpcGetMemHandle(&fh, p->flags.get()), "cudaIpcGetMemHandle(flags)", me);
+    gpu::check(cudaIpcGetMemHandle(&fh, p->flags.get()), "cudaIpcGetMemHandle(flags)", me);
   std::vector<handle_msg> out(n_recv), in(n_send);
   std::vector<start_msg> start_out(n_send), start_in(n_recv);
   auto exchange_all = [&](auto&& post_sends, auto&& post_recvs, const char* what) {
@@ -383,7 +380,7 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
       "MPI_Waitall(IPC handles)");
   auto open = [&](const cudaIpcMemHandle_t& handle, const char* what) {
     void* base = nullptr;
-    check_cuda(cudaIpcOpenMemHandle(&base, handle, cudaIpcMemLazyEnablePeerAccess), what, me);
+    gpu::check(cudaIpcOpenMemHandle(&base, handle, cudaIpcMemLazyEnablePeerAccess), what, me);
     p->opened.push_back(base);
     return static_cast<std::byte*>(base);
   };
