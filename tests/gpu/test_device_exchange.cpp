@@ -695,4 +695,25 @@ TEST_CASE(
   for (std::size_t k = 0; k < got.size(); ++k)
     bad += std::memcmp(&got[k], hd.data() + k, sizeof(double)) != 0;
   REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<long>()) == 0);
+  // Unstructured device fields over NCCL: a ring with long-range ghosts, values from the ids.
+  const long ne = 300;
+  std::vector<halox::global_id> owned, ghosts;
+  for (long k = 0; k < ne; ++k) owned.push_back(halox::global_id(me) * ne + k);
+  if (P > 1)
+    for (long k = 0; k < ne; k += 5)
+      ghosts.push_back(halox::global_id((me + 1 + k % (P - 1)) % P) * ne + (k * 7) % ne);
+  halox::unstructured pat(world, owned, ghosts);
+  auto uh = pat.make_field<double>(2);
+  auto ud = pat.make_field<double>(2, halox::entity_layout::entity_major, halox::device);
+  for (long k = 0; k < pat.local_count(); ++k)
+    for (int c = 0; c < 2; ++c) uh(k, c) = k < ne ? double(owned[std::size_t(k)]) * 2 + c : -1.0;
+  const auto ubytes = std::size_t(pat.local_count()) * 2 * sizeof(double);
+  cuda(cudaMemcpy(ud.data(), uh.data(), ubytes, cudaMemcpyHostToDevice));
+  halox::make_exchange(pat, o, ud).exchange();
+  cuda(cudaMemcpy(uh.data(), ud.data(), ubytes, cudaMemcpyDeviceToHost));
+  long ubad = 0;
+  for (std::size_t g = 0; g < ghosts.size(); ++g)
+    for (int c = 0; c < 2; ++c)
+      ubad += uh(ne + long(g), c) != double(ghosts[g]) * 2 + c;
+  REQUIRE(boost::mpi::all_reduce(world, ubad, std::plus<long>()) == 0);
 }
