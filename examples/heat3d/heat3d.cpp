@@ -4,7 +4,7 @@
 // With --scaling, N^3 cells per rank (weak scaling), timed against a 1-rank run in the same job.
 //
 //   mpirun -np 4 ./heat3d [--n 48] [--steps 40] [--no-overlap] [--device] [--scaling]
-//                         [--progress SECONDS]
+//                         [--progress STEPS]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,6 +21,7 @@
 #include <halox/halox.hpp>
 
 #include "../common/app.hpp"
+#include "../common/cli.hpp"
 
 #ifdef HALOX_HEAT3D_DEVICE
 #include "../common/select_gpu.hpp"
@@ -37,8 +38,8 @@ struct options {
   int steps = 40;
   bool overlap = true;
   bool device = false;
-  bool scaling = false;      // weak scaling: n^3 cells per rank, against a 1-rank run
-  double progress_s = 10.0;  // seconds between progress lines on rank 0; 0: none
+  bool scaling = false;  // weak scaling: n^3 cells per rank, against a 1-rank run
+  int progress = 0;      // steps between progress lines on rank 0; 0: none
 };
 
 struct timing {
@@ -51,17 +52,16 @@ double since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();
 }
 
-// Progress lines for long runs: rank 0, host clock, at most one per `every` seconds. On the
-// GPU the host runs at most a step ahead (schedule_exchange waits for its pack kernel), so no
+// Progress lines for long runs: rank 0, every `every` steps, host clock. On the GPU the host
+// runs at most a step ahead (schedule_exchange waits for its pack kernel), so no
 // synchronisation is added for it.
 class progress_meter {
  public:
   progress_meter(const options& o, const mpi::communicator& comm, double cells_per_step, int steps)
-      : every_(comm.rank() == 0 ? o.progress_s : 0), cells_(cells_per_step), steps_(steps) {}
-  void start() { t0_ = last_ = clock_type::now(); }
+      : every_(comm.rank() == 0 ? o.progress : 0), cells_(cells_per_step), steps_(steps) {}
+  void start() { t0_ = clock_type::now(); }
   void step_done(int s) {
-    if (every_ <= 0 || since(last_) < every_) return;
-    last_ = clock_type::now();
+    if (every_ <= 0 || (s + 1) % every_ != 0) return;
     const double elapsed = since(t0_);
     std::printf("step %d/%d, %.2f s, %.3f Mcell-updates/s\n", s + 1, steps_, elapsed,
                 cells_ * (s + 1) / elapsed / 1e6);
@@ -69,9 +69,10 @@ class progress_meter {
   }
 
  private:
-  double every_, cells_;
+  int every_;
+  double cells_;
   int steps_;
-  clock_type::time_point t0_{}, last_{};
+  clock_type::time_point t0_{};
 };
 
 constexpr double alpha = 0.1;  // diffusion number, stable below 1/6
@@ -293,54 +294,29 @@ halox::field<double, 3> run_device(const halox::cartesian<3>&, const halox::sten
 #endif
 
 // Reads the options; returns -1 to run, else the exit code (0 after --help, 2 on a bad one).
-int parse(int argc, char** argv, options& o, int rank) {
-  for (int a = 1; a < argc; ++a) {
-    const std::string arg = argv[a];
-    auto value = [&]() -> const char* {
-      if (a + 1 >= argc) throw halox::error("heat3d: " + arg + " needs a value");
-      return argv[++a];
-    };
-    if (arg == "--n")
-      o.n = std::atoll(value());
-    else if (arg == "--steps")
-      o.steps = std::atoi(value());
-    else if (arg == "--no-overlap")
-      o.overlap = false;
-    else if (arg == "--device")
-      o.device = true;
-    else if (arg == "--scaling")
-      o.scaling = true;
-    else if (arg == "--progress")
-      o.progress_s = std::atof(value());
-    else {
-      const bool help = arg == "--help" || arg == "-h";
-      if (rank == 0) {
-        if (!help) std::fprintf(stderr, "heat3d: unknown option '%s'\n", arg.c_str());
-        std::printf(
-            "usage: mpirun -np P heat3d [--n N] [--steps S] [--no-overlap] [--device]\n"
-            "                           [--scaling] [--progress SECONDS]\n"
-            "  Explicit 7-point heat equation on a periodic N^3 grid (default 48) for S steps\n"
-            "  (default 40), halos exchanged with halox over P ranks; rank 0 repeats the run\n"
-            "  serially and compares. --no-overlap uses blocking exchanges instead of\n"
-            "  overlapping the interior update with the exchange.\n"
-            "  --device (CUDA builds): fields in GPU memory, one GPU per rank of a node (round\n"
-            "  robin), the update as CUDA kernels on one stream ordered with the exchange by\n"
-            "  schedule_exchange/schedule_wait; the interior kernel overlaps the messages unless\n"
-            "  --no-overlap. Exits 77 (skipped) where a rank has no CUDA device, 2 in a build\n"
-            "  without CUDA.\n"
-            "  --scaling: weak scaling, N^3 cells per rank (the global grid is the process grid\n"
-            "  times N); rank 0 first runs N^3 cells alone, and the efficiency printed is its\n"
-            "  time over the P-rank time.\n"
-            "  --progress SECONDS: rank 0 prints step, elapsed time and rate at most this often\n"
-            "  (default 10; 0: never).\n"
-            "  Last line: 'verified ...' when max |distributed - serial| <= 1e-12.\n");
-      }
-      return help ? 0 : 2;
-    }
-  }
-  if (o.n < 3 || o.steps < 0 || o.progress_s < 0)
-    throw halox::error("heat3d: need --n >= 3, --steps >= 0 and --progress >= 0");
-  return -1;
+int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
+  CLI::App app(
+      "Explicit 7-point heat equation on a periodic N^3 grid, halos exchanged with halox over "
+      "the ranks; rank 0 repeats the run serially and compares. Last line: 'verified ...' when "
+      "max |distributed - serial| <= 1e-12.",
+      "heat3d");
+  app.add_option("--n", o.n, "cells per dimension (with --scaling: per rank)")
+      ->check(CLI::Range(idx(3), idx(1) << 40))
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "time steps")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bool blocking = false;
+  app.add_flag("--no-overlap", blocking,
+               "blocking exchanges instead of overlapping the interior update with them");
+  example_app::add_device(app, o.device);
+  app.add_flag("--scaling", o.scaling,
+               "weak scaling: N^3 cells per rank; rank 0 first runs N^3 cells alone and the "
+               "efficiency printed is its time over the P-rank time");
+  example_app::add_progress(app, o.progress);
+  const int code = example_app::parse(world, app, argc, argv);
+  o.overlap = !blocking;
+  return code;
 }
 
 }  // namespace
@@ -350,7 +326,7 @@ int main(int argc, char** argv) {
   mpi::communicator world;
   options o;
   if (const int code =
-          example_app::read_options(world, [&] { return parse(argc, argv, o, world.rank()); });
+          example_app::read_options(world, [&] { return parse(argc, argv, o, world); });
       code >= 0)
     return code;
 
@@ -367,6 +343,16 @@ int main(int argc, char** argv) {
   auto run = [&](const halox::cartesian<3>& d, const mpi::communicator& comm, timing& t) {
     return o.device ? run_device(d, st, o, comm, t) : run_host(d, st, o, comm, t);
   };
+  if (world.rank() == 0) {  // the header, before any progress line
+    const char* mode = o.device ? (o.overlap ? "device, stream-ordered exchange overlapped"
+                                             : "device, stream-ordered exchange, no overlap")
+                                : (o.overlap ? "overlapped exchange" : "blocking exchange");
+    std::printf("heat3d: %lldx%lldx%lld cells, %d steps, %d ranks, process grid %dx%dx%d, %s\n",
+                static_cast<long long>(global[0]), static_cast<long long>(global[1]),
+                static_cast<long long>(global[2]), o.steps, world.size(), dom.grid().dims[0],
+                dom.grid().dims[1], dom.grid().dims[2], mode);
+    std::fflush(stdout);
+  }
   timing t, solo;
   halox::field<double, 3> result;  // the final state, on the host
   try {
@@ -389,13 +375,6 @@ int main(int argc, char** argv) {
   int status = 0;
   if (world.rank() == 0) {  // timings first: they do not wait for the check
     const double cells = double(dom.global_box().volume()) * o.steps;
-    const char* mode = o.device ? (o.overlap ? "device, stream-ordered exchange overlapped"
-                                             : "device, stream-ordered exchange, no overlap")
-                                : (o.overlap ? "overlapped exchange" : "blocking exchange");
-    std::printf("heat3d: %lldx%lldx%lld cells, %d steps, %d ranks, process grid %dx%dx%d, %s\n",
-                static_cast<long long>(global[0]), static_cast<long long>(global[1]),
-                static_cast<long long>(global[2]), o.steps, world.size(), dom.grid().dims[0],
-                dom.grid().dims[1], dom.grid().dims[2], mode);
     std::printf(
         "throughput: %.3f Mcell-updates/s (%.4f s total, %.4f s in halo exchange calls on "
         "rank 0)\n",

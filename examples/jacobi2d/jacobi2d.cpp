@@ -16,7 +16,7 @@
 // Per iteration: a_new = 0.25 * (a[x+1] + a[x-1] + a[y+1] + a[y-1]) on cells 1 <= x < nx-1,
 // and on norm iterations sqrt(allreduce(sum (a_new - a)^2)); then a and a_new swap.
 //
-//   mpirun -np 4 ./jacobi2d [-nx 16384] [-ny 16384] [-niter 1000] [-nccheck 1]
+//   mpirun -np 4 ./jacobi2d [--nx 16384] [--ny 16384] [--steps 1000] [--nccheck 1]
 //                           [--progress 100] [--overlap] [--device]
 #include <algorithm>
 #include <chrono>
@@ -35,6 +35,7 @@
 #include <halox/halox.hpp>
 
 #include "../common/app.hpp"
+#include "../common/cli.hpp"
 
 #ifdef HALOX_JACOBI2D_DEVICE
 #include "../common/select_gpu.hpp"
@@ -290,62 +291,33 @@ result run_device(const mpi::communicator&, const options&) {
 #endif
 
 // Reads the options; returns -1 to run, else the exit code (0 after --help, 2 on a bad one).
-int parse(int argc, char** argv, options& o, int rank) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.size() > 2 && arg[0] == '-' && arg[1] == '-' && arg != "--help")
-      arg.erase(0, 1);  // --nx and -nx alike; --overlap reads as -overlap
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) throw halox::error("jacobi2d: " + arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "-nx")
-      o.nx = std::atoll(value());
-    else if (arg == "-ny")
-      o.ny = std::atoll(value());
-    else if (arg == "-niter")
-      o.niter = std::atoi(value());
-    else if (arg == "-nccheck")
-      o.nccheck = std::atoi(value());
-    else if (arg == "-progress")
-      o.progress = std::atoi(value());
-    else if (arg == "-overlap")
-      o.overlap = true;
-    else if (arg == "-device")
-      o.device = true;
-    else {
-      const bool help = arg == "--help" || arg == "-h";
-      if (rank == 0) {
-        if (!help) std::fprintf(stderr, "jacobi2d: unknown option '%s'\n", argv[i]);
-        std::printf(
-            "usage: mpirun -np P jacobi2d [-nx NX] [-ny NY] [-niter N] [-nccheck C]\n"
-            "                             [--progress K] [--overlap] [--device]\n"
-            "  NVIDIA's multi-GPU Jacobi benchmark problem with halox: 5-point Jacobi in float on\n"
-            "  an NX x NY grid (default 16384 x 16384), N iterations (default 1000), the L2 norm\n"
-            "  of the update reduced over the ranks every C iterations (default 1) and at the\n"
-            "  last. Rows are split over the P ranks (process grid P x 1).\n"
-            "  Boundaries as in the benchmark: columns x = 0 and x = NX-1 fixed (Dirichlet) at\n"
-            "  sin(2 pi iy / (NY-1)); rows periodic over the computed rows iy = 1 .. NY-2 (the\n"
-            "  benchmark's rows 0 and NY-1 are their periodic copies, here halox's halo);\n"
-            "  everything else starts at 0.\n"
-            "  Rank 0 first runs the problem alone (the 1-rank reference), then all P ranks run\n"
-            "  it; prints both runtimes, speedup and 'efficiency: t1 / (P tP) * 100'.\n"
-            "  --progress K: a progress line on rank 0 every K iterations (default 100, 0: off).\n"
-            "  --overlap (CPU): start the exchange, update the interior, wait, update the rest.\n"
-            "  --device (CUDA builds): fields in GPU memory, one GPU per rank of a node (round\n"
-            "  robin), the sweeps as CUDA kernels on one stream ordered with the exchange by\n"
-            "  schedule_exchange/schedule_wait: each new field's exchange overlaps the norm's\n"
-            "  readback and the next interior sweep; the norm summed on the GPU. Exits 77\n"
-            "  (skipped) where a rank has no CUDA device, 2 in a build without CUDA.\n"
-            "  Last line: 'verified ...' when the distributed final field matches the 1-rank\n"
-            "  one (max |diff| <= 1e-6 max |a|), else 'FAILED ...' and exit code 1.\n");
-      }
-      return help ? 0 : 2;
-    }
-  }
-  if (o.nx < 3 || o.ny < 3 || o.niter < 0 || o.nccheck < 1)
-    throw halox::error("jacobi2d: need -nx >= 3, -ny >= 3, -niter >= 0 and -nccheck >= 1");
-  return -1;
+int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
+  CLI::App app(
+      "NVIDIA's multi-GPU Jacobi benchmark problem with halox: 5-point Jacobi in float on an "
+      "NX x NY grid, the L2 norm of the update reduced over the ranks every C iterations and at "
+      "the last; rows split over the ranks (process grid P x 1). Columns x = 0 and NX-1 fixed "
+      "at sin(2 pi iy / (NY-1)); rows periodic over the computed rows 1 .. NY-2. Rank 0 first "
+      "runs the problem alone, then all ranks run it; prints both runtimes and the efficiency "
+      "t1 / (P tP). Last line: 'verified ...' when the distributed field matches the 1-rank one "
+      "(max |diff| <= 1e-6 max |a|), else 'FAILED ...' and exit code 1.",
+      "jacobi2d");
+  app.add_option("--nx", o.nx, "grid columns")
+      ->check(CLI::Range(idx(3), idx(1) << 40))
+      ->capture_default_str();
+  app.add_option("--ny", o.ny, "grid rows (at least ranks + 2)")
+      ->check(CLI::Range(idx(3), idx(1) << 40))
+      ->capture_default_str();
+  app.add_option("--steps,--niter", o.niter, "Jacobi iterations")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--nccheck", o.nccheck, "iterations between L2-norm reductions")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  example_app::add_progress(app, o.progress);
+  app.add_flag("--overlap", o.overlap,
+               "CPU: start the exchange, update the interior, wait, update the rest");
+  example_app::add_device(app, o.device);
+  return example_app::parse(world, app, argc, argv);
 }
 
 }  // namespace
@@ -357,10 +329,10 @@ int main(int argc, char** argv) {
   if (const int code = example_app::read_options(
           world,
           [&] {
-            const int c = parse(argc, argv, o, world.rank());
+            const int c = parse(argc, argv, o, world);
             if (c < 0 && o.ny - 2 < world.size())
               throw halox::error("jacobi2d: " + std::to_string(world.size()) +
-                                 " ranks need -ny >= " + std::to_string(world.size() + 2) +
+                                 " ranks need --ny >= " + std::to_string(world.size() + 2) +
                                  " (a computed row each)");
             return c;
           });
