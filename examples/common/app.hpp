@@ -1,8 +1,7 @@
 // Small pieces the mini-apps share: ending the whole job after an error on one rank, and
-// reading integer options with an error that names the option.
+// turning an input error found after parsing into exit code 2 (options: cli.hpp).
 #pragma once
 
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -20,17 +19,6 @@ namespace example_app {
   std::fflush(stderr);
   boost::mpi::environment::abort(1);
   std::abort();  // not reached: MPI_Abort does not return
-}
-
-/// The integer value of option `arg`, or halox::error naming the app, the option and the text.
-template <class T>
-T integer(const char* app, const std::string& arg, const char* text) {
-  T v{};
-  const std::string s = text;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty())
-    throw halox::error(std::string(app) + ": " + arg + " needs an integer, got '" + s + "'");
-  return v;
 }
 
 /// Reads the options with `parse()` (-1: run, else the exit code: 0 after --help, 2 for a bad

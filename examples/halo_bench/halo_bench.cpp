@@ -20,6 +20,8 @@
 
 #include <boost/mpi.hpp>
 #include <halox/halox.hpp>
+
+#include "../common/cli.hpp"
 #ifdef HALOX_BENCH_CUDA
 #include <cuda_runtime.h>
 
@@ -48,13 +50,6 @@ struct options {
   bool device = false;
   bool sweep = false;  // --sweep: message sizes between two GPUs, peer_ipc vs host_staged
 };
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
-  return out;
-}
 
 // Value of cell g (wrapped into the global box), field f: unique and exact in a double.
 double encode(const halox::extents<3>& g, const halox::extents<3>& n, int f) {
@@ -578,46 +573,32 @@ int main(int argc, char** argv) {
   mpi::environment env(argc, argv);
   mpi::communicator world;
   options o;
-  for (int a = 1; a < argc; ++a) {
-    const std::string arg = argv[a];
-    const char* v = a + 1 < argc ? argv[a + 1] : "";
-    auto ints = [&] {
-      std::vector<int> r;
-      for (const auto& s : split_list(v)) r.push_back(std::atoi(s.c_str()));
-      ++a;
-      return r;
-    };
-    if (arg == "--sizes")
-      o.sizes = ints();
-    else if (arg == "--widths")
-      o.widths = ints();
-    else if (arg == "--fields")
-      o.fields = ints().at(0);
-    else if (arg == "--iters")
-      o.iters = ints().at(0);
-    else if (arg == "--warmup")
-      o.warmup = ints().at(0);
-    else if (arg == "--impls")
-      o.impls = split_list(v), ++a;
-    else if (arg == "--device")
-      o.device = true;
-    else if (arg == "--sweep")
-      o.sweep = o.device = true;
-    else {
-      if (world.rank() == 0)
-        std::printf(
-            "usage: mpirun -np P halo_bench [--sizes 8,64,128] [--widths 1,2] [--fields 3]\n"
-            "         [--impls halox,mpi_manual,mpi_types] [--iters N] [--warmup N]\n"
-            "         [--device]   (GPU fields; impls halox and, at 1 rank, memcpy3d,\n"
-            "                       per_region_kernels and single_kernel)\n"
-            "         [--sweep]    (2 ranks, one GPU each: one double field, one message per\n"
-            "                       direction of 8 KB .. 64 MB, peer_ipc vs host_staged, blocking\n"
-            "                       and in a loop of scheduled exchanges, next to the GPUs'\n"
-            "                       peer copy bandwidth)\n"
-            "Prints one JSON object per case and implementation.\n");
-      return arg == "--help" ? 0 : 2;
-    }
-  }
+  CLI::App app("Halo exchange benchmark: prints one JSON object per case and implementation.",
+               "halo_bench");
+  app.add_option("--sizes", o.sizes, "cells per dimension per rank")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--widths", o.widths, "box stencil widths")->delimiter(',')->capture_default_str();
+  app.add_option("--fields", o.fields, "double fields per exchange")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--impls", o.impls,
+                 "halox, mpi_manual, mpi_types; with --device: halox and, at 1 rank, memcpy3d, "
+                 "per_region_kernels, single_kernel")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--iters", o.iters, "timed exchanges per case (0: chosen per case)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup", o.warmup, "untimed exchanges first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  example_app::add_device(app, o.device);
+  app.add_flag("--sweep", o.sweep,
+               "2 ranks, one GPU each: one double field, one message per direction of 8 KB .. "
+               "64 MB, peer_ipc vs host_staged, blocking and in a loop of scheduled exchanges, "
+               "next to the GPUs' peer copy bandwidth (implies --device)");
+  if (const int code = example_app::parse(world, app, argc, argv); code >= 0) return code;
+  o.device = o.device || o.sweep;
 
   if (o.device) {
 #ifdef HALOX_BENCH_CUDA

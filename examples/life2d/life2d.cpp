@@ -19,6 +19,7 @@
 #include <halox/halox.hpp>
 
 #include "../common/app.hpp"
+#include "../common/cli.hpp"
 
 namespace mpi = boost::mpi;
 using idx = halox::index;
@@ -154,55 +155,30 @@ board run(const halox::cartesian<2>& dom, const options& o, const mpi::communica
   example_app::abort_run("life2d", world, e);
 }
 
-template <class T>
-T integer(const std::string& arg, const char* text) {
-  return example_app::integer<T>("life2d", arg, text);
-}
-
 // Reads the options; returns -1 to run, else the exit code (0 after --help, 2 on a bad one).
-int parse(int argc, char** argv, options& o, int rank) {
-  for (int a = 1; a < argc; ++a) {
-    const std::string arg = argv[a];
-    auto value = [&]() -> const char* {
-      if (a + 1 >= argc) throw halox::error("life2d: " + arg + " needs a value");
-      return argv[++a];
-    };
-    if (arg == "--nx")
-      o.nx = integer<idx>(arg, value());
-    else if (arg == "--ny")
-      o.ny = integer<idx>(arg, value());
-    else if (arg == "--steps")
-      o.steps = integer<int>(arg, value());
-    else if (arg == "--seed")
-      o.seed = integer<std::uint64_t>(arg, value());
-    else if (arg == "--progress")
-      o.progress = integer<int>(arg, value());
-    else if (arg == "--overlap")
-      o.overlap = true;
-    else {
-      const bool help = arg == "--help" || arg == "-h";
-      if (rank == 0) {
-        if (!help) std::fprintf(stderr, "life2d: unknown option '%s'\n", arg.c_str());
-        std::printf(
-            "usage: mpirun -np P life2d [--nx NX] [--ny NY] [--steps S] [--seed K]\n"
-            "                           [--progress K] [--overlap]\n"
-            "  Conway's game of life on a periodic NX x NY torus (default 256 x 192) for S steps\n"
-            "  (default 200), from a random board with ~30%% live cells drawn from seed K\n"
-            "  (default 1) and the global coordinates, so every rank count starts alike. Halos\n"
-            "  (8 neighbours, corners included) are exchanged with halox over P ranks; rank 0\n"
-            "  repeats the run serially and compares the boards cell for cell.\n"
-            "  --progress K: rank 0 prints step, elapsed time and rate every K steps (default\n"
-            "  50; 0: never). --overlap: start the exchange, update the interior, wait, then\n"
-            "  update the boundary rim (default: blocking exchanges).\n"
-            "  Last line: 'verified: ...' when the boards are identical, else 'FAILED: ...'\n"
-            "  and exit code 1.\n");
-      }
-      return help ? 0 : 2;
-    }
-  }
-  if (o.nx < 1 || o.ny < 1 || o.steps < 0 || o.progress < 0)
-    throw halox::error("life2d: need --nx >= 1, --ny >= 1, --steps >= 0 and --progress >= 0");
-  return -1;
+int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
+  CLI::App app(
+      "Conway's game of life on a periodic NX x NY torus, from a random board with ~30% live "
+      "cells drawn from the seed and the global coordinates (every rank count starts alike); "
+      "halos (8 neighbours) exchanged with halox; rank 0 repeats the run serially and compares "
+      "the boards cell for cell. Last line: 'verified: ...' when identical, else 'FAILED: ...' "
+      "and exit code 1.",
+      "life2d");
+  app.add_option("--nx", o.nx, "board columns")
+      ->check(CLI::Range(idx(1), idx(1) << 40))
+      ->capture_default_str();
+  app.add_option("--ny", o.ny, "board rows")
+      ->check(CLI::Range(idx(1), idx(1) << 40))
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "generations")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of the random board")->capture_default_str();
+  example_app::add_progress(app, o.progress);
+  app.add_flag("--overlap", o.overlap,
+               "start the exchange, update the interior, wait, then update the rim (default: "
+               "blocking exchanges)");
+  return example_app::parse(world, app, argc, argv);
 }
 
 }  // namespace
@@ -212,7 +188,7 @@ int main(int argc, char** argv) {
   mpi::communicator world;
   options o;
   if (const int code =
-          example_app::read_options(world, [&] { return parse(argc, argv, o, world.rank()); });
+          example_app::read_options(world, [&] { return parse(argc, argv, o, world); });
       code >= 0)
     return code;
 

@@ -8,6 +8,8 @@
 //   HALOX_HOST_TRANSPORT=mpi mpirun -np 4 --oversubscribe poll_bench ...   (the MPI transport)
 #include <halox/halox.hpp>
 
+#include "../common/cli.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,17 +22,15 @@ int main(int argc, char** argv) {
   mpi::environment env(argc, argv);
   mpi::communicator world;
   long n = 32, steps = 10000, every = 4;
-  for (int k = 1; k + 1 < argc; k += 2) {
-    const std::string a = argv[k];
-    const long v = std::atol(argv[k + 1]);
-    if (a == "--n") n = v;
-    else if (a == "--steps") steps = v;
-    else if (a == "--poll-every") every = v;
-    else {
-      if (world.rank() == 0) std::fprintf(stderr, "poll_bench: unknown option %s\n", a.c_str());
-      return 2;
-    }
-  }
+  CLI::App app(
+      "A solver loop that completes every K-th exchange by polling test() and the others with "
+      "wait(); prints one JSON object (time per exchange, verified halo).",
+      "poll_bench");
+  app.add_option("--n", n, "cells per dimension per rank")->capture_default_str();
+  app.add_option("--steps", steps, "exchanges")->capture_default_str();
+  app.add_option("--poll-every", every, "every K-th exchange completes by polling test()")
+      ->capture_default_str();
+  if (const int code = example_app::parse(world, app, argc, argv); code >= 0) return code;
   if (n < 1 || steps < 1 || every < 1) {
     if (world.rank() == 0) std::fprintf(stderr, "poll_bench: --n, --steps, --poll-every >= 1\n");
     return 2;

@@ -19,6 +19,7 @@
 #include <halox/halox.hpp>
 
 #include "../common/app.hpp"
+#include "../common/cli.hpp"
 
 namespace mpi = boost::mpi;
 using i64 = std::int64_t;
@@ -88,42 +89,22 @@ std::vector<i64> window_sums(const std::vector<i64>& data, std::size_t out, std:
   example_app::abort_run("rolling_mean", world, e);
 }
 
-std::size_t count(const std::string& arg, const char* text) {
-  return example_app::integer<std::size_t>("rolling_mean", arg, text);
-}
-
 // Reads the options; returns -1 to run, else the exit code (0 after --help, 2 on a bad one).
-int parse(int argc, char** argv, options& o, int rank) {
-  for (int a = 1; a < argc; ++a) {
-    const std::string arg = argv[a];
-    auto value_of = [&]() -> const char* {
-      if (a + 1 >= argc) throw halox::error("rolling_mean: " + arg + " needs a value");
-      return argv[++a];
-    };
-    if (arg == "--n") {
-      o.n = count(arg, value_of());
-    } else if (arg == "--window") {
-      o.window = count(arg, value_of());
-    } else if (arg == "--seed") {
-      o.seed = count(arg, value_of());
-    } else {
-      const bool help = arg == "--help" || arg == "-h";
-      if (rank == 0) {
-        if (!help) std::fprintf(stderr, "rolling_mean: unknown option '%s'\n", arg.c_str());
-        std::printf(
-            "usage: mpirun -np P rolling_mean [--n N] [--window W] [--seed K]\n"
-            "  Rolling mean over windows of W elements (default 1000; the first W-1 windows are\n"
-            "  shorter) of a series of N integers (default 1000003) in [-1000, 1000] from seed\n"
-            "  K (default 1), spread unevenly over P ranks (some empty). Each rank collects the\n"
-            "  W-1 elements before its slice with halox::chain::gather_left; rank 0 repeats the\n"
-            "  computation serially and compares every window sum exactly.\n"
-            "  Last line: 'verified: ...' when all agree, else 'FAILED: ...' and exit code 1.\n");
-      }
-      return help ? 0 : 2;
-    }
-  }
-  if (o.window < 1) throw halox::error("rolling_mean: need --window >= 1");
-  return -1;
+int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
+  CLI::App app(
+      "Rolling mean over windows of W elements (the first W-1 windows are shorter) of a series "
+      "of N integers in [-1000, 1000] drawn from the seed, spread unevenly over the ranks (some "
+      "empty). Each rank collects the W-1 elements before its slice with "
+      "halox::chain::gather_left; rank 0 repeats the computation serially and compares every "
+      "window sum exactly. Last line: 'verified: ...' when all agree, else 'FAILED: ...' and "
+      "exit code 1.",
+      "rolling_mean");
+  app.add_option("--n", o.n, "series length")->capture_default_str();
+  app.add_option("--window", o.window, "window length")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of the series")->capture_default_str();
+  return example_app::parse(world, app, argc, argv);
 }
 
 }  // namespace
@@ -133,7 +114,7 @@ int main(int argc, char** argv) {
   mpi::communicator world;
   options o;
   if (const int code =
-          example_app::read_options(world, [&] { return parse(argc, argv, o, world.rank()); });
+          example_app::read_options(world, [&] { return parse(argc, argv, o, world); });
       code >= 0)
     return code;
   const int me = world.rank(), P = world.size();

@@ -20,6 +20,8 @@
 #include <boost/serialization/vector.hpp>
 #include <halox/halox.hpp>
 
+#include "../common/cli.hpp"
+
 namespace mpi = boost::mpi;
 using idx = halox::index;
 
@@ -112,42 +114,29 @@ std::vector<double> serial_run(const mesh& m, int steps) {
   return u;
 }
 
-bool parse(int argc, char** argv, options& o, int rank, bool& help) {
-  for (int a = 1; a < argc; ++a) {
-    const std::string arg = argv[a];
-    auto value = [&]() -> const char* {
-      if (a + 1 >= argc) throw halox::error("unstructured_diffusion: " + arg + " needs a value");
-      return argv[++a];
-    };
-    if (arg == "--nx")
-      o.nx = std::atoi(value());
-    else if (arg == "--ny")
-      o.ny = std::atoi(value());
-    else if (arg == "--steps")
-      o.steps = std::atoi(value());
-    else if (arg == "--block")
-      o.block = std::atoi(value());
-    else {
-      help = arg == "--help" || arg == "-h";
-      if (rank == 0)
-        std::printf(
-            "usage: mpirun -np P unstructured_diffusion [--nx NX] [--ny NY] [--steps S] [--block "
-            "B]\n"
-            "  Explicit diffusion u += %.2f * sum_j (u_j - u_i) over the edge neighbours j of "
-            "each\n"
-            "  triangle of a 2-D mesh: an NX x NY grid of vertices (default 60 x 40), each square\n"
-            "  split into two triangles. Blocks of B x B squares (default 5) are dealt to the P\n"
-            "  ranks in a shuffled order; ghost triangles are exchanged by halox over an\n"
-            "  unstructured pattern (owners discovered by halox). S steps (default 50); rank 0\n"
-            "  repeats the run serially and compares.\n"
-            "  Last line: 'verified ...' when max |distributed - serial| <= 1e-12.\n",
-            dt);
-      return false;
-    }
-  }
-  if (o.nx < 2 || o.ny < 2 || o.steps < 0 || o.block < 1)
-    throw halox::error("unstructured_diffusion: need --nx, --ny >= 2, --steps >= 0, --block >= 1");
-  return true;
+// Reads the options; returns -1 to run, else the exit code (0 after --help, 2 on a bad one).
+int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
+  CLI::App app(
+      "Explicit diffusion u += 0.1 * sum_j (u_j - u_i) over the edge neighbours j of each "
+      "triangle of a 2-D mesh: an NX x NY grid of vertices, each square split into two "
+      "triangles; blocks of B x B squares dealt to the ranks in a shuffled order; ghost "
+      "triangles exchanged by halox over an unstructured pattern (owners discovered by halox); "
+      "rank 0 repeats the run serially and compares. Last line: 'verified ...' when "
+      "max |distributed - serial| <= 1e-12.",
+      "unstructured_diffusion");
+  app.add_option("--nx", o.nx, "vertices per row")
+      ->check(CLI::Range(2, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--ny", o.ny, "vertices per column")
+      ->check(CLI::Range(2, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "time steps")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--block", o.block, "partition blocks of B x B squares")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  return example_app::parse(world, app, argc, argv);
 }
 
 }  // namespace
@@ -156,13 +145,7 @@ int main(int argc, char** argv) {
   mpi::environment env(argc, argv);
   mpi::communicator world;
   options o;
-  bool help = false;
-  try {
-    if (!parse(argc, argv, o, world.rank(), help)) return help ? 0 : 2;
-  } catch (const halox::error& e) {
-    if (world.rank() == 0) std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  if (const int code = parse(argc, argv, o, world); code >= 0) return code;
 
   // Every rank builds the mesh and the partition here for brevity; a real code reads its part.
   const mesh m(o.nx, o.ny);
