@@ -1,6 +1,8 @@
 // Set-up shared by every transport mode, and the choice of the mode (see exchange_core.hpp).
 #include "exchange_core.hpp"
 
+#include <algorithm>
+
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
 #include "halox/exchange/peer_agreement.hpp"
@@ -11,6 +13,10 @@ namespace {
 // The program's index of each message in `subset` (matched by peer: one message per peer).
 const std::vector<message> no_messages;
 
+void check_mpi_call(int rc, const char* call, int rank) {
+  if (rc != MPI_SUCCESS) fail("rank {}: {} failed (exchange set-up)", rank, call);
+}
+
 // The messages that go neither through CUDA IPC nor through shared memory.
 const std::vector<message>& remaining(const exchange_program& prog, const peer_ipc* ipc,
                                       const shm_mailbox* shm, bool sends) {
@@ -19,19 +25,72 @@ const std::vector<message>& remaining(const exchange_program& prog, const peer_i
   return sends ? prog.sends : prog.recvs;
 }
 
-// Staging nccl: every rank joins the NCCL communicator; device fields only.
-std::unique_ptr<nccl_path> attach_nccl(MPI_Comm comm, const exchange_program& prog,
-                                       const locality& here, const peer_ipc* ipc) {
-  if (prog.options.device_staging != staging::nccl || !prog.has_device_fields) return nullptr;
+// The largest end of a message: the bytes a staging copy moves.
+std::size_t extent_of(const std::vector<message>& msgs) {
+  std::size_t e = 0;
+  for (const auto& m : msgs) e = std::max(e, m.offset + m.bytes);
+  return e;
+}
+
+// Collective whenever the program has device fields: whether NCCL carries the messages CUDA
+// IPC does not. Every rank must want it (forced or automatic) and no two ranks of a node may
+// share a GPU (NCCL refuses them); otherwise automatic NCCL falls back to host staging by
+// copies (the kernels keep the device buffers, one cudaMemcpyAsync per direction moves the
+// messages through pinned host memory for MPI), and forced NCCL is an error on every rank.
+bool agree_on_nccl(MPI_Comm comm, exchange_program& prog, const locality& here) {
+  if (!prog.has_device_fields) return false;
   int me = 0;
-  MPI_Comm_rank(comm, &me);
-  require(!prog.has_host_fields,
-          "rank {}: staging 'nccl' carries device fields only; exchange host fields with another "
-          "exchange object",
-          me);
-  return nccl_path::attach(comm, here.gpu_shared(), remaining(prog, ipc, nullptr, true),
-                           prog.send_buf.get(), remaining(prog, ipc, nullptr, false),
-                           prog.recv_buf.get());
+  check_mpi_call(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1);
+  const bool forced = prog.options.device_staging == staging::nccl;
+  int mine = (forced || prog.auto_nccl) && !prog.has_host_fields, all = 0;
+  check_mpi_call(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me);
+  const bool usable = all != 0 && !here.gpu_shared();
+  agree(boost::mpi::communicator(comm, boost::mpi::comm_attach), [&] {
+    if (!forced || usable) return;
+    require(!prog.has_host_fields,
+            "rank {}: staging 'nccl' carries device fields only; exchange host fields with "
+            "another exchange object",
+            me);
+    require(!here.gpu_shared(),
+            "rank {}: staging 'nccl' needs one GPU per rank, but ranks of this communicator on "
+            "one node share a GPU, which NCCL does not allow; run one rank per GPU or use "
+            "another staging policy",
+            me);
+    fail(
+        "rank {}: staging 'nccl' needs every rank to use NCCL, and another rank chose another "
+        "staging policy",
+        me);
+  });
+  if (prog.auto_nccl && !usable) {
+    prog.device_send = prog.send_buf;
+    prog.device_recv = prog.recv_buf;
+    prog.send_extent = extent_of(prog.sends);
+    prog.recv_extent = extent_of(prog.recvs);
+    prog.send_buf = allocate_mapped(prog.send_extent);
+    prog.recv_buf = allocate_mapped(prog.recv_extent);
+    prog.copy_staging = true;
+    prog.device_buffers = false;
+    prog.auto_nccl = false;
+    prog.path =
+        "host_staged (automatic: not every rank can use NCCL; pack into device memory, "
+        "cudaMemcpyAsync through pinned host memory)";
+  }
+  return usable;
+}
+
+// NCCL for the messages CUDA IPC does not carry, where agree_on_nccl said so and some rank has
+// such a message (automatic NCCL on one node with CUDA IPC everywhere makes no communicator).
+std::unique_ptr<nccl_path> attach_nccl(MPI_Comm comm, bool usable, const exchange_program& prog,
+                                       const peer_ipc* ipc) {
+  if (!usable) return nullptr;
+  int me = 0;
+  check_mpi_call(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1);
+  const auto& sends = remaining(prog, ipc, nullptr, true);
+  const auto& recvs = remaining(prog, ipc, nullptr, false);
+  int mine = !sends.empty() || !recvs.empty(), any = 0;
+  check_mpi_call(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, comm), "MPI_Allreduce", me);
+  if (!any && prog.options.device_staging != staging::nccl) return nullptr;
+  return nccl_path::attach(comm, false, sends, prog.send_buf.get(), recvs, prog.recv_buf.get());
 }
 
 std::vector<std::size_t> indices_of(const std::vector<message>& subset,
@@ -50,9 +109,10 @@ exchange_core::exchange_core(const boost::mpi::communicator& c, exchange_program
       agreed((check_peer_agreement(MPI_Comm(comm), prog), true)),
       here(locality::discover(MPI_Comm(comm), prog.options.node_size,
                               prog.has_device_fields ? peer_ipc::current_gpu() : "")),
+      nccl_usable(agree_on_nccl(MPI_Comm(comm), prog, here)),
       ipc(peer_ipc::attach(MPI_Comm(comm), prog, here, transport_problem)),
       shm(shm_mailbox::attach(MPI_Comm(comm), prog, here, transport_problem)),
-      nccl(attach_nccl(MPI_Comm(comm), prog, here, ipc.get())),
+      nccl(attach_nccl(MPI_Comm(comm), nccl_usable, prog, ipc.get())),
       mpi_send_list(nccl ? no_messages : remaining(prog, ipc.get(), shm.get(), true)),
       mpi_recv_list(nccl ? no_messages : remaining(prog, ipc.get(), shm.get(), false)),
       channels(MPI_Comm(comm), mpi_send_list, prog.send_buf.get(), mpi_recv_list,

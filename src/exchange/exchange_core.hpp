@@ -36,6 +36,7 @@ struct exchange_core {
   exchange_program prog;
   bool agreed;                       // every peer plans the same messages (checked first)
   locality here;                     // which peers share this rank's node, and their GPUs
+  bool nccl_usable;                  // NCCL carries what CUDA IPC does not (every rank agreed)
   std::string transport_problem;     // a size mismatch a transport found while setting up
   std::unique_ptr<peer_ipc> ipc;     // null unless messages travel through CUDA IPC
   std::unique_ptr<shm_mailbox> shm;  // null unless host messages travel through shared memory

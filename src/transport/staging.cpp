@@ -12,6 +12,7 @@
 #endif
 
 #include "halox/core/error.hpp"
+#include "halox/transport/nccl_path.hpp"
 
 namespace halox {
 
@@ -118,7 +119,7 @@ exchange_options with_environment(exchange_options o) {
   return o;
 }
 
-staging_choice choose_staging(staging s) {
+staging_choice choose_staging(staging s, bool host_fields) {
   const bool aware = mpi_cuda_aware();
   switch (s) {
     case staging::gpu_aware:
@@ -135,10 +136,13 @@ staging_choice choose_staging(staging s) {
     case staging::automatic:
       break;
   }
-  return aware ? staging_choice{staging::gpu_aware, true, "automatic: MPI is CUDA-aware"}
-               : staging_choice{staging::host_staged, false,
-                                "automatic: MPI is not CUDA-aware; pack kernel writes mapped "
-                                "pinned memory"};
+  if (aware) return {staging::gpu_aware, true, "automatic: MPI is CUDA-aware"};
+  if (nccl_built() && !host_fields)
+    return {staging::nccl, true,
+            "automatic: MPI is not CUDA-aware, NCCL is built: buffers in device memory, sends "
+            "and receives on halox's stream"};
+  return {staging::host_staged, false,
+          "automatic: MPI is not CUDA-aware; pack kernel writes mapped pinned memory"};
 }
 
 }  // namespace detail

@@ -75,9 +75,11 @@ class program_builder {
                      !p_.device_local_ordered.empty();
     std::string path = "host fields only: packed on the CPU";
     if (gpu) {
-      auto choice = choose_staging(p_.options.device_staging);
       const bool host_steps = !p_.pack.copies.empty() || !p_.pack.gathers.empty() ||
                               !p_.unpack.copies.empty() || !p_.unpack.gathers.empty();
+      auto choice = choose_staging(p_.options.device_staging, p_.has_host_fields);
+      // Automatic NCCL is confirmed (or undone) by every rank at the object's set-up.
+      p_.auto_nccl = choice.policy == staging::nccl && p_.options.device_staging != staging::nccl;
       if (choice.device_buffers && host_steps) {  // the CPU packs host fields into the buffers
         choice.device_buffers = false;
         choice.why += "; host fields share the messages: buffers in mapped pinned memory";

@@ -50,7 +50,10 @@ struct exchange_program {
   /// local copies and unpack steps run one launch each, in the fixed order (deterministic).
   std::vector<copy_op> device_local_ordered;
   bool ordered_device_unpack = false;
-  bool device_buffers = false;  ///< message buffers in device memory (gpu_aware staging)
+  bool device_buffers = false;  ///< message buffers in device memory (gpu_aware, nccl)
+  /// `auto` chose NCCL for the messages CUDA IPC does not carry (device buffers); set-up falls
+  /// back to host staging by copies where not every rank can use NCCL.
+  bool auto_nccl = false;
   /// host_staged by copies: kernels use device_send/device_recv, copied to/from the host
   /// buffers with cudaMemcpyAsync (`send_extent`/`recv_extent` bytes).
   bool copy_staging = false;
@@ -65,8 +68,8 @@ struct exchange_program {
   std::vector<std::shared_ptr<void>> fields;      ///< keeps the fields' memory alive
   declaration declared;                           ///< compared with every peer's at set-up
   exchange_options options;  ///< transport choices, the environment applied (same on no rank pair)
-  std::string summary;                            ///< what describe() prints first
-  std::string path;                               ///< how messages travel, for describe()
+  std::string summary;       ///< what describe() prints first
+  std::string path;          ///< how messages travel, for describe()
   /// Peers whose messages travel directly (CUDA IPC, shared memory) while the others use MPI
   /// (`path`), and how.
   std::vector<int> direct_send_peers, direct_recv_peers;

@@ -14,14 +14,16 @@ namespace detail {
 /// MPICH's `MPIX_GPU_query_support()`, else false. Needs MPI initialised.
 bool mpi_cuda_aware() noexcept;
 /// Where the message buffers of an exchange with device fields live under policy `s`, and why,
-/// for describe(): device memory only when gpu_aware meets a CUDA-aware MPI; otherwise mapped
-/// pinned host memory (which any MPI can read, so a forced gpu_aware still runs, for testing).
+/// for describe(): device memory when gpu_aware meets a CUDA-aware MPI, and for NCCL (forced,
+/// or automatic where MPI is not CUDA-aware, NCCL is built and no host field shares the
+/// messages); otherwise mapped pinned host memory (which any MPI can read, so a forced
+/// gpu_aware still runs, for testing).
 struct staging_choice {
   staging policy;       ///< resolved: gpu_aware or host_staged
   bool device_buffers;  ///< buffers in device memory (else mapped pinned host memory)
   std::string why;
 };
-staging_choice choose_staging(staging s);
+staging_choice choose_staging(staging s, bool host_fields);
 /// `o` with every set `HALOX_*` transport variable applied (see exchange_options). Throws
 /// halox::error naming the variable and its value on a value it does not know, and on a
 /// negative node size.
