@@ -1,21 +1,49 @@
-// Builds without NCCL: the nccl staging policy is refused at make_exchange.
+// Builds without NCCL: the nccl staging policy is refused at make_exchange, and asking for an
+// NCCL communicator is an error.
 #include "halox/core/error.hpp"
+#include "halox/transport/nccl_comm.hpp"
 #include "halox/transport/nccl_path.hpp"
 
 namespace halox::detail {
 
-struct nccl_path::impl {};
+namespace {
+[[noreturn]] void no_nccl() {
+  fail("staging 'nccl': this halox was built without NCCL (HALOX_ENABLE_NCCL)");
+}
+}  // namespace
 
 bool nccl_built() noexcept {
   return false;
 }
+
+nccl_comm::~nccl_comm() = default;
+std::shared_ptr<nccl_comm> nccl_comm::shared(MPI_Comm) {
+  no_nccl();
+}
+std::shared_ptr<nccl_comm> nccl_comm::create(MPI_Comm, int, int, int) {
+  no_nccl();
+}
+void nccl_comm::enqueue_group(void*, const nccl_call*, std::size_t, const nccl_call*, std::size_t) {
+  no_nccl();
+}
+void nccl_comm::check_async() {}
+void nccl_comm::require_usable() const {}
+long nccl_comm::created_count() noexcept {
+  return 0;
+}
+long nccl_comm::live_count() noexcept {
+  return 0;
+}
+
 std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm, bool, const std::vector<message>&,
                                              const std::byte*, const std::vector<message>&,
                                              std::byte*) {
-  fail("staging 'nccl': this halox was built without NCCL (HALOX_ENABLE_NCCL)");
+  no_nccl();
 }
-nccl_path::nccl_path(std::unique_ptr<impl> p) : p_(std::move(p)) {}
-nccl_path::~nccl_path() = default;
+nccl_path::nccl_path(std::shared_ptr<nccl_comm>, const std::vector<message>&,
+                     const std::vector<message>&, const void*, std::size_t, void*, std::size_t) {
+  no_nccl();
+}
 void nccl_path::enqueue(void*) {}
 void nccl_path::check_async() {}
 std::string nccl_path::describe() const {

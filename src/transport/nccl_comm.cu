@@ -1,0 +1,232 @@
+// One NCCL communicator per group of ranks, shared (see halox/transport/nccl_comm.hpp).
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../gpu/check.hpp"
+#include "halox/core/error.hpp"
+#include "halox/transport/nccl_comm.hpp"
+#include "nccl_check.hpp"
+
+static_assert(NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0), "halox needs NCCL 2.14 or newer");
+
+namespace halox::detail {
+
+namespace {
+
+std::atomic<long> created_comms{0}, live_comms{0};
+
+// `rank` < 0: no rank known yet.
+void check_mpi(int rc, const char* call, int rank) {
+  if (rc != MPI_SUCCESS)
+    fail("{}{} failed (NCCL communicator set-up)",
+         rank >= 0 ? format("rank {}: ", rank) : std::string(), call);
+}
+
+std::string last_error(ncclComm_t comm) {
+  const char* last = ncclGetLastError(comm);
+  return last != nullptr ? std::string(last) : std::string();
+}
+
+// Every live NCCL communicator of this process, by the private duplicate it was made for.
+std::mutex registry_mutex;
+std::vector<std::weak_ptr<nccl_comm>> registry;
+
+}  // namespace
+
+void nccl_fail(ncclResult_t rc, const char* call, int rank, int peer, ncclComm_t comm) {
+  const std::string last = last_error(comm);
+  fail("rank {}: {}{} failed: {}{}", rank, call,
+       peer >= 0 ? format(" with peer {}", peer) : std::string(), ncclGetErrorString(rc),
+       last.empty() ? std::string() : "; NCCL's last error: " + last);
+}
+
+bool nccl_built() noexcept {
+  return true;
+}
+
+nccl_comm::~nccl_comm() {
+  if (comm_ != nullptr) {
+    // Nothing may leave a destructor: with an asynchronous error pending, abort (destroy would
+    // wait for operations that never end); otherwise destroy, which finalizes first.
+    int current = -1;
+    const bool restore = cudaGetDevice(&current) == cudaSuccess;
+    ncclResult_t state = ncclSuccess;
+    if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess ||
+        (state != ncclSuccess && state != ncclInProgress))
+      (void)ncclCommAbort(comm_);
+    else
+      (void)ncclCommDestroy(comm_);
+    if (restore) (void)cudaSetDevice(current);
+  }
+  if (last_ != nullptr) (void)cudaEventDestroy(last_);
+  (void)cudaGetLastError();
+  int finalized = 1;
+  MPI_Finalized(&finalized);
+  if (!finalized && key_ != MPI_COMM_NULL) MPI_Comm_free(&key_);
+  if (counted_) --live_comms;
+}
+
+std::shared_ptr<nccl_comm> nccl_comm::shared(MPI_Comm comm) {
+  require(comm != MPI_COMM_NULL, "an NCCL communicator was requested for MPI_COMM_NULL");
+  int rank = 0, size = 0, inter = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", -1);
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size", rank);
+  check_mpi(MPI_Comm_test_inter(comm, &inter), "MPI_Comm_test_inter", rank);
+  require(inter == 0, "rank {}: an NCCL communicator needs an intracommunicator", rank);
+
+  // Local steps first; a failure joins the agreement below, so no rank waits for one that threw.
+  // This rank's candidate: the newest live one congruent with `comm` on this device.
+  std::exception_ptr problem;
+  std::shared_ptr<nccl_comm> live;
+  int device = -1;
+  try {
+    gpu::check(cudaGetDevice(&device), "cudaGetDevice", rank);
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    registry.erase(std::remove_if(registry.begin(), registry.end(),
+                                  [](const std::weak_ptr<nccl_comm>& w) { return w.expired(); }),
+                   registry.end());
+    for (const auto& w : registry) {
+      auto s = w.lock();
+      if (!s || s->device_ != device || s->aborted_.load() || (live && live->id_ > s->id_))
+        continue;
+      int same = MPI_UNEQUAL;
+      check_mpi(MPI_Comm_compare(s->key_, comm, &same), "MPI_Comm_compare", rank);
+      if (same == MPI_IDENT || same == MPI_CONGRUENT) live = std::move(s);
+    }
+  } catch (...) {
+    problem = std::current_exception();
+  }
+  // Reuse only where every rank's candidate is the same communicator (ranks may have released
+  // their users at different times); otherwise all make a new one, and users of an older one
+  // keep it until they go. MPI_MIN over {ok, have, id, -id}: all ok, all have, min and max id.
+  const long long id = live ? live->id_ : 0;
+  long long local[4] = {problem ? 0 : 1, live ? 1 : 0, id, -id}, all[4] = {0, 0, 0, 0};
+  check_mpi(MPI_Allreduce(local, all, 4, MPI_LONG_LONG, MPI_MIN, comm), "MPI_Allreduce", rank);
+  if (problem) std::rethrow_exception(problem);
+  if (all[0] == 0)
+    fail("rank {}: another rank could not look up its NCCL communicator (see that rank's error)",
+         rank);
+  if (all[1] == 1 && all[2] == -all[3]) return live;
+  auto fresh = create(comm, rank, size, device);
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  registry.push_back(fresh);
+  return fresh;
+}
+
+std::shared_ptr<nccl_comm> nccl_comm::create(MPI_Comm comm, int rank, int size, int device) {
+  // Rank 0 (the same process for every communicator congruent with `comm`) numbers the
+  // communicators it creates: the number names this one on every rank.
+  static long long created_on_this_process = 0;
+  struct root_message {
+    int result = ncclSuccess;
+    long long serial = 0;
+    ncclUniqueId id{};
+  } msg;
+  if (rank == 0) {
+    msg.result = int(ncclGetUniqueId(&msg.id));
+    msg.serial = ++created_on_this_process;
+  }
+  check_mpi(MPI_Bcast(&msg, int(sizeof msg), MPI_BYTE, 0, comm), "MPI_Bcast(ncclUniqueId)", rank);
+  if (msg.result != ncclSuccess)
+    nccl_fail(ncclResult_t(msg.result), "ncclGetUniqueId (on rank 0)", rank, -1, nullptr);
+
+  std::shared_ptr<nccl_comm> s(new nccl_comm);  // its destructor releases what is set below
+  s->rank_ = rank;
+  s->size_ = size;
+  s->device_ = device;
+  s->id_ = msg.serial;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1;  // every call returns done or failed, never ncclInProgress
+  config.commName = "halox";
+  ncclComm_t c = nullptr;
+  const ncclResult_t rc = ncclCommInitRankConfig(&c, size, msg.id, rank, &config);
+  std::exception_ptr problem;
+  if (rc != ncclSuccess) {
+    try {
+      nccl_fail(rc, "ncclCommInitRankConfig", rank, -1, c);
+    } catch (...) {
+      problem = std::current_exception();
+    }
+    if (c != nullptr) (void)ncclCommAbort(c);  // a failed init may still hand out a handle
+  } else {
+    s->comm_ = c;
+  }
+  // Every rank leaves together: one rank's failure is every rank's error, and no rank keeps a
+  // communicator another lacks.
+  int ok = problem ? 0 : 1, all = 0;
+  check_mpi(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", rank);
+  if (problem) std::rethrow_exception(problem);
+  if (all == 0) {
+    (void)ncclCommAbort(s->comm_);
+    s->comm_ = nullptr;
+    fail("rank {}: ncclCommInitRankConfig failed on another rank (see that rank's error)", rank);
+  }
+  check_mpi(MPI_Comm_dup(comm, &s->key_), "MPI_Comm_dup", rank);
+  gpu::check(cudaEventCreateWithFlags(&s->last_, cudaEventDisableTiming), "cudaEventCreate", rank);
+  s->counted_ = true;
+  ++created_comms;
+  ++live_comms;
+  return s;
+}
+
+void nccl_comm::enqueue_group(void* stream, const nccl_call* sends, std::size_t n_sends,
+                              const nccl_call* recvs, std::size_t n_recvs) {
+  require_usable();
+  if (n_sends == 0 && n_recvs == 0) return;
+  const auto st = static_cast<cudaStream_t>(stream);
+  if (recorded_)
+    gpu::check(cudaStreamWaitEvent(st, last_, 0), "cudaStreamWaitEvent(NCCL order)", rank_);
+  nccl_check(ncclGroupStart(), "ncclGroupStart", rank_, -1, comm_);
+  ncclResult_t rc = ncclSuccess;
+  const char* failed = nullptr;
+  int peer = -1;
+  for (std::size_t k = 0; k < n_sends && rc == ncclSuccess; ++k) {
+    rc = ncclSend(sends[k].data, sends[k].bytes, ncclUint8, sends[k].peer, comm_, st);
+    failed = "ncclSend";
+    peer = sends[k].peer;
+  }
+  for (std::size_t k = 0; k < n_recvs && rc == ncclSuccess; ++k) {
+    rc = ncclRecv(recvs[k].data, recvs[k].bytes, ncclUint8, recvs[k].peer, comm_, st);
+    failed = "ncclRecv";
+    peer = recvs[k].peer;
+  }
+  const ncclResult_t end = ncclGroupEnd();  // closes the group after a failed call too
+  if (rc != ncclSuccess) nccl_fail(rc, failed, rank_, peer, comm_);
+  nccl_check(end, "ncclGroupEnd", rank_, -1, comm_);
+  gpu::check(cudaEventRecord(last_, st), "cudaEventRecord(NCCL order)", rank_);
+  recorded_ = true;
+}
+
+void nccl_comm::require_usable() const {
+  if (aborted_.load(std::memory_order_acquire)) throw error(failure_);
+}
+
+void nccl_comm::check_async() {
+  require_usable();
+  ncclResult_t state = ncclSuccess;
+  nccl_check(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError", rank_, -1, comm_);
+  if (state == ncclSuccess || state == ncclInProgress) return;
+  const std::string last = last_error(comm_);
+  failure_ = format(
+      "rank {}: NCCL reported an asynchronous error: {}{}; the NCCL communicator was aborted",
+      rank_, ncclGetErrorString(state), last.empty() ? std::string() : " (" + last + ")");
+  (void)ncclCommAbort(comm_);
+  comm_ = nullptr;
+  aborted_.store(true, std::memory_order_release);
+  throw error(failure_);
+}
+
+long nccl_comm::created_count() noexcept {
+  return created_comms.load();
+}
+long nccl_comm::live_count() noexcept {
+  return live_comms.load();
+}
+
+}  // namespace halox::detail
