@@ -127,6 +127,10 @@ exchange_core::exchange_core(const boost::mpi::communicator& c, exchange_program
     gpu = std::make_unique<device_copier>(prog.device_pack, prog.device_gather, prog.device_unpack,
                                           prog.device_scatter, prog.device_local_ordered,
                                           prog.ordered_device_unpack);
+  if (gpu && ipc && ipc->alternate()) {
+    const auto& a = *ipc->alternate();
+    gpu->use_alternate(a.pack, a.gather, a.unpack, a.scatter);
+  }
 }
 
 bool exchange_core::has_device_steps() const {

@@ -2,39 +2,47 @@
 // the receiver's GPU memory); messages to other peers of the same exchange go through MPI.
 #include "exchange_core.hpp"
 
+#include <algorithm>
+
 namespace halox::detail {
 
 namespace {
 
 // With an MPI handshake per peer and exchange: each receiver says "clear to send" when it
-// starts (its receive buffer is free), each sender says "data ready" after its pack kernel.
+// starts, each sender says "data ready" after its pack kernel. The receive buffer exists twice
+// (exchange g in copy g mod 2): a receiver's clear at its start of g frees the copy of g+1,
+// which its unpack of g-1 has finished reading.
 //
-// start() posts the receives and this rank's clear-to-send, then waits until every receiver
-// has said clear for this exchange, packs into their GPU memory and says data ready. This is
-// the one mode whose start() waits for its peers: with one receive buffer per peer the pack of
-// exchange g must wait for the receiver to start g, and deferring it to wait() would make a
-// peer's wait() depend on this rank's wait() (a rank that runs a collective between start()
-// and wait() would then hang its peers instead). Two receive buffers per peer would lift it.
-// wait() waits for the senders' data-ready and the MPI messages, and unpacks as the MPI mode
-// does.
+// start() posts the receives and this rank's clear-to-send, then packs into the receivers' GPU
+// memory and says data ready once every receiver has cleared this exchange. A receiver that
+// also sends to this rank has cleared it already (its message of the previous exchange, which
+// this rank's last wait() received, came after its clear): the wait for it is one that MPI
+// completes without the receiver's help. A receiver that only receives from this rank may be
+// two exchanges behind: then the pack waits for wait()/test(), so start() never waits for a
+// peer's progress. wait() waits for the senders' data-ready and the MPI messages, and unpacks as
+// the MPI mode does.
 class ipc_handshake_path final : public exchange_path {
  public:
-  using exchange_path::exchange_path;
+  explicit ipc_handshake_path(exchange_core& c) : exchange_path(c), receivers_reply_(replies(c)) {}
   const char* name() const override { return "CUDA IPC (MPI handshake)"; }
 
   void start(stream_t after) override {
     const int me = c_.rank();
-    if (c_.unpack_pending) c_.gpu->synchronize(me);  // the last unpack read the receive buffer
+    if (c_.unpack_pending) c_.gpu->synchronize(me);  // the last unpack read the other copy
     c_.unpack_pending = false;
     c_.channels.start_recvs();  // peers not reached through CUDA IPC
-    c_.ipc->start();            // our IPC senders may now write into our receive buffer
+    c_.ipc->start();            // our IPC senders may now write into the next copy
     if (after) c_.gpu->wait_for(after, me);
     c_.begin_exchange();
-    c_.ipc->wait_clear();
-    pack_and_send();
+    packed_ = false;
+    if (c_.ipc->cleared(c_.generation, receivers_reply_)) pack_and_send();
   }
 
   void wait(stream_t before) override {
+    if (!packed_) {
+      c_.ipc->cleared(c_.generation, true);
+      pack_and_send();
+    }
     c_.ipc->wait_ready();
     c_.receive_mpi(true);
     c_.unpack_ordered(c_.prog.unpack);
@@ -45,6 +53,10 @@ class ipc_handshake_path final : public exchange_path {
   }
 
   bool test() override {
+    if (!packed_) {
+      if (!c_.ipc->cleared(c_.generation, false)) return false;
+      pack_and_send();
+    }
     if (!c_.ipc->test_ready() || !c_.ipc->test_sends()) return false;
     if (!c_.receive_mpi(false) || !c_.channels.test_sends()) return false;
     c_.unpack_ordered(c_.prog.unpack);
@@ -52,12 +64,25 @@ class ipc_handshake_path final : public exchange_path {
   }
 
  private:
-  // Every receiver has said clear: the pack writes into their buffers (and into the MPI
-  // staging buffer), then they hear "data ready" and the MPI messages go.
+  // Whether every IPC receiver of this rank also sends to it through CUDA IPC or MPI (messages
+  // whose arrival a wait() sees on the host).
+  static bool replies(const exchange_core& c) {
+    auto heard = [&](int peer) {
+      const auto& ipc = c.prog.direct_recv_peers;
+      return std::find(ipc.begin(), ipc.end(), peer) != ipc.end() ||
+             std::any_of(c.mpi_recv_list.begin(), c.mpi_recv_list.end(),
+                         [&](const message& m) { return m.peer == peer; });
+    };
+    const auto& to = c.prog.direct_send_peers;
+    return std::all_of(to.begin(), to.end(), heard);
+  }
+
+  // Every receiver has cleared this exchange: the pack writes into their buffers (and into the
+  // MPI staging buffer), then they hear "data ready" and the MPI messages go.
   void pack_and_send() {
     const int me = c_.rank();
     const auto& prog = c_.prog;
-    c_.gpu->launch_pack(me);
+    c_.gpu->launch_pack(me, c_.generation);  // (the generation picks the copy)
     if (prog.copy_staging)
       c_.gpu->copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
     c_.gpu->synchronize(me);
@@ -65,7 +90,11 @@ class ipc_handshake_path final : public exchange_path {
     for (std::size_t k = 0; k < c_.mpi_send_list.size(); ++k) c_.channels.start_send(k);
     // Staging nccl: the other peers' messages, on halox's stream before the unpack.
     if (c_.nccl) c_.nccl->enqueue(c_.gpu->stream());
+    packed_ = true;
   }
+
+  const bool receivers_reply_;
+  bool packed_ = false;  // this exchange's pack has run
 };
 
 // Every message of every rank through CUDA IPC, no two ranks on one GPU: the kernels order the

@@ -619,6 +619,29 @@ struct device_copier::impl {
   signal_set pack_signals, unpack_signals;
   bool signals = false;
   std::vector<table> local_steps, unpack_steps;  // one launch each, in order (reverse)
+  // use_alternate(): the lists of even exchanges (the other copy of the receive buffers).
+  bool alternate = false;
+  table pack_alt, unpack_alt;
+  std::vector<table> unpack_steps_alt;
+  std::pair<int, int> caps{1, 1};  // one wave of the plain kernel, of the general one
+  bool ordered = false;
+  bool even(std::uint64_t exchange) const { return alternate && exchange % 2 == 0; }
+  // The unpack of one exchange: one fused launch, or one launch per step (ordered).
+  void upload_unpack(table& fused, std::vector<table>& steps, const std::vector<copy_op>& unpack,
+                     const std::vector<gather_op>& scatter) {
+    if (!ordered) {
+      fused.upload(unpack, scatter, scatter_kind, -1, caps);
+      return;
+    }
+    for (const auto& op : unpack) {
+      steps.emplace_back();
+      steps.back().upload({op}, {}, scatter_kind, -1, caps);
+    }
+    for (const auto& g : scatter) {
+      steps.emplace_back();
+      steps.back().upload({}, {g}, scatter_kind, -1, caps);
+    }
+  }
   cudaStream_t stream = nullptr;
   cudaEvent_t done = nullptr, incoming = nullptr;
   cudaStream_t local_on = nullptr;  // the user's stream of the last launch_local()
@@ -642,6 +665,8 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
   // signals, its release of the data once, not once per tile group.
   const std::pair<int, int> caps{one_wave(copy_kernel<true>, sms),
                                  one_wave(copy_kernel<false>, sms)};
+  p_->caps = caps;
+  p_->ordered = ordered;
   // The highest priority: packing and its signals get SMs ahead of the interior computation
   // a solver overlaps with the exchange on its own streams, so halos arrive in time.
   int least = 0, greatest = 0;
@@ -659,18 +684,7 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
     p_->local_steps.emplace_back();
     p_->local_steps.back().upload({op}, {}, gather_kind, -1, caps);
   }
-  if (!ordered) {
-    p_->unpack.upload(unpack, scatter, scatter_kind, -1, caps);
-  } else {
-    for (const auto& op : unpack) {
-      p_->unpack_steps.emplace_back();
-      p_->unpack_steps.back().upload({op}, {}, scatter_kind, -1, caps);
-    }
-    for (const auto& g : scatter) {
-      p_->unpack_steps.emplace_back();
-      p_->unpack_steps.back().upload({}, {g}, scatter_kind, -1, caps);
-    }
-  }
+  p_->upload_unpack(p_->unpack, p_->unpack_steps, unpack, scatter);
 }
 
 device_copier::~device_copier() {
@@ -679,6 +693,9 @@ device_copier::~device_copier() {
   if (p_->done) (void)cudaEventSynchronize(p_->done);  // (launch_local's copies, on a user stream)
   p_->pack.release();
   p_->unpack.release();
+  p_->pack_alt.release();
+  p_->unpack_alt.release();
+  for (auto& t : p_->unpack_steps_alt) t.release();
   p_->pack_signals.release();
   p_->unpack_signals.release();
   for (auto& t : p_->local_steps) t.release();
@@ -752,6 +769,15 @@ void device_copier::use_signals(const device_signals& s) {
   if (p_->unpack.n == 0)
     for (auto* flag : s.unpack_wait) p_->wait_ops.push_back(wait_op(flag));
 }
+void device_copier::use_alternate(const std::vector<copy_op>& pack,
+                                  const std::vector<gather_op>& gather,
+                                  const std::vector<copy_op>& unpack,
+                                  const std::vector<gather_op>& scatter) {
+  if (p_->signals) fail("alternate copy lists requested with device signals (internal error)");
+  p_->pack_alt.upload(pack, gather, gather_kind, -1, p_->caps);
+  p_->upload_unpack(p_->unpack_alt, p_->unpack_steps_alt, unpack, scatter);
+  p_->alternate = true;
+}
 void device_copier::launch_pack(int rank, std::uint64_t exchange) {
   if (p_->local_on) {  // the last local copies ran on a user's stream: this launch follows them
     check(cudaStreamWaitEvent(p_->stream, p_->done, 0), "cudaStreamWaitEvent", rank);
@@ -771,7 +797,8 @@ void device_copier::launch_pack(int rank, std::uint64_t exchange) {
     }
     sig.n_start = sig.n_wait = 0;
   }
-  p_->pack.launch(p_->stream, rank, "pack kernel launch", sig);
+  (p_->even(exchange) ? p_->pack_alt : p_->pack).launch(p_->stream, rank, "pack kernel launch",
+                                                       sig);
   for (const auto& t : p_->local_steps) t.launch(p_->stream, rank, "local copy launch");
 }
 void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
@@ -781,9 +808,11 @@ void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
   if (!waited) {
     const signal_args sig =
         p_->signals ? p_->unpack_signals.args(exchange, exchange) : signal_args{};
-    p_->unpack.launch(p_->stream, rank, "unpack kernel launch", sig);
+    (p_->even(exchange) ? p_->unpack_alt : p_->unpack)
+        .launch(p_->stream, rank, "unpack kernel launch", sig);
   }
-  for (const auto& t : p_->unpack_steps) t.launch(p_->stream, rank, "unpack step launch");
+  for (const auto& t : p_->even(exchange) ? p_->unpack_steps_alt : p_->unpack_steps)
+    t.launch(p_->stream, rank, "unpack step launch");
   check(cudaEventRecord(p_->done, p_->stream), "cudaEventRecord", rank);
 }
 void device_copier::launch_local(void* user_stream, int rank) {
@@ -843,8 +872,11 @@ std::string device_copier::summary() const {
                            : std::string());
   };
   std::size_t steps = p_->local_steps.size() + p_->unpack_steps.size();
-  return fmt::format("GPU launches: pack {}; unpack {}{}", one(p_->pack), one(p_->unpack),
-                     steps ? fmt::format("; {} ordered single-copy steps", steps) : std::string());
+  return fmt::format("GPU launches: pack {}; unpack {}{}{}", one(p_->pack), one(p_->unpack),
+                     steps ? fmt::format("; {} ordered single-copy steps", steps) : std::string(),
+                     p_->alternate ? "; a second pair of lists for even exchanges (the other "
+                                     "copy of the receive buffers)"
+                                   : "");
 }
 
 std::shared_ptr<std::byte> allocate_mapped(std::size_t bytes) {

@@ -14,6 +14,8 @@ device_copier::device_copier(const std::vector<copy_op>&, const std::vector<gath
 }
 device_copier::~device_copier() = default;
 void device_copier::use_signals(const device_signals&) {}
+void device_copier::use_alternate(const std::vector<copy_op>&, const std::vector<gather_op>&,
+                                  const std::vector<copy_op>&, const std::vector<gather_op>&) {}
 void device_copier::launch_pack(int, std::uint64_t) {}
 void device_copier::launch_unpack(int, std::uint64_t) {}
 void device_copier::launch_local(void*, int) {}

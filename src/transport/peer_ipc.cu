@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,7 @@ struct handle_msg {
   unsigned long long ready;   // the sender's data-ready slot in it
   long long regions;          // halo regions the sender may write straight into (-1: it may not)
   unsigned long long bytes;   // of the message, as the receiver's plan has it
+  unsigned long long second;  // MPI handshake: from copy 0 of the receive buffer to copy 1
 };
 
 // Device signals, from a sender to its receiver: where the receiver says it has started an
@@ -219,6 +221,32 @@ std::vector<copy_op> fuse_regions(const exchange_program& prog, const std::byte*
   return out;
 }
 
+// The device lists of even exchanges under the MPI handshake: every pointer into copy 0 of
+// this rank's IPC receive buffer, or of a receiver's (`remote[k]`: the message of `sends[k]`),
+// moved to copy 1 (`in[k].second` further on, in that receiver's buffer).
+peer_ipc::alternate_lists second_copy(const exchange_program& prog, const std::byte* recv,
+                                      std::size_t recv_size, const std::vector<std::byte*>& remote,
+                                      const std::vector<handle_msg>& in,
+                                      const std::vector<message>& sends) {
+  peer_ipc::alternate_lists a{prog.device_pack, prog.device_unpack, prog.device_gather,
+                              prog.device_scatter};
+  auto to_second_send = [&](auto*& ptr) {
+    for (std::size_t k = 0; k < sends.size(); ++k)
+      if (inside(ptr, remote[k], sends[k].bytes)) {
+        ptr += in[k].second;
+        return;
+      }
+  };
+  auto to_second_recv = [&](auto*& ptr) {
+    if (inside(ptr, recv, recv_size)) ptr += recv_size;
+  };
+  for (auto& op : a.pack) to_second_send(op.dst);
+  for (auto& op : a.gather) to_second_send(op.buf);
+  for (auto& op : a.unpack) to_second_recv(op.src);
+  for (auto& op : a.scatter) to_second_recv(op.buf);
+  return a;
+}
+
 }  // namespace
 
 struct peer_ipc::impl {
@@ -232,7 +260,11 @@ struct peer_ipc::impl {
   std::vector<message> mpi_sends, mpi_recvs;  // the messages that still travel through MPI
   // Persistent empty control messages: clear-to-send from receivers (one per send peer),
   // data-ready from senders (one per receive peer), and this rank's own two kinds.
+  // The receivers' clear-to-send is always posted (for the next exchange to be cleared), so
+  // that a receiver's own announcement completes whatever this rank does.
   std::vector<MPI_Request> clear_in, ready_in, clear_out, ready_out;
+  std::uint64_t cleared = 1;  // the last exchange every receiver has cleared (1: from the start)
+  std::optional<alternate_lists> alternate;  // MPI handshake: the lists of even exchanges
   char dummy = 0;
 
   ~impl() {
@@ -240,6 +272,10 @@ struct peer_ipc::impl {
     MPI_Finalized(&finalized);
     for (void* p : opened) (void)cudaIpcCloseMemHandle(p);
     if (finalized) return;
+    for (auto& r : clear_in) {  // posted: a receiver's last announcement may never come
+      (void)MPI_Cancel(&r);
+      (void)MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
     for (auto* v : {&clear_in, &ready_in, &clear_out, &ready_out})
       for (auto& r : *v) MPI_Request_free(&r);
   }
@@ -325,7 +361,10 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   if (into_fields)
     for (std::size_t k = 0; k < n_recv; ++k)
       regions_out[k] = direct_regions(prog, old_recv, ipc_recvs[k]);
-  p->recv = allocate(memory_space::device, recv_size);
+  // Under the MPI handshake the buffer exists twice (exchange g in copy g mod 2): a sender may
+  // pack exchange g+1 while this rank still unpacks g, so start() need not wait for it.
+  const std::size_t copies = p->device_signalled ? 1 : 2;
+  p->recv = allocate(memory_space::device, copies * recv_size);
 
   // Each receiver sends its buffer's handle, where each sender's message goes, its flags and
   // how many halo regions the sender may write directly; each sender opens the handles once.
@@ -361,7 +400,8 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
               fh,
               k,
               regions_out[k].empty() ? -1 : (long long)regions_out[k].size(),
-              ipc_recvs[k].bytes};
+              ipc_recvs[k].bytes,
+              recv_size};
   for (std::size_t k = 0; k < n_send; ++k) start_out[k] = {fh, n_recv + k};
   const bool signalled = p->device_signalled;
   exchange_all(
@@ -498,6 +538,8 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   };
   for (auto& op : prog.device_pack) rebase_send(op.dst);
   for (auto& op : prog.device_gather) rebase_send(op.buf);
+  if (!p->device_signalled)
+    p->alternate = second_copy(prog, p->recv.get(), recv_size, remote, in, ipc_sends);
 
   // Control messages, prepared once (IPC peers only).
   auto init = [&](std::vector<MPI_Request>& v, const std::vector<message>& peers, bool send,
@@ -524,8 +566,8 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
                          "exchange)",
                          target)
            : std::string(" (node-local GPUs: the pack kernel writes into the receiver's GPU "
-                         "memory through CUDA IPC; MPI carries clear-to-send and data-ready "
-                         "only)"));
+                         "memory through CUDA IPC, into one of two copies of its receive buffer "
+                         "by turns; MPI carries clear-to-send and data-ready only)"));
   for (const auto& m : ipc_sends) prog.direct_send_peers.push_back(m.peer);
   for (const auto& m : ipc_recvs) prog.direct_recv_peers.push_back(m.peer);
   if (all_ipc)
@@ -537,6 +579,7 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog
   init(p->ready_out, ipc_sends, true, tag_ready);  // I tell my receivers: data in place
   init(p->clear_out, ipc_recvs, true, tag_clear);  // I tell my senders: buffer free
   init(p->ready_in, ipc_recvs, false, tag_ready);  // my senders say: data in place
+  p->start_all(p->clear_in, "MPI_Startall(clear-to-send in)");
   return std::unique_ptr<peer_ipc>(new peer_ipc(std::move(p)));
 }
 
@@ -556,13 +599,24 @@ const std::vector<message>& peer_ipc::mpi_recvs() const {
   return p_->mpi_recvs;
 }
 
+const peer_ipc::alternate_lists* peer_ipc::alternate() const {
+  return p_->alternate ? &*p_->alternate : nullptr;
+}
+
 void peer_ipc::start() {
-  p_->start_all(p_->clear_in, "MPI_Startall(clear-to-send in)");
   p_->start_all(p_->ready_in, "MPI_Startall(data-ready in)");
   p_->start_all(p_->clear_out, "MPI_Startall(clear-to-send out)");
 }
-void peer_ipc::wait_clear() {
-  p_->wait_all(p_->clear_in, "MPI_Waitall(clear-to-send)");
+bool peer_ipc::cleared(std::uint64_t exchange, bool block) {
+  if (exchange <= p_->cleared) return true;
+  // Exchange g is cleared by each receiver's announcement at its start of g-1: the next one.
+  if (block)
+    p_->wait_all(p_->clear_in, "MPI_Waitall(clear-to-send)");
+  else if (!p_->test_all(p_->clear_in, "MPI_Testall(clear-to-send)"))
+    return false;
+  p_->start_all(p_->clear_in, "MPI_Startall(clear-to-send in)");
+  ++p_->cleared;
+  return exchange <= p_->cleared;
 }
 void peer_ipc::signal_ready() {
   p_->start_all(p_->ready_out, "MPI_Startall(data-ready out)");

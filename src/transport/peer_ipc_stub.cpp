@@ -29,7 +29,12 @@ const std::vector<message>& peer_ipc::mpi_recvs() const {
   return mpi_sends();
 }
 void peer_ipc::start() {}
-void peer_ipc::wait_clear() {}
+const peer_ipc::alternate_lists* peer_ipc::alternate() const {
+  return nullptr;
+}
+bool peer_ipc::cleared(std::uint64_t, bool) {
+  return true;
+}
 void peer_ipc::signal_ready() {}
 void peer_ipc::wait_ready() {}
 bool peer_ipc::test_ready() {

@@ -570,54 +570,123 @@ TEST_CASE("fresh device fields are zero before make_field returns: first writes 
   REQUIRE(boost::mpi::all_reduce(world, wrong, std::plus<long long>()) == 0);
 }
 
-TEST_CASE("start() on device fields does not wait for a peer (MPI staging, device signals)") {
-  // Not the CUDA IPC path with the MPI handshake (ranks sharing a GPU): its start() waits until
-  // every receiver has started the same exchange (docs/concepts.md, Progress).
+// Options for the progress tests: "auto" (device signals between separate GPUs, the MPI
+// handshake where ranks share one), "handshake" (CUDA IPC with the MPI handshake everywhere),
+// "host_staged".
+halox::exchange_options progress_options(const std::string& policy) {
+  auto o = staging_options(policy == "handshake" ? "auto" : policy.c_str());
+  o.ipc_device_signals = policy != "handshake";
+  return o;
+}
+
+TEST_CASE("start() on device fields does not wait for a peer, on every path") {
   boost::mpi::communicator world;
   const int me = world.rank();
-  int gpus = 0;
-  cuda(cudaGetDeviceCount(&gpus));
   const halox::extents<3> n{20, 18, 16};
   constexpr auto st = halox::stencil<3>::box(1);
   const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
   auto u = dom.make_field<double>(st, halox::device);
-  const char* policy = GENERATE("auto", "host_staged");
+  const std::string policy = GENERATE("auto", "handshake", "host_staged");
   CAPTURE(policy);
-  if (world.size() > gpus && std::strcmp(policy, "auto") == 0) return;  // ranks share a GPU
-  auto ex = halox::make_exchange(dom, st, staging_options(policy), u);
+  auto ex = halox::make_exchange(dom, st, progress_options(policy), u);
   INFO(ex.describe());
   const device_errors errors;
   const auto g = geom_of(u, n);
   // start() packs after the legacy default stream's work: stamp and verify run there.
   auto stamp = [&](int salt) { halox_test::stamp(g, salt, nullptr); };
   auto verify = [&](int salt) { halox_test::verify(g, salt, errors.get(), nullptr); };
-  // Rank 0 starts its second exchange before its peers finished their first, then enters a
-  // collective that they reach only before finishing theirs.
-  if (me == 0) {
-    stamp(1);
-    ex.exchange();
-    verify(1);
-    const int got = boost::mpi::all_reduce(world, 1, std::plus<int>());
-    stamp(2);
-    auto h = ex.start();
-    const int again = boost::mpi::all_reduce(world, got, std::plus<int>());
-    h.wait();
-    verify(2);
-    CHECK(again == world.size() * world.size());
-  } else {
-    stamp(1);
-    auto h = ex.start();
-    const int got = boost::mpi::all_reduce(world, 1, std::plus<int>());
-    const int again = boost::mpi::all_reduce(world, got, std::plus<int>());
-    h.wait();
-    verify(1);
-    CHECK(again == world.size() * world.size());
-    stamp(2);
-    auto h2 = ex.start();
-    h2.wait();
-    verify(2);
+  SECTION("the issue's order: rank 0 starts its second exchange before its peers finished the first") {
+    // ... then enters a collective that they reach only before finishing theirs.
+    if (me == 0) {
+      stamp(1);
+      ex.exchange();
+      verify(1);
+      const int got = boost::mpi::all_reduce(world, 1, std::plus<int>());
+      stamp(2);
+      auto h = ex.start();
+      const int again = boost::mpi::all_reduce(world, got, std::plus<int>());
+      h.wait();
+      verify(2);
+      CHECK(again == world.size() * world.size());
+    } else {
+      stamp(1);
+      auto h = ex.start();
+      const int got = boost::mpi::all_reduce(world, 1, std::plus<int>());
+      const int again = boost::mpi::all_reduce(world, got, std::plus<int>());
+      h.wait();
+      verify(1);
+      CHECK(again == world.size() * world.size());
+      stamp(2);
+      auto h2 = ex.start();
+      h2.wait();
+      verify(2);
+    }
+  }
+  SECTION("a collective between start() and wait() on odd ranks, after wait() on even ranks") {
+    for (int step = 1; step <= 12; ++step) {
+      stamp(step);
+      auto h = ex.start();
+      if (me % 2) {
+        (void)boost::mpi::all_reduce(world, step, std::plus<int>());
+        h.wait();
+      } else {
+        h.wait();
+        (void)boost::mpi::all_reduce(world, step, std::plus<int>());
+      }
+      verify(step);
+    }
   }
   REQUIRE(boost::mpi::all_reduce(world, errors.count(), std::plus<unsigned long long>()) == 0);
+}
+
+TEST_CASE("a sender two exchanges ahead of a receiver that never sends back") {
+  // Halo on the low side of dimension 0 only, not periodic there: rank r receives from the
+  // rank below and sends to the rank above, so no pair talks both ways. The last rank starts
+  // late (after a collective the others enter between their second start() and wait()).
+  boost::mpi::communicator world;
+  const int me = world.rank(), P = world.size();
+  const halox::extents<3> n{6 * P, 10, 8};
+  const auto st = halox::stencil<3>::star({1, 0, 0}, {0, 0, 0});
+  const std::array<bool, 3> per{false, false, false};
+  const halox::cartesian<3> dom(world, n, halox::periodic{false, false, false},
+                                halox::process_grid<3>{{P, 1, 1}});
+  auto u = make_mirrored<double>(dom, st, {});
+  const std::string policy = GENERATE("auto", "handshake", "host_staged");
+  CAPTURE(policy);
+  auto ex = halox::make_exchange(dom, st, progress_options(policy), u.dev);
+  INFO(ex.describe());
+  std::vector<hxt::result> results;  // checked together at the end (the checks are collective)
+  auto fill = [&](int salt) {
+    hxt::fill(u.host, n, {1, salt});
+    u.upload();
+  };
+  auto record = [&](int salt) {
+    u.download();
+    results.push_back(hxt::check(u.host, st, n, per, {1, salt}));
+  };
+  if (me != P - 1) {
+    fill(1);
+    ex.exchange();
+    record(1);
+    fill(2);
+    auto h = ex.start();  // its receiver may not have started exchange 1 yet
+    (void)boost::mpi::all_reduce(world, 1, std::plus<int>());
+    h.wait();
+    record(2);
+  } else {
+    (void)boost::mpi::all_reduce(world, 1, std::plus<int>());
+    for (int step = 1; step <= 2; ++step) {
+      fill(step);
+      ex.exchange();
+      record(step);
+    }
+  }
+  for (int step = 3; step <= 6; ++step) {
+    fill(step);
+    ex.exchange();
+    record(step);
+  }
+  for (const auto& r : results) HXT_REQUIRE_OK(r);
 }
 
 TEST_CASE("a staging policy set on one rank only: each pair takes what both allow") {

@@ -51,8 +51,15 @@ class device_copier {
   /// Makes every later pack and unpack launch wait for and post these flags (not with
   /// `ordered` unpacking).
   void use_signals(const device_signals& s);
+  /// Double-buffered receive buffers (CUDA IPC with the MPI handshake): a second pack list and
+  /// a second unpack list, the same copies with every pointer into buffer copy 0 moved to copy
+  /// 1. Exchanges with an even number then run these, odd ones the lists given at construction.
+  /// Uploaded once, here (not with signals).
+  void use_alternate(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
+                     const std::vector<copy_op>& unpack, const std::vector<gather_op>& scatter);
   /// Enqueues the pack list (no-op when empty and without signals). `rank` is for error
-  /// messages; `exchange` numbers the exchange (from 1) for the signals.
+  /// messages; `exchange` numbers the exchange (from 1) for the signals and the alternate
+  /// lists.
   void launch_pack(int rank, std::uint64_t exchange = 0);
   /// For an exchange of local copies alone (no message): enqueues the pack list and the ordered
   /// local steps on `user_stream` itself, then records their completion there. No stream hop

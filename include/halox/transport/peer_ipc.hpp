@@ -3,11 +3,13 @@
 /// Node-local direct transport for device fields: the pack kernel writes each message straight
 /// into the receiving rank's GPU memory through CUDA IPC — with device signals into the
 /// receiver's halos where the regions allow, ordered by flags in GPU memory; otherwise into its
-/// receive buffer, with two empty MPI messages per peer and exchange (clear-to-send,
-/// data-ready). Compiles without nvcc.
+/// receive buffer, which exists twice (exchange g writes copy g mod 2), with two empty MPI
+/// messages per peer and exchange (clear-to-send, data-ready). Compiles without nvcc.
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <mpi.h>
 
@@ -52,10 +54,24 @@ class peer_ipc {
   const std::vector<message>& mpi_sends() const;
   const std::vector<message>& mpi_recvs() const;
 
-  /// Posts this exchange's control receives and tells every sender that its buffer is free.
+  /// The device copy lists of even exchanges (MPI handshake): the program's, with every
+  /// pointer into copy 0 of an IPC receive buffer (this rank's, or a receiver's) moved to copy
+  /// 1. Null with device signals.
+  struct alternate_lists {
+    std::vector<copy_op> pack, unpack;
+    std::vector<gather_op> gather, scatter;
+  };
+  const alternate_lists* alternate() const;
+
+  /// Receiver's side, at the start of exchange g (after the unpack of g-1 has run): posts the
+  /// data-ready receives of g and tells every sender that the copy of the receive buffer for
+  /// g+1 is free.
   void start();
-  /// Waits until every receiver has said its buffer is free (before packing into it).
-  void wait_clear();
+  /// Sender's side: whether every receiver has freed the copy of its receive buffer that
+  /// exchange `exchange` writes (exchange 1: at once; g > 1: once the receiver has started
+  /// g-1). Blocks until then with `block`; never blocks otherwise. Call it for consecutive
+  /// exchanges, each until it returns true, before packing that exchange.
+  bool cleared(std::uint64_t exchange, bool block);
   /// Tells every receiver that its data is in place (after the pack kernel finished).
   void signal_ready();
   /// Waits for (or tests) every sender's data-ready message.
