@@ -22,23 +22,17 @@
 #include <halox/halox.hpp>
 
 #include "../common/cli.hpp"
+#include "setup.hpp"
 #ifdef HALOX_BENCH_CUDA
 #include <cuda_runtime.h>
 
+#include "floors.hpp"
+#include "gpu_baselines.hpp"
 #include "region_kernel.hpp"
 #endif
 
-namespace mpi = boost::mpi;
-using idx = halox::index;
-
+namespace halo_bench {
 namespace {
-
-#ifdef HALOX_BENCH_CUDA
-void cuda_check(cudaError_t rc) {
-  if (rc != cudaSuccess)
-    throw halox::error(std::string("halo_bench: CUDA: ") + cudaGetErrorString(rc));
-}
-#endif
 
 struct options {
   std::vector<int> sizes{8, 64, 128};
@@ -49,95 +43,6 @@ struct options {
   int warmup = 10;
   bool device = false;
   bool sweep = false;  // --sweep: message sizes between two GPUs, peer_ipc vs host_staged
-};
-
-// Value of cell g (wrapped into the global box), field f: unique and exact in a double.
-double encode(const halox::extents<3>& g, const halox::extents<3>& n, int f) {
-  idx w[3];
-  for (int d = 0; d < 3; ++d) w[d] = ((g[d] % n[d]) + n[d]) % n[d];
-  return double(((f * n[0] + w[0]) * n[1] + w[1]) * n[2] + w[2]);
-}
-
-// One benchmark case: the domain, the fields and the 26 neighbour regions.
-struct setup {
-  const halox::cartesian<3>& dom;
-  halox::stencil<3> st;
-  std::vector<halox::field<double, 3>> f;
-  halox::box<3> owned;
-  halox::extents<3> global;
-  std::vector<halox::field<double, 3>> mirror;  // host copies of device fields (--device)
-
-  const halox::field<double, 3>& host_view(int k) const {
-    return mirror.empty() ? f[k] : mirror[k];
-  }
-  void fill() {
-    for (int k = 0; k < int(f.size()); ++k) {
-      const auto& h = host_view(k);
-      const auto a = h.allocated_box();
-      for (idx i = a.lo[0]; i < a.hi[0]; ++i)
-        for (idx j = a.lo[1]; j < a.hi[1]; ++j)
-          for (idx l = a.lo[2]; l < a.hi[2]; ++l)
-            h.at({i, j, l}) = owned.contains({i, j, l}) ? encode({i, j, l}, global, k) : -1.0;
-    }
-    transfer(true);
-  }
-  // True when every halo cell of every field holds its source's value.
-  bool check() const {
-    transfer(false);
-    bool ok = true;
-    for (int k = 0; k < int(f.size()); ++k) {
-      const auto& h = host_view(k);
-      const auto a = h.allocated_box();
-      for (idx i = a.lo[0]; i < a.hi[0]; ++i)
-        for (idx j = a.lo[1]; j < a.hi[1]; ++j)
-          for (idx l = a.lo[2]; l < a.hi[2]; ++l)
-            ok = ok && h.at({i, j, l}) == encode({i, j, l}, global, k);
-    }
-    return mpi::all_reduce(dom.comm(), ok, std::logical_and<bool>());
-  }
-  // Copies the mirrors to the device fields (or back).
-  void transfer(bool up) const {
-#ifdef HALOX_BENCH_CUDA
-    for (std::size_t k = 0; k < mirror.size(); ++k) {
-      const auto bytes = std::size_t(f[k].allocated_box().volume()) * sizeof(double);
-      cuda_check(up ? cudaMemcpy(f[k].data(), mirror[k].data(), bytes, cudaMemcpyHostToDevice)
-                    : cudaMemcpy(mirror[k].data(), f[k].data(), bytes, cudaMemcpyDeviceToHost));
-    }
-#else
-    (void)up;
-#endif
-  }
-  // Neighbour rank in direction d (periodic).
-  int neighbour(const halox::direction<3>& d) const {
-    auto c = dom.coords(dom.rank());
-    for (int i = 0; i < 3; ++i) c[i] = (c[i] + d[i] + dom.grid().dims[i]) % dom.grid().dims[i];
-    return dom.rank_of(c);
-  }
-  // Cells sent towards direction d (inside the owned box) and received from it (halo).
-  halox::box<3> send_region(const halox::direction<3>& d) const {
-    halox::box<3> r = owned;
-    for (int i = 0; i < 3; ++i) {
-      if (d[i] < 0) r.hi[i] = owned.lo[i] + st.lo[i];
-      if (d[i] > 0) r.lo[i] = owned.hi[i] - st.hi[i];
-    }
-    return r;
-  }
-  halox::box<3> recv_region(const halox::direction<3>& d) const {
-    halox::box<3> r = owned;
-    for (int i = 0; i < 3; ++i) {
-      if (d[i] < 0) r.lo[i] = owned.lo[i] - st.lo[i], r.hi[i] = owned.lo[i];
-      if (d[i] > 0) r.lo[i] = owned.hi[i], r.hi[i] = owned.hi[i] + st.hi[i];
-    }
-    return r;
-  }
-  std::size_t halo_bytes() const {
-    std::size_t b = 0;
-    for (const auto& d : st.directions()) {
-      if (d == halox::direction<3>{}) continue;
-      b += std::size_t(recv_region(d).volume()) * f.size() * sizeof(double);
-    }
-    return b;
-  }
 };
 
 // What a careful user writes by hand: per direction, pack all fields into one buffer, Isend;
@@ -255,182 +160,6 @@ class mpi_types {
   std::vector<MPI_Request> reqs_;
 };
 
-#ifdef HALOX_BENCH_CUDA
-// One GPU, one rank, periodic: calls f(field, src, dst) for every region of every field, where
-// `src` (owned cells) goes to `dst` (the opposite halo) — the copies the baselines make.
-template <class F>
-void for_each_region(const setup& s, F&& f) {
-  for (const auto& d : s.st.directions()) {
-    if (d == halox::direction<3>{}) continue;
-    const auto opposite = halox::direction<3>{-d[0], -d[1], -d[2]};
-    const auto src = s.send_region(d), dst = s.recv_region(opposite);
-    for (const auto& fld : s.f) f(fld, src, dst);
-  }
-}
-
-// One GPU, one rank, periodic: the halo is the domain's own image, so every region of every
-// field is one cudaMemcpy3DAsync from the owned cells to the opposite halo (no pack kernel).
-class memcpy3d {
- public:
-  explicit memcpy3d(const setup& s) {
-    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    for_each_region(s, [&](const auto& fld, const auto& src, const auto& dst) {
-      const auto a = fld.allocated_box();
-      const auto e = a.size();
-      cudaMemcpy3DParms p{};
-      p.srcPtr = make_cudaPitchedPtr(fld.data(), std::size_t(e[2]) * sizeof(double),
-                                     std::size_t(e[2]), std::size_t(e[1]));
-      p.dstPtr = p.srcPtr;
-      p.srcPos = make_cudaPos(std::size_t(src.lo[2] - a.lo[2]) * sizeof(double),
-                              std::size_t(src.lo[1] - a.lo[1]), std::size_t(src.lo[0] - a.lo[0]));
-      p.dstPos = make_cudaPos(std::size_t(dst.lo[2] - a.lo[2]) * sizeof(double),
-                              std::size_t(dst.lo[1] - a.lo[1]), std::size_t(dst.lo[0] - a.lo[0]));
-      const auto n = src.size();
-      p.extent =
-          make_cudaExtent(std::size_t(n[2]) * sizeof(double), std::size_t(n[1]), std::size_t(n[0]));
-      p.kind = cudaMemcpyDeviceToDevice;
-      copies_.push_back(p);
-    });
-  }
-  ~memcpy3d() { (void)cudaStreamDestroy(stream_); }
-  void enqueue(cudaStream_t stream) {
-    for (const auto& p : copies_) cuda_check(cudaMemcpy3DAsync(&p, stream));
-  }
-  void exchange() {
-    enqueue(stream_);
-    cuda_check(cudaStreamSynchronize(stream_));
-  }
-
- private:
-  cudaStream_t stream_{};
-  std::vector<cudaMemcpy3DParms> copies_;
-};
-
-// One GPU, one rank, periodic, like memcpy3d: one kernel launch per region per field, from the
-// owned cells straight to the opposite halo (what a library without fused kernels launches).
-class per_region_kernels {
- public:
-  explicit per_region_kernels(const setup& s) {
-    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    for_each_region(s, [&](const auto& fld, const auto& src, const auto& dst) {
-      regions_.push_back({fld.pointer(src.lo), fld.pointer(dst.lo), src.size(), fld.strides()});
-    });
-  }
-  ~per_region_kernels() { (void)cudaStreamDestroy(stream_); }
-  void enqueue(cudaStream_t stream) {
-    for (const auto& r : regions_)
-      cuda_check(halo_bench::copy_region(r.src, r.dst, r.n[0], r.n[1], r.n[2], r.stride[0],
-                                         r.stride[1], stream));
-  }
-  void exchange() {
-    enqueue(stream_);
-    cuda_check(cudaStreamSynchronize(stream_));
-  }
-
- private:
-  struct region {
-    const double* src;
-    double* dst;
-    halox::extents<3> n, stride;
-  };
-  cudaStream_t stream_{};
-  std::vector<region> regions_;
-};
-
-// One GPU, one rank, periodic, like per_region_kernels but every region of every field in one
-// launch of a plain kernel (a thread per element, the region found by binary search): the
-// straightforward fused kernel that halox's tiled one is measured against.
-class single_kernel {
- public:
-  explicit single_kernel(const setup& s) {
-    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    std::vector<halo_bench::region_desc> regions;
-    for_each_region(s, [&](const auto& fld, const auto& src, const auto& dst) {
-      const auto n = src.size();
-      const auto st = fld.strides();
-      regions.push_back(
-          {fld.pointer(src.lo), fld.pointer(dst.lo), n[1], n[2], st[0], st[1], total_});
-      total_ += n[0] * n[1] * n[2];
-    });
-    n_ = int(regions.size());
-    cuda_check(cudaMalloc(&regions_, regions.size() * sizeof regions[0]));
-    cuda_check(cudaMemcpy(regions_, regions.data(), regions.size() * sizeof regions[0],
-                          cudaMemcpyHostToDevice));
-  }
-  ~single_kernel() {
-    (void)cudaFree(regions_);
-    (void)cudaStreamDestroy(stream_);
-  }
-  single_kernel(const single_kernel&) = delete;
-  single_kernel& operator=(const single_kernel&) = delete;
-  void enqueue(cudaStream_t stream) {
-    cuda_check(halo_bench::copy_regions_once(regions_, n_, total_, stream));
-  }
-  void exchange() {
-    enqueue(stream_);
-    cuda_check(cudaStreamSynchronize(stream_));
-  }
-
- private:
-  cudaStream_t stream_{};
-  halo_bench::region_desc* regions_ = nullptr;
-  int n_ = 0;
-  long long total_ = 0;
-};
-
-// Device-to-device copy bandwidth of this GPU (bytes read + written per second).
-double d2d_bandwidth_gbps() {
-  const std::size_t bytes = std::size_t(256) << 20;
-  void *a = nullptr, *b = nullptr;
-  cuda_check(cudaMalloc(&a, bytes));
-  cuda_check(cudaMalloc(&b, bytes));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
-  cuda_check(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
-  cuda_check(cudaEventRecord(t0));
-  const int reps = 20;
-  for (int k = 0; k < reps; ++k) cuda_check(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-  cuda_check(cudaEventRecord(t1));
-  cuda_check(cudaEventSynchronize(t1));
-  float ms = 0;
-  cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-  cuda_check(cudaFree(a));
-  cuda_check(cudaFree(b));
-  return 2.0 * double(bytes) * reps / (double(ms) * 1e-3) / 1e9;
-}
-
-// GPU time alone of the work `enqueue` puts on a stream: median over `iters` runs, each queued
-// behind a hold (500 us per exchange) so that the events around it see no host gaps (CUDA
-// events, in us).
-// With `batch` > 1, each run is `batch` enqueues back to back between the events, divided by
-// `batch`: the GPU time per exchange when exchanges follow each other, as the D2D bandwidth
-// is measured (20 copies back to back).
-double kernel_us(int iters, const std::function<void(cudaStream_t)>& enqueue, int batch = 1) {
-  cudaStream_t stream;
-  cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
-  std::vector<double> t;
-  for (int k = 0; k < iters; ++k) {
-    cuda_check(halo_bench::hold(stream, 500 * batch));
-    cuda_check(cudaEventRecord(t0, stream));
-    for (int b = 0; b < batch; ++b) enqueue(stream);
-    cuda_check(cudaEventRecord(t1, stream));
-    cuda_check(cudaEventSynchronize(t1));
-    float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-    t.push_back(double(ms) * 1e3 / batch);
-  }
-  cuda_check(cudaEventDestroy(t0));
-  cuda_check(cudaEventDestroy(t1));
-  cuda_check(cudaStreamDestroy(stream));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-#endif
-
 // Median and minimum over `iters` exchanges of the slowest rank's time, in microseconds.
 std::pair<double, double> time_it(const mpi::communicator& comm, int warmup, int iters,
                                   const std::function<void()>& run) {
@@ -448,46 +177,6 @@ std::pair<double, double> time_it(const mpi::communicator& comm, int warmup, int
 }
 
 #ifdef HALOX_BENCH_CUDA
-// Peer copy bandwidth between GPU 0 and GPU 1 of this process (the ceiling for one message of
-// `bytes`): median over `reps` copies, in GB/s. Needs both GPUs visible and peer access.
-double peer_copy_gbps(std::size_t bytes, int reps) {
-  int here = 0, can = 0;
-  cuda_check(cudaGetDevice(&here));
-  const int other = here == 0 ? 1 : 0;
-  cuda_check(cudaDeviceCanAccessPeer(&can, here, other));
-  if (!can) return 0;
-  if (cudaDeviceEnablePeerAccess(other, 0) == cudaErrorPeerAccessAlreadyEnabled)
-    (void)cudaGetLastError();
-  void *src = nullptr, *dst = nullptr;
-  cuda_check(cudaMalloc(&src, bytes));
-  cuda_check(cudaSetDevice(other));
-  cuda_check(cudaMalloc(&dst, bytes));
-  cuda_check(cudaSetDevice(here));
-  cudaStream_t s;
-  cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
-  std::vector<double> t;
-  for (int k = 0; k < reps + 3; ++k) {
-    cuda_check(cudaEventRecord(t0, s));
-    cuda_check(cudaMemcpyPeerAsync(dst, other, src, here, bytes, s));
-    cuda_check(cudaEventRecord(t1, s));
-    cuda_check(cudaEventSynchronize(t1));
-    float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-    if (k >= 3) t.push_back(double(ms) * 1e-3);
-  }
-  std::sort(t.begin(), t.end());
-  cuda_check(cudaEventDestroy(t0));
-  cuda_check(cudaEventDestroy(t1));
-  cuda_check(cudaStreamDestroy(s));
-  cuda_check(cudaFree(src));
-  cuda_check(cudaSetDevice(other));
-  cuda_check(cudaFree(dst));
-  cuda_check(cudaSetDevice(here));
-  return double(bytes) / t[t.size() / 2] / 1e9;
-}
 
 // Per-iteration time of a loop of `iters` scheduled exchanges on one stream, as a solver's
 // time steps run them (no host synchronisation inside the loop; CUDA events; slowest rank).
@@ -568,8 +257,10 @@ bool sweep(const mpi::communicator& world, const options& o) {
 }
 #endif
 }  // namespace
+}  // namespace halo_bench
 
 int main(int argc, char** argv) {
+  using namespace halo_bench;
   mpi::environment env(argc, argv);
   mpi::communicator world;
   options o;
