@@ -1,15 +1,81 @@
-// What halo_bench measures to compare with: the hardware's own copies, in the same run.
+// The floor every halo_bench row is compared with: the hardware's own copies of the same bytes,
+// measured in the same run (host memcpy; on GPUs the D2D and peer copy bandwidths and an empty
+// kernel launch).
 #pragma once
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
+#include <mpi.h>
+
+#include "setup.hpp"
+#ifdef HALOX_BENCH_CUDA
 #include <cuda_runtime.h>
 
 #include "region_kernel.hpp"
-#include "setup.hpp"
+#endif
 
 namespace halo_bench {
+
+/// A row's floor: its time in us and the JSON fields that say what it counts (each starting
+/// with a comma, `floor_us` included, the ratio not).
+struct floor_of_row {
+  double us = 0;
+  std::string fields;
+};
+
+/// `fmt` with its arguments, as std::snprintf writes it (the JSON pieces of a row).
+template <class... A>
+std::string json_piece(const char* fmt, A... a) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, fmt, a...);
+  return buf;
+}
+
+/// The fields a row adds for its floor: `floor_us`, then `ratio_to_floor` of the time `of`
+/// (named in `ratio_of`), or null where the floor is zero.
+inline std::string floor_fields(const floor_of_row& f, const char* of, double us) {
+  return f.fields +
+         json_piece(",\"ratio_to_floor\":%.3f,\"ratio_of\":\"%s\"", f.us > 0 ? us / f.us : 0.0, of);
+}
+
+/// Host memcpy bandwidth for copies of `bytes` (bytes copied per second, in GB/s; the slowest
+/// rank's): the median of `reps` copies between two buffers of that size after two untimed
+/// ones, every rank of `comm` copying at the same time, as every rank exchanges at once.
+inline double memcpy_gbps(const mpi::communicator& comm, std::size_t bytes, int reps) {
+  bytes = std::max<std::size_t>(bytes, 64);
+  std::vector<unsigned char> a(bytes, 1), b(bytes, 0);
+  volatile unsigned char sink = 0;  // reads the copy, so that it is not optimised away
+  std::vector<double> t;
+  for (int k = 0; k < reps + 2; ++k) {
+    comm.barrier();
+    const double t0 = MPI_Wtime();
+    std::memcpy(b.data(), a.data(), bytes);
+    const double dt = MPI_Wtime() - t0;
+    sink = sink + b[(std::size_t(k) * 4099) % bytes];
+    a[std::size_t(k) % bytes] = static_cast<unsigned char>(k);
+    if (k >= 2) t.push_back(dt);
+  }
+  std::sort(t.begin(), t.end());
+  const double mine = double(bytes) / std::max(t[t.size() / 2], 1e-9) / 1e9;
+  return mpi::all_reduce(comm, mine, mpi::minimum<double>());
+}
+
+/// CPU rows: the halo bytes copied once at the same run's host memcpy bandwidth for a copy of
+/// that size (the slowest rank's).
+inline floor_of_row host_floor(const mpi::communicator& comm, const setup& s) {
+  const std::size_t bytes = s.halo_bytes();
+  const double gbps = memcpy_gbps(comm, bytes, 50);
+  const double us = mpi::all_reduce(comm, double(bytes) / (gbps * 1e3), mpi::maximum<double>());
+  return {us, json_piece(",\"floor_counts\":\"halo bytes copied once at host memcpy\","
+                         "\"floor_bytes\":%zu,\"memcpy_GBps\":%.1f,\"floor_us\":%.3f",
+                         bytes, gbps, us)};
+}
+
+#ifdef HALOX_BENCH_CUDA
 
 // Device-to-device copy bandwidth of this GPU (bytes read + written per second).
 inline double d2d_bandwidth_gbps() {
@@ -68,12 +134,17 @@ inline double kernel_us(int iters, const std::function<void(cudaStream_t)>& enqu
 // `bytes`): median over `reps` copies, in GB/s. Needs both GPUs visible and peer access.
 inline double peer_copy_gbps(std::size_t bytes, int reps) {
   int here = 0, can = 0;
+  int gpus = 0;
+  cuda_check(cudaGetDeviceCount(&gpus));
+  if (gpus < 2) return 0;
   cuda_check(cudaGetDevice(&here));
   const int other = here == 0 ? 1 : 0;
   cuda_check(cudaDeviceCanAccessPeer(&can, here, other));
   if (!can) return 0;
-  if (cudaDeviceEnablePeerAccess(other, 0) == cudaErrorPeerAccessAlreadyEnabled)
+  if (const auto rc = cudaDeviceEnablePeerAccess(other, 0); rc == cudaErrorPeerAccessAlreadyEnabled)
     (void)cudaGetLastError();
+  else
+    cuda_check(rc);
   void *src = nullptr, *dst = nullptr;
   cuda_check(cudaMalloc(&src, bytes));
   cuda_check(cudaSetDevice(other));
@@ -104,5 +175,52 @@ inline double peer_copy_gbps(std::size_t bytes, int reps) {
   cuda_check(cudaSetDevice(here));
   return double(bytes) / t[t.size() / 2] / 1e9;
 }
+
+/// What the GPU floors are made of, measured once per run on every rank's GPU.
+struct gpu_rates {
+  double d2d_gbps = 0;   // bytes read + written per second, the slowest rank's GPU
+  double launch_us = 0;  // an empty kernel behind an event, timed as kernel_us (the slowest)
+};
+
+/// Latency of an empty kernel launch, timed as `kernel_us` times the baselines: queued behind
+/// a hold, between two events (median over `iters`, in us).
+inline double empty_launch_us(int iters) {
+  return kernel_us(iters, [](cudaStream_t s) { cuda_check(empty_kernel(s)); });
+}
+
+/// GPU rows. One rank: the halo bytes read and written once at the D2D bandwidth, plus an empty
+/// launch. Several ranks: the larger of the bytes from other ranks over the peer link at the
+/// peer copy bandwidth (GPU 0 to GPU 1, measured on rank 0 for a copy of the largest rank's
+/// peer bytes) and the local bytes read and written at D2D, plus an empty launch; the slowest
+/// rank's. Where rank 0 sees no second GPU with peer access, the peer bytes count at D2D too
+/// (ranks sharing a GPU), and `floor_counts` says so.
+inline floor_of_row device_floor(const mpi::communicator& comm, const setup& s,
+                                 const gpu_rates& r) {
+  const std::size_t peer = s.peer_bytes(), local = s.halo_bytes() - peer;
+  const std::size_t most_peer = mpi::all_reduce(comm, peer, mpi::maximum<std::size_t>());
+  double peer_gbps = 0;
+  if (most_peer > 0) {
+    if (comm.rank() == 0) peer_gbps = peer_copy_gbps(most_peer, 20);
+    mpi::broadcast(comm, peer_gbps, 0);
+  }
+  const double d2d = r.d2d_gbps * 1e3;  // bytes per us
+  const double peer_us = peer_gbps > 0 ? double(peer) / (peer_gbps * 1e3) : 2 * double(peer) / d2d;
+  const double copy_us =
+      mpi::all_reduce(comm, std::max(peer_us, 2 * double(local) / d2d), mpi::maximum<double>());
+  const double us = copy_us + r.launch_us;
+  const char* counts =
+      comm.size() == 1 ? "halo bytes read and written once at D2D, plus an empty launch"
+      : peer_gbps > 0
+          ? "max(peer bytes at peer copy, local bytes read and written at D2D), plus an empty "
+            "launch"
+          : "halo bytes read and written once at D2D (no peer link measured), plus an empty "
+            "launch";
+  return {us, json_piece(",\"floor_counts\":\"%s\",\"floor_bytes\":%zu,\"peer_bytes\":%zu,"
+                         "\"local_bytes\":%zu,\"d2d_GBps\":%.1f,\"peer_copy_GBps\":%.1f,"
+                         "\"launch_us\":%.2f,\"floor_copy_us\":%.3f,\"floor_us\":%.3f",
+                         counts, peer + local, peer, local, r.d2d_gbps, peer_gbps, r.launch_us,
+                         copy_us, us)};
+}
+#endif
 
 }  // namespace halo_bench

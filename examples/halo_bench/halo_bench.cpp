@@ -22,11 +22,11 @@
 #include <halox/halox.hpp>
 
 #include "../common/cli.hpp"
+#include "floors.hpp"
 #include "setup.hpp"
 #ifdef HALOX_BENCH_CUDA
 #include <cuda_runtime.h>
 
-#include "floors.hpp"
 #include "gpu_baselines.hpp"
 #include "region_kernel.hpp"
 #endif
@@ -208,8 +208,10 @@ double scheduled_loop_us(const mpi::communicator& world, halox::halo_exchange& e
 // rank sends the other one message of two y-z faces. For each message size: the blocking
 // exchange (median of the slower rank), the per-iteration time of a loop of scheduled exchanges
 // on one stream (no host synchronisation inside the loop; CUDA events), for peer_ipc (auto) and
-// host_staged, and the peer copy bandwidth of the same size on rank 0 as the ceiling.
-bool sweep(const mpi::communicator& world, const options& o) {
+// host_staged, and the peer copy bandwidth of the same size on rank 0 as the ceiling. The floor:
+// the message over the peer link at that bandwidth (at D2D where there is none), plus an empty
+// launch.
+bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& rates) {
   if (world.size() != 2) {
     if (world.rank() == 0) std::fprintf(stderr, "halo_bench --sweep needs 2 ranks\n");
     return false;
@@ -241,15 +243,27 @@ bool sweep(const mpi::communicator& world, const options& o) {
       const int iters = bytes >= (std::size_t(8) << 20) ? 100 : 500;
       const auto [median, best] = time_it(world, o.warmup, iters, [&] { ex.exchange(); });
       const double loop_us = scheduled_loop_us(world, ex, iters);
+      const double copy_us = ceiling > 0 ? double(bytes) / (ceiling * 1e3)
+                                         : 2 * double(bytes) / (rates.d2d_gbps * 1e3);
+      const floor_of_row floor{
+          copy_us + rates.launch_us,
+          json_piece(",\"floor_counts\":\"%s, plus an empty launch\",\"floor_bytes\":%zu,"
+                     "\"d2d_GBps\":%.1f,\"launch_us\":%.2f,\"floor_copy_us\":%.3f,"
+                     "\"floor_us\":%.3f",
+                     ceiling > 0 ? "message bytes at peer copy"
+                                 : "message bytes read and written at D2D (no peer link measured)",
+                     bytes, rates.d2d_gbps, rates.launch_us, copy_us, copy_us + rates.launch_us)};
+      const std::string ratio = floor_fields(floor, "median_us", median) +
+                                json_piece(",\"loop_ratio_to_floor\":%.3f", loop_us / floor.us);
       if (world.rank() == 0)
         std::printf(
             "{\"impl\":\"halox\",\"staging\":\"%s\",\"case\":\"sweep %zu KiB\",\"ranks\":2,"
             "\"message_bytes\":%zu,\"bytes\":%zu,\"grid\":\"2x1x1\",\"iters\":%d,"
             "\"median_us\":%.2f,\"min_us\":%.2f,\"loop_us\":%.2f,\"GBps\":%.1f,"
-            "\"loop_GBps\":%.1f,\"peer_copy_GBps\":%.1f,\"verified\":%s}\n",
+            "\"loop_GBps\":%.1f,\"peer_copy_GBps\":%.1f,\"verified\":%s%s}\n",
             policy, bytes >> 10, bytes, s.halo_bytes(), iters, median, best, loop_us,
             double(bytes) / median / 1e3, double(bytes) / loop_us / 1e3, ceiling,
-            ok ? "true" : "false");
+            ok ? "true" : "false", ratio.c_str());
       std::fflush(stdout);
     }
   }
@@ -291,12 +305,18 @@ int main(int argc, char** argv) {
   if (const int code = example_app::parse(world, app, argc, argv); code >= 0) return code;
   o.device = o.device || o.sweep;
 
+#ifdef HALOX_BENCH_CUDA
+  gpu_rates rates;
+#endif
   if (o.device) {
 #ifdef HALOX_BENCH_CUDA
     // One GPU per rank where the node has enough (node-local rank modulo the GPU count):
     // processes sharing a GPU are time-sliced, which costs far more than the exchange itself.
     int gpus = 0;
-    cuda_check(cudaGetDeviceCount(&gpus));
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
+      std::fprintf(stderr, "halo_bench: no CUDA device on rank %d\n", world.rank());
+      return 77;  // as the GPU tests skip
+    }
     MPI_Comm node;
     MPI_Comm_split_type(MPI_Comm(world), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node);
     int local = 0;
@@ -304,16 +324,23 @@ int main(int argc, char** argv) {
     MPI_Comm_free(&node);
     cuda_check(cudaSetDevice(local % gpus));
     const double bw = d2d_bandwidth_gbps();
-    if (world.rank() == 0)
+    rates.d2d_gbps = mpi::all_reduce(world, bw, mpi::minimum<double>());
+    rates.launch_us = mpi::all_reduce(world, empty_launch_us(200), mpi::maximum<double>());
+    if (world.rank() == 0) {
       std::printf("{\"impl\":\"cudaMemcpy_d2d\",\"case\":\"256 MiB\",\"ranks\":%d,\"GBps\":%.1f}\n",
                   world.size(), bw);
+      std::printf(
+          "{\"impl\":\"empty_kernel\",\"case\":\"launch behind an event\",\"ranks\":%d,"
+          "\"kernel_us\":%.2f}\n",
+          world.size(), rates.launch_us);
+    }
 #else
     if (world.rank() == 0) std::fprintf(stderr, "halo_bench: --device needs a build with CUDA\n");
     return 2;
 #endif
   }
 #ifdef HALOX_BENCH_CUDA
-  if (o.sweep) return sweep(world, o) ? 0 : 1;
+  if (o.sweep) return sweep(world, o, rates) ? 0 : 1;
 #endif
   bool all_ok = true;
   for (int L : o.sizes)
@@ -329,6 +356,12 @@ int main(int argc, char** argv) {
       }
       s.owned = s.f[0].owned_box();
       const int iters = o.iters > 0 ? o.iters : L <= 16 ? 2000 : L <= 64 ? 200 : 50;
+      // The floor of every row of this case, measured now (host memcpy, or the GPUs' rates).
+#ifdef HALOX_BENCH_CUDA
+      const floor_of_row floor = o.device ? device_floor(world, s, rates) : host_floor(world, s);
+#else
+      const floor_of_row floor = host_floor(world, s);
+#endif
       for (const auto& impl : o.impls) {
         std::function<void()> run;
         std::function<void(CUstream_st*)> enqueue;  // device work on a stream, 1 rank only
@@ -405,14 +438,24 @@ int main(int argc, char** argv) {
                                  ? std::string()
                                  : ",\"start_us\":" + std::to_string(median_of(start_us)) +
                                        ",\"wait_us\":" + std::to_string(median_of(wait_us));
+        // Compared with the floor: the GPU time where it is measured (one GPU), else the
+        // blocking call's median.
+        std::string ratio = floor_fields(floor, "median_us", median);
 #ifdef HALOX_BENCH_CUDA
-        if (enqueue)
-          phases +=
-              ",\"kernel_us\":" + std::to_string(kernel_us(iters, enqueue)) +
-              ",\"kernel_batch_us\":" + std::to_string(kernel_us(iters / 10 + 1, enqueue, 20));
-        if (hx && o.device && world.size() > 1)
-          phases += ",\"loop_us\":" + std::to_string(scheduled_loop_us(world, *hx, iters));
+        if (enqueue) {
+          const double k = kernel_us(iters, enqueue);
+          phases += ",\"kernel_us\":" + std::to_string(k) + ",\"kernel_batch_us\":" +
+                    std::to_string(kernel_us(iters / 10 + 1, enqueue, 20));
+          ratio = floor_fields(floor, "kernel_us", k) +
+                  json_piece(",\"median_ratio_to_floor\":%.3f", median / floor.us);
+        }
+        if (hx && o.device && world.size() > 1) {
+          const double loop = scheduled_loop_us(world, *hx, iters);
+          phases += ",\"loop_us\":" + std::to_string(loop);
+          ratio += json_piece(",\"loop_ratio_to_floor\":%.3f", loop / floor.us);
+        }
 #endif
+        phases += ratio;
         if (world.rank() == 0)
           std::printf(
               "{\"impl\":\"%s\",\"case\":\"%d^3 w%d%s\",\"ranks\":%d,\"local\":%d,\"width\":%d,"

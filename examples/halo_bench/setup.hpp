@@ -102,6 +102,15 @@ struct setup {
     }
     return r;
   }
+  // Bytes of the halo that come from other ranks (the rest are this rank's periodic image).
+  std::size_t peer_bytes() const {
+    std::size_t b = 0;
+    for (const auto& d : st.directions()) {
+      if (d == halox::direction<3>{} || neighbour(d) == dom.rank()) continue;
+      b += std::size_t(recv_region(d).volume()) * f.size() * sizeof(double);
+    }
+    return b;
+  }
   std::size_t halo_bytes() const {
     std::size_t b = 0;
     for (const auto& d : st.directions()) {
