@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include "cub_batched.hpp"
 #include "region_kernel.hpp"
 #include "setup.hpp"
 
@@ -130,6 +131,92 @@ class single_kernel {
   halo_bench::region_desc* regions_ = nullptr;
   int n_ = 0;
   long long total_ = 0;
+};
+
+// The fields' layout the copy-engine baselines rely on: rows contiguous, layers whole rows.
+inline void require_row_major(const halox::field<double, 3>& fld, const char* who) {
+  const auto st = fld.strides();
+  if (st[2] != 1 || st[1] <= 0 || st[0] % st[1] != 0)
+    throw halox::error(std::string("halo_bench ") + who +
+                       ": a field is not row-major with whole rows per layer");
+}
+
+// One GPU, one rank, periodic, like memcpy3d but every region of every field in one
+// cudaMemcpy3DBatchAsync call (CUDA 12.8+): the copy engine's own batching, what a user tries
+// after one cudaMemcpy3DAsync per region.
+class memcpy3d_batch {
+ public:
+  explicit memcpy3d_batch(const setup& s) {
+    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    for_each_region(s, [&](const auto& fld, const auto& src, const auto& dst) {
+      require_row_major(fld, "memcpy3d_batch");
+      const auto st = fld.strides();
+      const auto n = src.size();
+      cudaMemcpy3DBatchOp op{};
+      // Pointer operands count in elements of one byte: row length in bytes, layer height in
+      // rows; the pointers point at the first element copied.
+      op.src.type = cudaMemcpyOperandTypePointer;
+      op.src.op.ptr.ptr = fld.pointer(src.lo);
+      op.src.op.ptr.rowLength = std::size_t(st[1]) * sizeof(double);
+      op.src.op.ptr.layerHeight = std::size_t(st[0] / st[1]);
+      op.dst = op.src;
+      op.dst.op.ptr.ptr = fld.pointer(dst.lo);
+      op.extent =
+          make_cudaExtent(std::size_t(n[2]) * sizeof(double), std::size_t(n[1]), std::size_t(n[0]));
+      op.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+      op.flags = cudaMemcpyFlagDefault;
+      ops_.push_back(op);
+    });
+  }
+  ~memcpy3d_batch() { (void)cudaStreamDestroy(stream_); }
+  memcpy3d_batch(const memcpy3d_batch&) = delete;
+  memcpy3d_batch& operator=(const memcpy3d_batch&) = delete;
+  void enqueue(cudaStream_t stream) {
+    cuda_check(cudaMemcpy3DBatchAsync(ops_.size(), ops_.data(), 0, stream));
+  }
+  void exchange() {
+    enqueue(stream_);
+    cuda_check(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  cudaStream_t stream_{};
+  std::vector<cudaMemcpy3DBatchOp> ops_;
+};
+
+// One GPU, one rank, periodic: every contiguous row of every region of every field is one
+// buffer of cub::DeviceMemcpy::Batched, all of them in one call (CUB ships with the toolkit).
+class cub_batched {
+ public:
+  explicit cub_batched(const setup& s) {
+    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    std::vector<const void*> src;
+    std::vector<void*> dst;
+    std::vector<std::size_t> bytes;
+    for_each_region(s, [&](const auto& fld, const auto& from, const auto& to) {
+      require_row_major(fld, "cub_batched");
+      const auto n = from.size();
+      for (idx i = 0; i < n[0]; ++i)
+        for (idx j = 0; j < n[1]; ++j) {
+          src.push_back(fld.pointer({from.lo[0] + i, from.lo[1] + j, from.lo[2]}));
+          dst.push_back(fld.pointer({to.lo[0] + i, to.lo[1] + j, to.lo[2]}));
+          bytes.push_back(std::size_t(n[2]) * sizeof(double));
+        }
+    });
+    cuda_check(batch_.prepare(src, dst, bytes));
+  }
+  ~cub_batched() { (void)cudaStreamDestroy(stream_); }
+  cub_batched(const cub_batched&) = delete;
+  cub_batched& operator=(const cub_batched&) = delete;
+  void enqueue(cudaStream_t stream) { cuda_check(batch_.copy(stream)); }
+  void exchange() {
+    enqueue(stream_);
+    cuda_check(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  cudaStream_t stream_{};
+  cub_batch batch_;
 };
 
 }  // namespace halo_bench

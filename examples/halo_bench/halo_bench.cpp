@@ -7,6 +7,7 @@
 // a box stencil of width `w` (26 neighbour directions), `fields` double fields. Each
 // implementation is checked once against the global coordinates encoded in the data, then timed:
 // per exchange, the slowest rank's time; the median (and minimum) over the timed exchanges.
+// Every row also carries its floor, measured in the same run (floors.hpp), and the ratio to it.
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -289,7 +290,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--impls", o.impls,
                  "halox, mpi_manual, mpi_types; with --device: halox and, at 1 rank, memcpy3d, "
-                 "per_region_kernels, single_kernel")
+                 "memcpy3d_batch, cub_batched, per_region_kernels, single_kernel")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--iters", o.iters, "timed exchanges per case (0: chosen per case)")
@@ -373,6 +374,8 @@ int main(int argc, char** argv) {
         std::unique_ptr<memcpy3d> m3;
         std::unique_ptr<per_region_kernels> prk;
         std::unique_ptr<single_kernel> sk;
+        std::unique_ptr<memcpy3d_batch> m3b;
+        std::unique_ptr<cub_batched> cb;
         if (impl == "memcpy3d" && o.device && world.size() == 1) {
           m3 = std::make_unique<memcpy3d>(s);
           run = [&] { m3->exchange(); };
@@ -385,6 +388,14 @@ int main(int argc, char** argv) {
           sk = std::make_unique<single_kernel>(s);
           run = [&] { sk->exchange(); };
           enqueue = [&](cudaStream_t st) { sk->enqueue(st); };
+        } else if (impl == "memcpy3d_batch" && o.device && world.size() == 1) {
+          m3b = std::make_unique<memcpy3d_batch>(s);
+          run = [&] { m3b->exchange(); };
+          enqueue = [&](cudaStream_t st) { m3b->enqueue(st); };
+        } else if (impl == "cub_batched" && o.device && world.size() == 1) {
+          cb = std::make_unique<cub_batched>(s);
+          run = [&] { cb->exchange(); };
+          enqueue = [&](cudaStream_t st) { cb->enqueue(st); };
         } else
 #endif
             if (o.device && impl != "halox") {
