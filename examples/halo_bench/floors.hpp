@@ -30,9 +30,9 @@ struct floor_of_row {
 /// `fmt` with its arguments, as std::snprintf writes it (the JSON pieces of a row).
 template <class... A>
 std::string json_piece(const char* fmt, A... a) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, a...);
-  return buf;
+  std::string out(std::size_t(std::max(std::snprintf(nullptr, 0, fmt, a...), 0)), '\0');
+  std::snprintf(out.data(), out.size() + 1, fmt, a...);
+  return out;
 }
 
 /// The fields a row adds for its floor: `floor_us`, then `ratio_to_floor` of the time `of`
