@@ -192,8 +192,9 @@ inline double empty_launch_us(int iters) {
 /// launch. Several ranks: the larger of the bytes from other ranks over the peer link at the
 /// peer copy bandwidth (GPU 0 to GPU 1, measured on rank 0 for a copy of the largest rank's
 /// peer bytes) and the local bytes read and written at D2D, plus an empty launch; the slowest
-/// rank's. Where rank 0 sees no second GPU with peer access, the peer bytes count at D2D too
-/// (ranks sharing a GPU), and `floor_counts` says so.
+/// rank's. For ranks of one node: the peer link measured is NVLink or PCIe, not a network.
+/// Where rank 0 sees no second GPU with peer access (ranks sharing a GPU), all the halo bytes
+/// count at D2D, and `floor_counts` says so.
 inline floor_of_row device_floor(const mpi::communicator& comm, const setup& s,
                                  const gpu_rates& r) {
   const std::size_t peer = s.peer_bytes(), local = s.halo_bytes() - peer;
@@ -204,9 +205,10 @@ inline floor_of_row device_floor(const mpi::communicator& comm, const setup& s,
     mpi::broadcast(comm, peer_gbps, 0);
   }
   const double d2d = r.d2d_gbps * 1e3;  // bytes per us
-  const double peer_us = peer_gbps > 0 ? double(peer) / (peer_gbps * 1e3) : 2 * double(peer) / d2d;
-  const double copy_us =
-      mpi::all_reduce(comm, std::max(peer_us, 2 * double(local) / d2d), mpi::maximum<double>());
+  const double mine = peer_gbps > 0
+                          ? std::max(double(peer) / (peer_gbps * 1e3), 2 * double(local) / d2d)
+                          : 2 * double(peer + local) / d2d;  // one GPU's memory moves it all
+  const double copy_us = mpi::all_reduce(comm, mine, mpi::maximum<double>());
   const double us = copy_us + r.launch_us;
   const char* counts =
       comm.size() == 1 ? "halo bytes read and written once at D2D, plus an empty launch"
