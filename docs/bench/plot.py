@@ -6,9 +6,15 @@
 Writes cpu-2ranks.png, gpu-2xh200.png (second session), gpu-2xh200-v3.png (third session),
 gpu-2xh200-v4.png and sweep-2xh200.png (fourth session), gpu-1xh200-v5.png (fifth session)
 next to this script.
+
+    /usr/bin/python3 docs/bench/plot.py RUN.jsonl [RUN2.jsonl ...]
+
+draws instead, for each halo_bench output given (rows with `floor_us`), RUN-floor.png beside
+it: per case, each implementation's time against the row's floor (dashed), with the ratio.
 """
 import json
 import os
+import sys
 
 import matplotlib
 
@@ -164,7 +170,63 @@ def sweep():
     fig.savefig(os.path.join(HERE, "sweep-2xh200.png"), dpi=110)
 
 
-if __name__ == "__main__":
+def floor_figure(path):
+    """Per case, each implementation's time (the one its row compares with the floor:
+    `ratio_of`, i.e. kernel_us on one GPU, else median_us) as a bar, the case's floor as a
+    dashed line, the ratio above each bar."""
+    with open(path) as f:
+        rows = [json.loads(line) for line in f if line.strip().startswith("{")]
+    rows = [r for r in rows if "floor_us" in r and "ratio_of" in r]
+    if not rows:
+        sys.exit(f"{path}: no rows with floor_us (halo_bench output from before the floors?)")
+    cases, impls, by = [], [], {}
+    for r in rows:
+        if r["case"] not in cases:
+            cases.append(r["case"])
+        if r["impl"] not in impls:
+            impls.append(r["impl"])
+        by.setdefault((r["impl"], r["case"]), r)  # the first run of each in the file
+    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(cases)), 5.4))
+    width = 0.8 / len(impls)
+    tallest = 0.0
+    for k, impl in enumerate(impls):
+        xs, ys, ratios = [], [], []
+        for i, c in enumerate(cases):
+            r = by.get((impl, c))
+            if r:
+                xs.append(i + (k - (len(impls) - 1) / 2) * width)
+                ys.append(r[r["ratio_of"]])
+                ratios.append(r["ratio_to_floor"])
+        label = impl + (f" ({by[(impl, cases[0])]['ratio_of']})" if (impl, cases[0]) in by else "")
+        ax.bar(xs, ys, width, label=label)
+        tallest = max([tallest] + ys)
+        for x, y, q in zip(xs, ys, ratios):
+            ax.text(x, y * 1.05, f"{q:.1f}x", ha="center", va="bottom", fontsize=6, rotation=90)
+    for i, c in enumerate(cases):
+        r = next(by[(m, c)] for m in impls if (m, c) in by)
+        ax.hlines(r["floor_us"], i - 0.45, i + 0.45, colors="k", linestyles="dashed")
+    ax.set_xticks(range(len(cases)))
+    ax.set_xticklabels([c.replace(" device", "") for c in cases])
+    ax.set_yscale("log")
+    ax.set_ylim(top=tallest * 6)  # room for the ratios
+    ax.set_ylabel("µs per exchange")
+    first = rows[0]
+    ax.set_title(f"halo_bench, {first['ranks']} rank(s): time against the floor "
+                 f"(ratio above each bar)")
+    ax.legend(fontsize=8, loc="upper center", ncol=3, bbox_to_anchor=(0.5, -0.1))
+    ax.grid(axis="y", which="both", alpha=0.3)
+    ax.text(0.01, 0.97, "dashed: floor (" + first["floor_counts"] + ")", transform=ax.transAxes,
+            fontsize=7, va="top")
+    fig.tight_layout()
+    out = os.path.splitext(path)[0] + "-floor.png"
+    fig.savefig(out, dpi=110)
+    print(out)
+
+
+if __name__ == "__main__" and len(sys.argv) > 1:
+    for name in sys.argv[1:]:
+        floor_figure(name)
+elif __name__ == "__main__":
     cpu()
     gpu()
     gpu_full("", "h200x2-peer-ipc-device-signals.jsonl", "halox, second session (grid 1x1x2)",

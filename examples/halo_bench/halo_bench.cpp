@@ -7,6 +7,7 @@
 // a box stencil of width `w` (26 neighbour directions), `fields` double fields. Each
 // implementation is checked once against the global coordinates encoded in the data, then timed:
 // per exchange, the slowest rank's time; the median (and minimum) over the timed exchanges.
+// Every row also carries its floor, measured in the same run (floors.hpp), and the ratio to it.
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -22,23 +23,17 @@
 #include <halox/halox.hpp>
 
 #include "../common/cli.hpp"
+#include "floors.hpp"
+#include "setup.hpp"
 #ifdef HALOX_BENCH_CUDA
 #include <cuda_runtime.h>
 
+#include "gpu_baselines.hpp"
 #include "region_kernel.hpp"
 #endif
 
-namespace mpi = boost::mpi;
-using idx = halox::index;
-
+namespace halo_bench {
 namespace {
-
-#ifdef HALOX_BENCH_CUDA
-void cuda_check(cudaError_t rc) {
-  if (rc != cudaSuccess)
-    throw halox::error(std::string("halo_bench: CUDA: ") + cudaGetErrorString(rc));
-}
-#endif
 
 struct options {
   std::vector<int> sizes{8, 64, 128};
@@ -49,95 +44,6 @@ struct options {
   int warmup = 10;
   bool device = false;
   bool sweep = false;  // --sweep: message sizes between two GPUs, peer_ipc vs host_staged
-};
-
-// Value of cell g (wrapped into the global box), field f: unique and exact in a double.
-double encode(const halox::extents<3>& g, const halox::extents<3>& n, int f) {
-  idx w[3];
-  for (int d = 0; d < 3; ++d) w[d] = ((g[d] % n[d]) + n[d]) % n[d];
-  return double(((f * n[0] + w[0]) * n[1] + w[1]) * n[2] + w[2]);
-}
-
-// One benchmark case: the domain, the fields and the 26 neighbour regions.
-struct setup {
-  const halox::cartesian<3>& dom;
-  halox::stencil<3> st;
-  std::vector<halox::field<double, 3>> f;
-  halox::box<3> owned;
-  halox::extents<3> global;
-  std::vector<halox::field<double, 3>> mirror;  // host copies of device fields (--device)
-
-  const halox::field<double, 3>& host_view(int k) const {
-    return mirror.empty() ? f[k] : mirror[k];
-  }
-  void fill() {
-    for (int k = 0; k < int(f.size()); ++k) {
-      const auto& h = host_view(k);
-      const auto a = h.allocated_box();
-      for (idx i = a.lo[0]; i < a.hi[0]; ++i)
-        for (idx j = a.lo[1]; j < a.hi[1]; ++j)
-          for (idx l = a.lo[2]; l < a.hi[2]; ++l)
-            h.at({i, j, l}) = owned.contains({i, j, l}) ? encode({i, j, l}, global, k) : -1.0;
-    }
-    transfer(true);
-  }
-  // True when every halo cell of every field holds its source's value.
-  bool check() const {
-    transfer(false);
-    bool ok = true;
-    for (int k = 0; k < int(f.size()); ++k) {
-      const auto& h = host_view(k);
-      const auto a = h.allocated_box();
-      for (idx i = a.lo[0]; i < a.hi[0]; ++i)
-        for (idx j = a.lo[1]; j < a.hi[1]; ++j)
-          for (idx l = a.lo[2]; l < a.hi[2]; ++l)
-            ok = ok && h.at({i, j, l}) == encode({i, j, l}, global, k);
-    }
-    return mpi::all_reduce(dom.comm(), ok, std::logical_and<bool>());
-  }
-  // Copies the mirrors to the device fields (or back).
-  void transfer(bool up) const {
-#ifdef HALOX_BENCH_CUDA
-    for (std::size_t k = 0; k < mirror.size(); ++k) {
-      const auto bytes = std::size_t(f[k].allocated_box().volume()) * sizeof(double);
-      cuda_check(up ? cudaMemcpy(f[k].data(), mirror[k].data(), bytes, cudaMemcpyHostToDevice)
-                    : cudaMemcpy(mirror[k].data(), f[k].data(), bytes, cudaMemcpyDeviceToHost));
-    }
-#else
-    (void)up;
-#endif
-  }
-  // Neighbour rank in direction d (periodic).
-  int neighbour(const halox::direction<3>& d) const {
-    auto c = dom.coords(dom.rank());
-    for (int i = 0; i < 3; ++i) c[i] = (c[i] + d[i] + dom.grid().dims[i]) % dom.grid().dims[i];
-    return dom.rank_of(c);
-  }
-  // Cells sent towards direction d (inside the owned box) and received from it (halo).
-  halox::box<3> send_region(const halox::direction<3>& d) const {
-    halox::box<3> r = owned;
-    for (int i = 0; i < 3; ++i) {
-      if (d[i] < 0) r.hi[i] = owned.lo[i] + st.lo[i];
-      if (d[i] > 0) r.lo[i] = owned.hi[i] - st.hi[i];
-    }
-    return r;
-  }
-  halox::box<3> recv_region(const halox::direction<3>& d) const {
-    halox::box<3> r = owned;
-    for (int i = 0; i < 3; ++i) {
-      if (d[i] < 0) r.lo[i] = owned.lo[i] - st.lo[i], r.hi[i] = owned.lo[i];
-      if (d[i] > 0) r.lo[i] = owned.hi[i], r.hi[i] = owned.hi[i] + st.hi[i];
-    }
-    return r;
-  }
-  std::size_t halo_bytes() const {
-    std::size_t b = 0;
-    for (const auto& d : st.directions()) {
-      if (d == halox::direction<3>{}) continue;
-      b += std::size_t(recv_region(d).volume()) * f.size() * sizeof(double);
-    }
-    return b;
-  }
 };
 
 // What a careful user writes by hand: per direction, pack all fields into one buffer, Isend;
@@ -255,182 +161,6 @@ class mpi_types {
   std::vector<MPI_Request> reqs_;
 };
 
-#ifdef HALOX_BENCH_CUDA
-// One GPU, one rank, periodic: calls f(field, src, dst) for every region of every field, where
-// `src` (owned cells) goes to `dst` (the opposite halo) — the copies the baselines make.
-template <class F>
-void for_each_region(const setup& s, F&& f) {
-  for (const auto& d : s.st.directions()) {
-    if (d == halox::direction<3>{}) continue;
-    const auto opposite = halox::direction<3>{-d[0], -d[1], -d[2]};
-    const auto src = s.send_region(d), dst = s.recv_region(opposite);
-    for (const auto& fld : s.f) f(fld, src, dst);
-  }
-}
-
-// One GPU, one rank, periodic: the halo is the domain's own image, so every region of every
-// field is one cudaMemcpy3DAsync from the owned cells to the opposite halo (no pack kernel).
-class memcpy3d {
- public:
-  explicit memcpy3d(const setup& s) {
-    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    for_each_region(s, [&](const auto& fld, const auto& src, const auto& dst) {
-      const auto a = fld.allocated_box();
-      const auto e = a.size();
-      cudaMemcpy3DParms p{};
-      p.srcPtr = make_cudaPitchedPtr(fld.data(), std::size_t(e[2]) * sizeof(double),
-                                     std::size_t(e[2]), std::size_t(e[1]));
-      p.dstPtr = p.srcPtr;
-      p.srcPos = make_cudaPos(std::size_t(src.lo[2] - a.lo[2]) * sizeof(double),
-                              std::size_t(src.lo[1] - a.lo[1]), std::size_t(src.lo[0] - a.lo[0]));
-      p.dstPos = make_cudaPos(std::size_t(dst.lo[2] - a.lo[2]) * sizeof(double),
-                              std::size_t(dst.lo[1] - a.lo[1]), std::size_t(dst.lo[0] - a.lo[0]));
-      const auto n = src.size();
-      p.extent =
-          make_cudaExtent(std::size_t(n[2]) * sizeof(double), std::size_t(n[1]), std::size_t(n[0]));
-      p.kind = cudaMemcpyDeviceToDevice;
-      copies_.push_back(p);
-    });
-  }
-  ~memcpy3d() { (void)cudaStreamDestroy(stream_); }
-  void enqueue(cudaStream_t stream) {
-    for (const auto& p : copies_) cuda_check(cudaMemcpy3DAsync(&p, stream));
-  }
-  void exchange() {
-    enqueue(stream_);
-    cuda_check(cudaStreamSynchronize(stream_));
-  }
-
- private:
-  cudaStream_t stream_{};
-  std::vector<cudaMemcpy3DParms> copies_;
-};
-
-// One GPU, one rank, periodic, like memcpy3d: one kernel launch per region per field, from the
-// owned cells straight to the opposite halo (what a library without fused kernels launches).
-class per_region_kernels {
- public:
-  explicit per_region_kernels(const setup& s) {
-    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    for_each_region(s, [&](const auto& fld, const auto& src, const auto& dst) {
-      regions_.push_back({fld.pointer(src.lo), fld.pointer(dst.lo), src.size(), fld.strides()});
-    });
-  }
-  ~per_region_kernels() { (void)cudaStreamDestroy(stream_); }
-  void enqueue(cudaStream_t stream) {
-    for (const auto& r : regions_)
-      cuda_check(halo_bench::copy_region(r.src, r.dst, r.n[0], r.n[1], r.n[2], r.stride[0],
-                                         r.stride[1], stream));
-  }
-  void exchange() {
-    enqueue(stream_);
-    cuda_check(cudaStreamSynchronize(stream_));
-  }
-
- private:
-  struct region {
-    const double* src;
-    double* dst;
-    halox::extents<3> n, stride;
-  };
-  cudaStream_t stream_{};
-  std::vector<region> regions_;
-};
-
-// One GPU, one rank, periodic, like per_region_kernels but every region of every field in one
-// launch of a plain kernel (a thread per element, the region found by binary search): the
-// straightforward fused kernel that halox's tiled one is measured against.
-class single_kernel {
- public:
-  explicit single_kernel(const setup& s) {
-    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    std::vector<halo_bench::region_desc> regions;
-    for_each_region(s, [&](const auto& fld, const auto& src, const auto& dst) {
-      const auto n = src.size();
-      const auto st = fld.strides();
-      regions.push_back(
-          {fld.pointer(src.lo), fld.pointer(dst.lo), n[1], n[2], st[0], st[1], total_});
-      total_ += n[0] * n[1] * n[2];
-    });
-    n_ = int(regions.size());
-    cuda_check(cudaMalloc(&regions_, regions.size() * sizeof regions[0]));
-    cuda_check(cudaMemcpy(regions_, regions.data(), regions.size() * sizeof regions[0],
-                          cudaMemcpyHostToDevice));
-  }
-  ~single_kernel() {
-    (void)cudaFree(regions_);
-    (void)cudaStreamDestroy(stream_);
-  }
-  single_kernel(const single_kernel&) = delete;
-  single_kernel& operator=(const single_kernel&) = delete;
-  void enqueue(cudaStream_t stream) {
-    cuda_check(halo_bench::copy_regions_once(regions_, n_, total_, stream));
-  }
-  void exchange() {
-    enqueue(stream_);
-    cuda_check(cudaStreamSynchronize(stream_));
-  }
-
- private:
-  cudaStream_t stream_{};
-  halo_bench::region_desc* regions_ = nullptr;
-  int n_ = 0;
-  long long total_ = 0;
-};
-
-// Device-to-device copy bandwidth of this GPU (bytes read + written per second).
-double d2d_bandwidth_gbps() {
-  const std::size_t bytes = std::size_t(256) << 20;
-  void *a = nullptr, *b = nullptr;
-  cuda_check(cudaMalloc(&a, bytes));
-  cuda_check(cudaMalloc(&b, bytes));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
-  cuda_check(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
-  cuda_check(cudaEventRecord(t0));
-  const int reps = 20;
-  for (int k = 0; k < reps; ++k) cuda_check(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-  cuda_check(cudaEventRecord(t1));
-  cuda_check(cudaEventSynchronize(t1));
-  float ms = 0;
-  cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-  cuda_check(cudaFree(a));
-  cuda_check(cudaFree(b));
-  return 2.0 * double(bytes) * reps / (double(ms) * 1e-3) / 1e9;
-}
-
-// GPU time alone of the work `enqueue` puts on a stream: median over `iters` runs, each queued
-// behind a hold (500 us per exchange) so that the events around it see no host gaps (CUDA
-// events, in us).
-// With `batch` > 1, each run is `batch` enqueues back to back between the events, divided by
-// `batch`: the GPU time per exchange when exchanges follow each other, as the D2D bandwidth
-// is measured (20 copies back to back).
-double kernel_us(int iters, const std::function<void(cudaStream_t)>& enqueue, int batch = 1) {
-  cudaStream_t stream;
-  cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
-  std::vector<double> t;
-  for (int k = 0; k < iters; ++k) {
-    cuda_check(halo_bench::hold(stream, 500 * batch));
-    cuda_check(cudaEventRecord(t0, stream));
-    for (int b = 0; b < batch; ++b) enqueue(stream);
-    cuda_check(cudaEventRecord(t1, stream));
-    cuda_check(cudaEventSynchronize(t1));
-    float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-    t.push_back(double(ms) * 1e3 / batch);
-  }
-  cuda_check(cudaEventDestroy(t0));
-  cuda_check(cudaEventDestroy(t1));
-  cuda_check(cudaStreamDestroy(stream));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-#endif
-
 // Median and minimum over `iters` exchanges of the slowest rank's time, in microseconds.
 std::pair<double, double> time_it(const mpi::communicator& comm, int warmup, int iters,
                                   const std::function<void()>& run) {
@@ -448,46 +178,6 @@ std::pair<double, double> time_it(const mpi::communicator& comm, int warmup, int
 }
 
 #ifdef HALOX_BENCH_CUDA
-// Peer copy bandwidth between GPU 0 and GPU 1 of this process (the ceiling for one message of
-// `bytes`): median over `reps` copies, in GB/s. Needs both GPUs visible and peer access.
-double peer_copy_gbps(std::size_t bytes, int reps) {
-  int here = 0, can = 0;
-  cuda_check(cudaGetDevice(&here));
-  const int other = here == 0 ? 1 : 0;
-  cuda_check(cudaDeviceCanAccessPeer(&can, here, other));
-  if (!can) return 0;
-  if (cudaDeviceEnablePeerAccess(other, 0) == cudaErrorPeerAccessAlreadyEnabled)
-    (void)cudaGetLastError();
-  void *src = nullptr, *dst = nullptr;
-  cuda_check(cudaMalloc(&src, bytes));
-  cuda_check(cudaSetDevice(other));
-  cuda_check(cudaMalloc(&dst, bytes));
-  cuda_check(cudaSetDevice(here));
-  cudaStream_t s;
-  cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
-  std::vector<double> t;
-  for (int k = 0; k < reps + 3; ++k) {
-    cuda_check(cudaEventRecord(t0, s));
-    cuda_check(cudaMemcpyPeerAsync(dst, other, src, here, bytes, s));
-    cuda_check(cudaEventRecord(t1, s));
-    cuda_check(cudaEventSynchronize(t1));
-    float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-    if (k >= 3) t.push_back(double(ms) * 1e-3);
-  }
-  std::sort(t.begin(), t.end());
-  cuda_check(cudaEventDestroy(t0));
-  cuda_check(cudaEventDestroy(t1));
-  cuda_check(cudaStreamDestroy(s));
-  cuda_check(cudaFree(src));
-  cuda_check(cudaSetDevice(other));
-  cuda_check(cudaFree(dst));
-  cuda_check(cudaSetDevice(here));
-  return double(bytes) / t[t.size() / 2] / 1e9;
-}
 
 // Per-iteration time of a loop of `iters` scheduled exchanges on one stream, as a solver's
 // time steps run them (no host synchronisation inside the loop; CUDA events; slowest rank).
@@ -519,8 +209,10 @@ double scheduled_loop_us(const mpi::communicator& world, halox::halo_exchange& e
 // rank sends the other one message of two y-z faces. For each message size: the blocking
 // exchange (median of the slower rank), the per-iteration time of a loop of scheduled exchanges
 // on one stream (no host synchronisation inside the loop; CUDA events), for peer_ipc (auto) and
-// host_staged, and the peer copy bandwidth of the same size on rank 0 as the ceiling.
-bool sweep(const mpi::communicator& world, const options& o) {
+// host_staged, and the peer copy bandwidth of the same size on rank 0 as the ceiling. The floor:
+// the message over the peer link at that bandwidth (at D2D where there is none), plus an empty
+// launch.
+bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& rates) {
   if (world.size() != 2) {
     if (world.rank() == 0) std::fprintf(stderr, "halo_bench --sweep needs 2 ranks\n");
     return false;
@@ -552,15 +244,27 @@ bool sweep(const mpi::communicator& world, const options& o) {
       const int iters = bytes >= (std::size_t(8) << 20) ? 100 : 500;
       const auto [median, best] = time_it(world, o.warmup, iters, [&] { ex.exchange(); });
       const double loop_us = scheduled_loop_us(world, ex, iters);
+      const double copy_us = ceiling > 0 ? double(bytes) / (ceiling * 1e3)
+                                         : 2 * double(bytes) / (rates.d2d_gbps * 1e3);
+      const floor_of_row floor{
+          copy_us + rates.launch_us,
+          json_piece(",\"floor_counts\":\"%s, plus an empty launch\",\"floor_bytes\":%zu,"
+                     "\"d2d_GBps\":%.1f,\"launch_us\":%.2f,\"floor_copy_us\":%.3f,"
+                     "\"floor_us\":%.3f",
+                     ceiling > 0 ? "message bytes at peer copy"
+                                 : "message bytes read and written at D2D (no peer link measured)",
+                     bytes, rates.d2d_gbps, rates.launch_us, copy_us, copy_us + rates.launch_us)};
+      const std::string ratio = floor_fields(floor, "median_us", median) +
+                                json_piece(",\"loop_ratio_to_floor\":%.3f", loop_us / floor.us);
       if (world.rank() == 0)
         std::printf(
             "{\"impl\":\"halox\",\"staging\":\"%s\",\"case\":\"sweep %zu KiB\",\"ranks\":2,"
             "\"message_bytes\":%zu,\"bytes\":%zu,\"grid\":\"2x1x1\",\"iters\":%d,"
             "\"median_us\":%.2f,\"min_us\":%.2f,\"loop_us\":%.2f,\"GBps\":%.1f,"
-            "\"loop_GBps\":%.1f,\"peer_copy_GBps\":%.1f,\"verified\":%s}\n",
+            "\"loop_GBps\":%.1f,\"peer_copy_GBps\":%.1f,\"verified\":%s%s}\n",
             policy, bytes >> 10, bytes, s.halo_bytes(), iters, median, best, loop_us,
             double(bytes) / median / 1e3, double(bytes) / loop_us / 1e3, ceiling,
-            ok ? "true" : "false");
+            ok ? "true" : "false", ratio.c_str());
       std::fflush(stdout);
     }
   }
@@ -568,8 +272,10 @@ bool sweep(const mpi::communicator& world, const options& o) {
 }
 #endif
 }  // namespace
+}  // namespace halo_bench
 
 int main(int argc, char** argv) {
+  using namespace halo_bench;
   mpi::environment env(argc, argv);
   mpi::communicator world;
   options o;
@@ -584,7 +290,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--impls", o.impls,
                  "halox, mpi_manual, mpi_types; with --device: halox and, at 1 rank, memcpy3d, "
-                 "per_region_kernels, single_kernel")
+                 "memcpy3d_batch, cub_batched, per_region_kernels, single_kernel")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--iters", o.iters, "timed exchanges per case (0: chosen per case)")
@@ -600,12 +306,18 @@ int main(int argc, char** argv) {
   if (const int code = example_app::parse(world, app, argc, argv); code >= 0) return code;
   o.device = o.device || o.sweep;
 
+#ifdef HALOX_BENCH_CUDA
+  gpu_rates rates;
+#endif
   if (o.device) {
 #ifdef HALOX_BENCH_CUDA
     // One GPU per rank where the node has enough (node-local rank modulo the GPU count):
     // processes sharing a GPU are time-sliced, which costs far more than the exchange itself.
     int gpus = 0;
-    cuda_check(cudaGetDeviceCount(&gpus));
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
+      std::fprintf(stderr, "halo_bench: no CUDA device on rank %d\n", world.rank());
+      return 77;  // as the GPU tests skip
+    }
     MPI_Comm node;
     MPI_Comm_split_type(MPI_Comm(world), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node);
     int local = 0;
@@ -613,16 +325,23 @@ int main(int argc, char** argv) {
     MPI_Comm_free(&node);
     cuda_check(cudaSetDevice(local % gpus));
     const double bw = d2d_bandwidth_gbps();
-    if (world.rank() == 0)
+    rates.d2d_gbps = mpi::all_reduce(world, bw, mpi::minimum<double>());
+    rates.launch_us = mpi::all_reduce(world, empty_launch_us(200), mpi::maximum<double>());
+    if (world.rank() == 0) {
       std::printf("{\"impl\":\"cudaMemcpy_d2d\",\"case\":\"256 MiB\",\"ranks\":%d,\"GBps\":%.1f}\n",
                   world.size(), bw);
+      std::printf(
+          "{\"impl\":\"empty_kernel\",\"case\":\"launch behind an event\",\"ranks\":%d,"
+          "\"kernel_us\":%.2f}\n",
+          world.size(), rates.launch_us);
+    }
 #else
     if (world.rank() == 0) std::fprintf(stderr, "halo_bench: --device needs a build with CUDA\n");
     return 2;
 #endif
   }
 #ifdef HALOX_BENCH_CUDA
-  if (o.sweep) return sweep(world, o) ? 0 : 1;
+  if (o.sweep) return sweep(world, o, rates) ? 0 : 1;
 #endif
   bool all_ok = true;
   for (int L : o.sizes)
@@ -638,6 +357,12 @@ int main(int argc, char** argv) {
       }
       s.owned = s.f[0].owned_box();
       const int iters = o.iters > 0 ? o.iters : L <= 16 ? 2000 : L <= 64 ? 200 : 50;
+      // The floor of every row of this case, measured now (host memcpy, or the GPUs' rates).
+#ifdef HALOX_BENCH_CUDA
+      const floor_of_row floor = o.device ? device_floor(world, s, rates) : host_floor(world, s);
+#else
+      const floor_of_row floor = host_floor(world, s);
+#endif
       for (const auto& impl : o.impls) {
         std::function<void()> run;
         std::function<void(CUstream_st*)> enqueue;  // device work on a stream, 1 rank only
@@ -649,6 +374,8 @@ int main(int argc, char** argv) {
         std::unique_ptr<memcpy3d> m3;
         std::unique_ptr<per_region_kernels> prk;
         std::unique_ptr<single_kernel> sk;
+        std::unique_ptr<memcpy3d_batch> m3b;
+        std::unique_ptr<cub_batched> cb;
         if (impl == "memcpy3d" && o.device && world.size() == 1) {
           m3 = std::make_unique<memcpy3d>(s);
           run = [&] { m3->exchange(); };
@@ -661,6 +388,14 @@ int main(int argc, char** argv) {
           sk = std::make_unique<single_kernel>(s);
           run = [&] { sk->exchange(); };
           enqueue = [&](cudaStream_t st) { sk->enqueue(st); };
+        } else if (impl == "memcpy3d_batch" && o.device && world.size() == 1) {
+          m3b = std::make_unique<memcpy3d_batch>(s);
+          run = [&] { m3b->exchange(); };
+          enqueue = [&](cudaStream_t st) { m3b->enqueue(st); };
+        } else if (impl == "cub_batched" && o.device && world.size() == 1) {
+          cb = std::make_unique<cub_batched>(s);
+          run = [&] { cb->exchange(); };
+          enqueue = [&](cudaStream_t st) { cb->enqueue(st); };
         } else
 #endif
             if (o.device && impl != "halox") {
@@ -714,14 +449,24 @@ int main(int argc, char** argv) {
                                  ? std::string()
                                  : ",\"start_us\":" + std::to_string(median_of(start_us)) +
                                        ",\"wait_us\":" + std::to_string(median_of(wait_us));
+        // Compared with the floor: the GPU time where it is measured (one GPU), else the
+        // blocking call's median.
+        std::string ratio = floor_fields(floor, "median_us", median);
 #ifdef HALOX_BENCH_CUDA
-        if (enqueue)
-          phases +=
-              ",\"kernel_us\":" + std::to_string(kernel_us(iters, enqueue)) +
-              ",\"kernel_batch_us\":" + std::to_string(kernel_us(iters / 10 + 1, enqueue, 20));
-        if (hx && o.device && world.size() > 1)
-          phases += ",\"loop_us\":" + std::to_string(scheduled_loop_us(world, *hx, iters));
+        if (enqueue) {
+          const double k = kernel_us(iters, enqueue);
+          phases += ",\"kernel_us\":" + std::to_string(k) + ",\"kernel_batch_us\":" +
+                    std::to_string(kernel_us(iters / 10 + 1, enqueue, 20));
+          ratio = floor_fields(floor, "kernel_us", k) +
+                  json_piece(",\"median_ratio_to_floor\":%.3f", median / floor.us);
+        }
+        if (hx && o.device && world.size() > 1) {
+          const double loop = scheduled_loop_us(world, *hx, iters);
+          phases += ",\"loop_us\":" + std::to_string(loop);
+          ratio += json_piece(",\"loop_ratio_to_floor\":%.3f", loop / floor.us);
+        }
 #endif
+        phases += ratio;
         if (world.rank() == 0)
           std::printf(
               "{\"impl\":\"%s\",\"case\":\"%d^3 w%d%s\",\"ranks\":%d,\"local\":%d,\"width\":%d,"

@@ -40,6 +40,8 @@ __device__ unsigned long long global_ns() {
   return t;
 }
 
+__global__ void empty() {}
+
 __global__ void hold_kernel(unsigned long long ns) {
   const unsigned long long t0 = global_ns();
   while (global_ns() - t0 < ns) {
@@ -49,6 +51,11 @@ __global__ void hold_kernel(unsigned long long ns) {
 
 cudaError_t hold(cudaStream_t stream, int us) {
   hold_kernel<<<1, 1, 0, stream>>>(1000ull * unsigned(us));
+  return cudaGetLastError();
+}
+
+cudaError_t empty_kernel(cudaStream_t stream) {
+  empty<<<1, 1, 0, stream>>>();
   return cudaGetLastError();
 }
 

@@ -25,4 +25,7 @@ cudaError_t copy_regions_once(const region_desc* regions, int n, long long total
 /// work enqueued behind it is all queued before it starts: events around that work then time
 /// the GPU alone, without the host's launch and synchronisation gaps.
 cudaError_t hold(cudaStream_t stream, int us);
+/// Launches a kernel that does nothing (one thread) on `stream`: the launch latency every
+/// kernel pays, the GPU floors' fixed part.
+cudaError_t empty_kernel(cudaStream_t stream);
 }  // namespace halo_bench

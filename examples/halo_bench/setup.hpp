@@ -1,0 +1,124 @@
+// halo_bench's cases: the domain, the fields with global coordinates encoded in them, and the
+// 26 neighbour regions every implementation moves.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <boost/mpi.hpp>
+#include <halox/halox.hpp>
+#ifdef HALOX_BENCH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace halo_bench {
+
+namespace mpi = boost::mpi;
+using idx = halox::index;
+
+#ifdef HALOX_BENCH_CUDA
+inline void cuda_check(cudaError_t rc) {
+  if (rc != cudaSuccess)
+    throw halox::error(std::string("halo_bench: CUDA: ") + cudaGetErrorString(rc));
+}
+#endif
+
+// Value of cell g (wrapped into the global box), field f: unique and exact in a double.
+inline double encode(const halox::extents<3>& g, const halox::extents<3>& n, int f) {
+  idx w[3];
+  for (int d = 0; d < 3; ++d) w[d] = ((g[d] % n[d]) + n[d]) % n[d];
+  return double(((f * n[0] + w[0]) * n[1] + w[1]) * n[2] + w[2]);
+}
+
+// One benchmark case: the domain, the fields and the 26 neighbour regions.
+struct setup {
+  const halox::cartesian<3>& dom;
+  halox::stencil<3> st;
+  std::vector<halox::field<double, 3>> f;
+  halox::box<3> owned;
+  halox::extents<3> global;
+  std::vector<halox::field<double, 3>> mirror;  // host copies of device fields (--device)
+
+  const halox::field<double, 3>& host_view(int k) const {
+    return mirror.empty() ? f[k] : mirror[k];
+  }
+  void fill() {
+    for (int k = 0; k < int(f.size()); ++k) {
+      const auto& h = host_view(k);
+      const auto a = h.allocated_box();
+      for (idx i = a.lo[0]; i < a.hi[0]; ++i)
+        for (idx j = a.lo[1]; j < a.hi[1]; ++j)
+          for (idx l = a.lo[2]; l < a.hi[2]; ++l)
+            h.at({i, j, l}) = owned.contains({i, j, l}) ? encode({i, j, l}, global, k) : -1.0;
+    }
+    transfer(true);
+  }
+  // True when every halo cell of every field holds its source's value.
+  bool check() const {
+    transfer(false);
+    bool ok = true;
+    for (int k = 0; k < int(f.size()); ++k) {
+      const auto& h = host_view(k);
+      const auto a = h.allocated_box();
+      for (idx i = a.lo[0]; i < a.hi[0]; ++i)
+        for (idx j = a.lo[1]; j < a.hi[1]; ++j)
+          for (idx l = a.lo[2]; l < a.hi[2]; ++l)
+            ok = ok && h.at({i, j, l}) == encode({i, j, l}, global, k);
+    }
+    return mpi::all_reduce(dom.comm(), ok, std::logical_and<bool>());
+  }
+  // Copies the mirrors to the device fields (or back).
+  void transfer(bool up) const {
+#ifdef HALOX_BENCH_CUDA
+    for (std::size_t k = 0; k < mirror.size(); ++k) {
+      const auto bytes = std::size_t(f[k].allocated_box().volume()) * sizeof(double);
+      cuda_check(up ? cudaMemcpy(f[k].data(), mirror[k].data(), bytes, cudaMemcpyHostToDevice)
+                    : cudaMemcpy(mirror[k].data(), f[k].data(), bytes, cudaMemcpyDeviceToHost));
+    }
+#else
+    (void)up;
+#endif
+  }
+  // Neighbour rank in direction d (periodic).
+  int neighbour(const halox::direction<3>& d) const {
+    auto c = dom.coords(dom.rank());
+    for (int i = 0; i < 3; ++i) c[i] = (c[i] + d[i] + dom.grid().dims[i]) % dom.grid().dims[i];
+    return dom.rank_of(c);
+  }
+  // Cells sent towards direction d (inside the owned box) and received from it (halo).
+  halox::box<3> send_region(const halox::direction<3>& d) const {
+    halox::box<3> r = owned;
+    for (int i = 0; i < 3; ++i) {
+      if (d[i] < 0) r.hi[i] = owned.lo[i] + st.lo[i];
+      if (d[i] > 0) r.lo[i] = owned.hi[i] - st.hi[i];
+    }
+    return r;
+  }
+  halox::box<3> recv_region(const halox::direction<3>& d) const {
+    halox::box<3> r = owned;
+    for (int i = 0; i < 3; ++i) {
+      if (d[i] < 0) r.lo[i] = owned.lo[i] - st.lo[i], r.hi[i] = owned.lo[i];
+      if (d[i] > 0) r.lo[i] = owned.hi[i], r.hi[i] = owned.hi[i] + st.hi[i];
+    }
+    return r;
+  }
+  // Bytes of the halo that come from other ranks (the rest are this rank's periodic image).
+  std::size_t peer_bytes() const {
+    std::size_t b = 0;
+    for (const auto& d : st.directions()) {
+      if (d == halox::direction<3>{} || neighbour(d) == dom.rank()) continue;
+      b += std::size_t(recv_region(d).volume()) * f.size() * sizeof(double);
+    }
+    return b;
+  }
+  std::size_t halo_bytes() const {
+    std::size_t b = 0;
+    for (const auto& d : st.directions()) {
+      if (d == halox::direction<3>{}) continue;
+      b += std::size_t(recv_region(d).volume()) * f.size() * sizeof(double);
+    }
+    return b;
+  }
+};
+
+}  // namespace halo_bench
