@@ -5,6 +5,8 @@
 #include <halox/halox.hpp>
 #include <halox/transport/nccl_path.hpp>
 
+#include "halox/exchange/peer_agreement.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -687,6 +689,31 @@ TEST_CASE("a sender two exchanges ahead of a receiver that never sends back") {
     record(step);
   }
   for (const auto& r : results) HXT_REQUIRE_OK(r);
+}
+
+TEST_CASE("CUDA IPC checks message sizes at set-up, on both ranks") {
+  // Ranks 0 and 1 build exchanges of different halo widths with the set-up agreement switched
+  // off (test-only), so that the CUDA IPC handshake itself meets messages of the wrong size.
+  boost::mpi::communicator world;
+  const int me = world.rank();
+  if (world.size() < 2) return;
+  const boost::mpi::communicator pair = world.split(me < 2 ? 0 : 1);
+  if (me >= 2) return;
+  struct skip_agreement {
+    skip_agreement() { halox::detail::testing::skip_peer_agreement = true; }
+    ~skip_agreement() { halox::detail::testing::skip_peer_agreement = false; }
+  } skip;
+  constexpr auto b1 = halox::stencil<3>::box(1), b2 = halox::stencil<3>::box(2);
+  const halox::cartesian<3> dom(pair, {12, 10, 8}, halox::periodic<3>::all());
+  auto u = dom.make_field<double>(b2, halox::device);
+  std::string what;
+  try {
+    (void)halox::make_exchange(dom, me == 1 ? b2 : b1, progress_options("handshake"), u);
+  } catch (const halox::error& e) {
+    what = e.what();
+  }
+  INFO(what);
+  CHECK_THAT(what, Catch::Contains("CUDA IPC set-up") && Catch::Contains("expects"));
 }
 
 TEST_CASE("a staging policy set on one rank only: each pair takes what both allow") {
