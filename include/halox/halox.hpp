@@ -10,6 +10,7 @@
 /// ex.exchange();
 /// ```
 
+#include "halox/boundary/boundary.hpp"
 #include "halox/chain/chain_exchange.hpp"
 #include "halox/core/box.hpp"
 #include "halox/core/error.hpp"
@@ -20,6 +21,7 @@
 #include "halox/domain/decomposition.hpp"
 #include "halox/domain/interior.hpp"
 #include "halox/domain/unstructured.hpp"
+#include "halox/exchange/field_halo.hpp"
 #include "halox/exchange/halo_exchange.hpp"
 #include "halox/exchange/make_exchange.hpp"
 #include "halox/exchange/unstructured_exchange.hpp"
