@@ -91,6 +91,8 @@ halo_exchange::halo_exchange(const boost::mpi::communicator& comm, detail::excha
 
 halo_exchange::~halo_exchange() {
   if (!s_) return;
+  // Completing here is not a user's exchange: boundary fills (user callbacks) do not run.
+  s_->after_exchange.clear();
   try {
     s_->wait();
   } catch (...) {
@@ -102,6 +104,7 @@ halo_exchange::~halo_exchange() {
 halo_exchange::halo_exchange(halo_exchange&&) noexcept = default;
 halo_exchange& halo_exchange::operator=(halo_exchange&& o) noexcept {
   if (this != &o) {
+    if (s_) s_->after_exchange.clear();
     if (s_) try {
         s_->wait();
       } catch (...) {
