@@ -10,6 +10,7 @@
 /// ex.exchange();
 /// ```
 
+#include "halox/boundary/boundary.hpp"
 #include "halox/chain/chain_exchange.hpp"
 #include "halox/core/box.hpp"
 #include "halox/core/error.hpp"
@@ -20,6 +21,7 @@
 #include "halox/domain/decomposition.hpp"
 #include "halox/domain/interior.hpp"
 #include "halox/domain/unstructured.hpp"
+#include "halox/exchange/field_halo.hpp"
 #include "halox/exchange/halo_exchange.hpp"
 #include "halox/exchange/make_exchange.hpp"
 #include "halox/exchange/unstructured_exchange.hpp"
@@ -34,10 +36,10 @@
 /// halox exchanges the halos of domain-decomposed fields, on CPUs and NVIDIA GPUs, over MPI,
 /// shared memory, CUDA IPC and NCCL. This reference is generated from the public headers; the
 /// guides live in the repository: README.md (quick start), docs/getting-started.md,
-/// docs/concepts.md, docs/errors.md, docs/unstructured.md, docs/chain.md, docs/nccl.md,
-/// docs/performance.md. Start with namespace halox: `make_exchange`, `make_reverse_exchange`,
-/// `split_interior`, `make_plan`, the domains (`cartesian`, `box_list`, `unstructured`) and
-/// `exchange_options`.
+/// docs/concepts.md, docs/errors.md, docs/staggered.md, docs/unstructured.md, docs/chain.md,
+/// docs/nccl.md, docs/performance.md. Start with namespace halox: `make_exchange`,
+/// `make_reverse_exchange`, `split_interior`, `make_plan`, the domains (`cartesian`, `box_list`,
+/// `unstructured`) and `exchange_options`.
 
 /// @namespace halox
 /// Declarative halo exchange: stencils (`stencil`, `halo_pattern`), domains (`cartesian`,

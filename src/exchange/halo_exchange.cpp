@@ -1,6 +1,7 @@
 #include "halox/exchange/halo_exchange.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -14,13 +15,15 @@ namespace detail {
 // What every mode shares: one exchange in flight at a time, generations for handles, and an
 // error that ends the object. The mode itself is the path (exchange_core.hpp).
 struct exchange_state {
+  // Taken from the program before the core takes it (members initialise in this order).
+  std::vector<std::function<void()>> after_exchange;
   exchange_core core;
   std::unique_ptr<exchange_path> path;
   bool in_flight = false;
   std::string failure;  // why an exchange of this object failed; then unusable
 
   exchange_state(const boost::mpi::communicator& c, exchange_program p)
-      : core(c, std::move(p)), path(make_path(core)) {}
+      : after_exchange(std::move(p.after_exchange)), core(c, std::move(p)), path(make_path(core)) {}
 
   std::uint64_t generation() const { return core.generation; }
 
@@ -43,16 +46,22 @@ struct exchange_state {
     if (!in_flight) return;
     guarded([&] { path->wait(before); });
     in_flight = false;
+    finish();
   }
   bool test() {
     if (!in_flight) return true;
     bool complete = false;
     guarded([&] { complete = path->test(); });
-    if (complete) in_flight = false;
+    if (complete) in_flight = false, finish();
     return complete;
   }
 
  private:
+  // The halos are complete: boundary fills (host fields), after the exchange proper so that
+  // an exception from a user's callback leaves the object usable.
+  void finish() const {
+    for (const auto& fill : after_exchange) fill();
+  }
   // An error while an exchange runs ends it for good: it is no longer in flight, later waits
   // and tests return at once, and the object refuses to start another (its peers may be
   // anywhere in theirs). The destructor then waits for nothing.
@@ -82,6 +91,8 @@ halo_exchange::halo_exchange(const boost::mpi::communicator& comm, detail::excha
 
 halo_exchange::~halo_exchange() {
   if (!s_) return;
+  // Completing here is not a user's exchange: boundary fills (user callbacks) do not run.
+  s_->after_exchange.clear();
   try {
     s_->wait();
   } catch (...) {
@@ -93,6 +104,7 @@ halo_exchange::~halo_exchange() {
 halo_exchange::halo_exchange(halo_exchange&&) noexcept = default;
 halo_exchange& halo_exchange::operator=(halo_exchange&& o) noexcept {
   if (this != &o) {
+    if (s_) s_->after_exchange.clear();
     if (s_) try {
         s_->wait();
       } catch (...) {

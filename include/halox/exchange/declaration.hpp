@@ -49,20 +49,42 @@ inline std::string direction_label(bool reverse, reduction op) {
 /// The declaration of a structured exchange: direction, stencil, global box, periodicity,
 /// field count, then each field.
 template <int D>
+std::string stencil_label(const stencil<D>& st) {
+  std::string slots;
+  for (bool u : st.used) slots += u ? '1' : '0';
+  return detail::format("halo widths lo {} hi {}, {} neighbour direction(s) (slots {})", st.lo,
+                        st.hi, st.neighbor_count(), slots);
+}
+
+template <int D>
 declaration declare_structured(const stencil<D>& st, const box<D>& global,
                                const std::array<bool, D>& per, bool reverse, reduction op,
                                std::size_t fields) {
-  std::string slots;
-  for (bool u : st.used) slots += u ? '1' : '0';
   declaration d;
   d.push_back({"direction", direction_label(reverse, op)});
   d.push_back({"dimensions", std::to_string(D)});
-  d.push_back(
-      {"stencil", detail::format("halo widths lo {} hi {}, {} neighbour direction(s) (slots {})",
-                                 st.lo, st.hi, st.neighbor_count(), slots)});
+  d.push_back({"stencil", stencil_label(st)});
   d.push_back({"global box", to_string(global)});
   d.push_back({"periodicity", detail::format("{}", per)});
   d.push_back({"field count", std::to_string(fields)});
+  return d;
+}
+
+/// The declaration of a structured exchange with a stencil per field: as above with the
+/// stencil item "per field", followed by one "stencil of field #k" item per field; a single
+/// shared stencil declares exactly as the single-stencil form.
+template <int D>
+declaration declare_structured(const std::vector<const stencil<D>*>& sts, const box<D>& global,
+                               const std::array<bool, D>& per) {
+  bool same = true;
+  for (const auto* s : sts) same = same && *s == *sts.front();
+  if (same)
+    return declare_structured<D>(*sts.front(), global, per, false, reduction::replace, sts.size());
+  declaration d =
+      declare_structured<D>(*sts.front(), global, per, false, reduction::replace, sts.size());
+  d[2].second = "per field";
+  for (std::size_t k = 0; k < sts.size(); ++k)
+    d.push_back({detail::format("stencil of field #{}", k), stencil_label(*sts[k])});
   return d;
 }
 

@@ -3,6 +3,7 @@
 /// `make_exchange`: validates fields against a domain and stencil, builds the plan, and
 /// compiles it into the copies and messages of a `halo_exchange`.
 
+#include <algorithm>
 #include <climits>
 #include <string>
 #include <vector>
@@ -56,17 +57,21 @@ std::string field_label(int k, const field_state<D>& f) {
   return detail::format("field #{} '{}'", k, f.name);
 }
 
+/// Checks every field against the domain and its stencil (`stencils[k]` for field k): the
+/// stencils first, then the fields in order.
 template <int D, class Domain>
-void validate_fields(const Domain& dom, const stencil<D>& st,
+void validate_fields(const Domain& dom, const std::vector<const stencil<D>*>& stencils,
                      const std::vector<const field_state<D>*>& fields) {
   const int me = dom.rank();
-  for (int i = 0; i < D; ++i)
-    require(st.lo[i] >= 0 && st.hi[i] >= 0,
-            "rank {}: stencil widths {}/{} in dimension {} must not be negative", me, st.lo[i],
-            st.hi[i], i);
+  for (const auto* s : stencils)
+    for (int i = 0; i < D; ++i)
+      require(s->lo[i] >= 0 && s->hi[i] >= 0,
+              "rank {}: stencil widths {}/{} in dimension {} must not be negative", me, s->lo[i],
+              s->hi[i], i);
   const auto& boxes = dom.local_boxes();
   for (int k = 0; k < int(fields.size()); ++k) {
     const auto* f = fields[k];
+    const stencil<D>& st = *stencils[std::size_t(k)];
     require(f != nullptr, "rank {}: field #{} is empty (default-constructed)", me, k);
     const auto label = field_label(k, *f);
     require(f->domain_id == dom.id(), "rank {}: {} belongs to another domain", me, label);
@@ -87,57 +92,91 @@ void validate_fields(const Domain& dom, const stencil<D>& st,
   }
 }
 
-/// Compiles packing, unpacking and local copies for every field over a plan. A forward
-/// exchange moves owned cells (`src`) into halos (`dst`); a reverse one (`reduce` set, one per
-/// field, or `reverse` with `replace`) moves halo cells back and combines them into the owner.
-///
-/// Message layout: for each field, for each transfer, the region row-major with components
-/// innermost. Both sides walk the same transfers in the same order.
+/// validate_fields with one stencil for every field.
+template <int D, class Domain>
+void validate_fields(const Domain& dom, const stencil<D>& st,
+                     const std::vector<const field_state<D>*>& fields) {
+  validate_fields<D>(dom, std::vector<const stencil<D>*>(fields.size(), &st), fields);
+}
+
+/// The transfers of `list` (sorted by rank) with `rank`, or null.
 template <int D>
-exchange_program compile(const structured_plan<D>& plan,
+const std::vector<transfer<D>>* transfers_with(const std::vector<peer_transfers<D>>& list,
+                                               int rank) {
+  auto it = std::lower_bound(list.begin(), list.end(), rank,
+                             [](const peer_transfers<D>& pt, int r) { return pt.rank < r; });
+  return it != list.end() && it->rank == rank ? &it->items : nullptr;
+}
+
+/// Compiles packing, unpacking and local copies for every field over its plan (`plans[k]` for
+/// field k; fields with the same stencil share one). A forward exchange moves owned cells
+/// (`src`) into halos (`dst`); a reverse one (`reduce` set, one per field, or `reverse` with
+/// `replace`) moves halo cells back and combines them into the owner.
+///
+/// One message per peer that any field's plan names, in increasing rank order. Its layout:
+/// for each field, for each of that field's transfers with the peer, the region row-major
+/// with components innermost. Both sides walk the same transfers in the same order.
+template <int D>
+exchange_program compile(const std::vector<const structured_plan<D>*>& plans,
                          const std::vector<const field_state<D>*>& fields,
                          const exchange_options& options, bool reverse = false,
                          const std::vector<combiner>& reduce = {}) {
   program_builder b(options);
   constexpr int R = D + 1;
   index c[R], fs[R], bs[R], fs2[R];
-  // Forward: sends pack `src` regions, receives unpack into `dst`; reverse swaps both.
-  const auto& out = reverse ? plan.recvs : plan.sends;
-  const auto& in = reverse ? plan.sends : plan.recvs;
   auto region = [&](const field_state<D>* f, const transfer<D>& t, bool owned_side) {
     return owned_side ? field_region<D>{f, &f->blocks[t.src_block], t.src}
                       : field_region<D>{f, &f->blocks[t.dst_block], t.dst};
   };
-  for (const auto& peer : out) {
-    b.begin(program_builder::send, peer.rank);
-    for (const auto* f : fields)
-      for (const auto& t : peer.items) {
-        const auto fr = region(f, t, !reverse);
-        fr.counts(c);
-        fr.strides(fs);
-        buffer_strides<D>(c, f->elem_bytes, bs);
-        b.add(program_builder::send,
-              make_copy_op(fr.base(), nullptr, R, f->elem_bytes, c, fs, bs, loop_order::by_src),
-              fr.bytes(), f->space == memory_space::device);
-      }
-  }
-  for (const auto& peer : in) {
-    b.begin(program_builder::recv, peer.rank);
+  // Forward: sends pack `src` regions, receives unpack into `dst`; reverse swaps both.
+  auto outgoing = [&](std::size_t k) -> const auto& {
+    return reverse ? plans[k]->recvs : plans[k]->sends;
+  };
+  auto incoming = [&](std::size_t k) -> const auto& {
+    return reverse ? plans[k]->sends : plans[k]->recvs;
+  };
+  auto peers = [&](auto&& list_of) {
+    std::vector<int> ranks;
     for (std::size_t k = 0; k < fields.size(); ++k)
-      for (const auto& t : peer.items) {
-        const auto fr = region(fields[k], t, reverse);
-        fr.counts(c);
-        fr.strides(fs);
-        buffer_strides<D>(c, fields[k]->elem_bytes, bs);
-        auto op = make_copy_op(nullptr, fr.base(), R, fields[k]->elem_bytes, c, bs, fs,
-                               loop_order::by_dst);
-        if (reverse && !reduce.empty())
-          op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
-        b.add(program_builder::recv, op, fr.bytes(), fields[k]->space == memory_space::device);
-      }
+      for (const auto& pt : list_of(k)) ranks.push_back(pt.rank);
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    return ranks;
+  };
+  for (const int peer : peers(outgoing)) {
+    b.begin(program_builder::send, peer);
+    for (std::size_t k = 0; k < fields.size(); ++k) {
+      const auto* f = fields[k];
+      if (const auto* items = transfers_with<D>(outgoing(k), peer))
+        for (const auto& t : *items) {
+          const auto fr = region(f, t, !reverse);
+          fr.counts(c);
+          fr.strides(fs);
+          buffer_strides<D>(c, f->elem_bytes, bs);
+          b.add(program_builder::send,
+                make_copy_op(fr.base(), nullptr, R, f->elem_bytes, c, fs, bs, loop_order::by_src),
+                fr.bytes(), f->space == memory_space::device);
+        }
+    }
+  }
+  for (const int peer : peers(incoming)) {
+    b.begin(program_builder::recv, peer);
+    for (std::size_t k = 0; k < fields.size(); ++k)
+      if (const auto* items = transfers_with<D>(incoming(k), peer))
+        for (const auto& t : *items) {
+          const auto fr = region(fields[k], t, reverse);
+          fr.counts(c);
+          fr.strides(fs);
+          buffer_strides<D>(c, fields[k]->elem_bytes, bs);
+          auto op = make_copy_op(nullptr, fr.base(), R, fields[k]->elem_bytes, c, bs, fs,
+                                 loop_order::by_dst);
+          if (reverse && !reduce.empty())
+            op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
+          b.add(program_builder::recv, op, fr.bytes(), fields[k]->space == memory_space::device);
+        }
   }
   for (std::size_t k = 0; k < fields.size(); ++k)
-    for (const auto& t : plan.local) {
+    for (const auto& t : plans[k]->local) {
       const auto src = region(fields[k], t, !reverse), dst = region(fields[k], t, reverse);
       src.counts(c);
       src.strides(fs);
@@ -155,6 +194,16 @@ exchange_program compile(const structured_plan<D>& plan,
   std::vector<memory_space> spaces;
   for (const auto* f : fields) spaces.push_back(f->space);
   return b.finish(spaces, reverse);
+}
+
+/// compile() with one plan for every field.
+template <int D>
+exchange_program compile(const structured_plan<D>& plan,
+                         const std::vector<const field_state<D>*>& fields,
+                         const exchange_options& options, bool reverse = false,
+                         const std::vector<combiner>& reduce = {}) {
+  const std::vector<const structured_plan<D>*> plans(fields.size(), &plan);
+  return compile<D>(plans, fields, options, reverse, reduce);
 }
 
 }  // namespace detail

@@ -4,6 +4,7 @@
 /// object runs. Plain data, C++17, no Boost: the CUDA seams read it too.
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -74,6 +75,9 @@ struct exchange_program {
   /// (`path`), and how.
   std::vector<int> direct_send_peers, direct_recv_peers;
   std::string direct_path;
+  /// Host work run after every completed exchange, in order (physical boundary fills of host
+  /// fields, see boundary/boundary.hpp). Prepared at set-up; running them allocates nothing.
+  std::vector<std::function<void()>> after_exchange;
 };
 
 }  // namespace halox::detail

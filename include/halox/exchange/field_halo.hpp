@@ -1,0 +1,85 @@
+#pragma once
+/// @file
+/// Fields with their own halos in one exchange: `make_exchange(dom, halo(st_u, u, bc_u),
+/// halo(st_p, p))` — each field with its own stencil and physical boundary rules, still one
+/// message per peer.
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "halox/boundary/boundary.hpp"
+#include "halox/exchange/make_exchange.hpp"
+
+namespace halox {
+
+/// One field of an exchange with the halo it needs: its stencil (widths and directions) and
+/// the rules for its halo cells beyond non-periodic faces of the global box.
+template <class T, int D>
+struct field_halo {
+  stencil<D> st;
+  field<T, D> f;
+  boundary<T, D> bc;
+};
+
+/// `f` exchanged for stencil `st`, with boundary rules `bc` (none by default).
+template <class T, int D>
+field_halo<T, D> halo(const stencil<D>& st, const field<T, D>& f, boundary<T, D> bc = {}) {
+  return field_halo<T, D>{st, f, std::move(bc)};
+}
+
+/// Builds the communication object for fields with their own stencils and boundary rules:
+/// each field's halo cells receive the owned cells they mirror as its stencil says, one
+/// message per peer carries every field, and after each exchange the boundary rules fill the
+/// halo cells beyond non-periodic faces (host fields). Collective; every rank passes the same
+/// stencils and field types in the same order.
+///
+/// Throws halox::error, on every rank, when any rank's input is wrong: the errors of the
+/// single-stencil make_exchange per field (padding narrower than that field's stencil, ...),
+/// a boundary rule on a periodic face, a reflection whose mirror cells lie outside what the
+/// exchange fills, a rule on a device field. Nothing is sent and no field is written before.
+template <class Domain, int D, class... T>
+halo_exchange make_exchange(const Domain& dom, const exchange_options& options,
+                            const field_halo<T, D>&... halos) {
+  static_assert(sizeof...(T) >= 1, "make_exchange needs at least one field");
+  const std::vector<const detail::field_state<D>*> states{halos.f.state().get()...};
+  const std::vector<const stencil<D>*> sts{&halos.st...};
+  exchange_options opts;
+  std::vector<std::function<void()>> fills;
+  detail::agree(dom.comm(), [&] {
+    opts = detail::with_environment(options);
+    detail::validate_fields<D>(dom, sts, states);
+    int k = 0;
+    auto add = [&](std::vector<std::function<void()>> more) {
+      for (auto& f : more) fills.push_back(std::move(f));
+    };
+    (add(detail::compile_boundary<T, D>(halos.bc, halos.f, halos.st, dom.global_box().hi,
+                                        dom.periodicity().flags, dom.rank(), k++)),
+     ...);
+  });
+  // One plan per distinct stencil, shared by the fields that have it.
+  std::vector<stencil<D>> distinct;
+  std::vector<std::size_t> which;
+  for (const auto* s : sts) {
+    const auto it = std::find(distinct.begin(), distinct.end(), *s);
+    which.push_back(std::size_t(it - distinct.begin()));
+    if (it == distinct.end()) distinct.push_back(*s);
+  }
+  std::vector<structured_plan<D>> plans;
+  for (const auto& s : distinct) plans.push_back(make_plan<D>(dom, s));
+  std::vector<const structured_plan<D>*> per_field;
+  for (const auto w : which) per_field.push_back(&plans[w]);
+  auto prog = detail::compile<D>(per_field, states, opts);
+  prog.after_exchange = std::move(fills);
+  return detail::finish_exchange(
+      dom.comm(), std::move(prog),
+      detail::declare_structured<D>(sts, dom.global_box(), dom.periodicity().flags), halos.f...);
+}
+
+/// make_exchange with per-field halos and the default options.
+template <class Domain, int D, class... T>
+halo_exchange make_exchange(const Domain& dom, const field_halo<T, D>&... halos) {
+  return make_exchange(dom, exchange_options{}, halos...);
+}
+
+}  // namespace halox

@@ -1,0 +1,308 @@
+// Physical boundary rules run by the exchange object: a hand-computed 2-D table (corners
+// included) on every process grid, then every allocated cell of 2-D and 3-D fields against an
+// independent model of the rules (dimension order, low before high, over global coordinates),
+// and the errors.
+#include <catch2/catch.hpp>
+#include <halox/halox.hpp>
+
+#include <boost/mpi/collectives.hpp>
+
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "check.hpp"
+#include "support.hpp"
+
+namespace mpi = boost::mpi;
+using halox::box;
+using idx = halox::index;
+
+#define REQUIRE_OK(expr) HXT_REQUIRE_OK(expr)
+
+namespace {
+
+// ---- the model ------------------------------------------------------------------------------
+
+// One face's rule as the model sees it.
+struct model_rule {
+  halox::boundary_kind kind = halox::boundary_kind::none;
+  double value = 0;
+  std::vector<double> signs;
+};
+
+template <int D>
+using rules_t = std::map<std::pair<int, int>, model_rule>;  // (dim, 0 low / 1 high)
+
+// What a test callback writes: a function of the cell and component only.
+template <int D>
+double callback_value(const halox::extents<D>& g, int c) {
+  double v = 5000 + c;
+  for (int i = 0; i < D; ++i) v = v * 7 + double(g[i]);
+  return v;
+}
+
+// The value halo or owned cell g of block `o` must hold, component c (see boundary.hpp): the
+// rule of the highest dimension in which g lies beyond a non-periodic face and which has a
+// rule, reading the model itself; else the plain exchange model of check.hpp.
+template <int D>
+double model(const halox::extents<D>& g, int c, int ncomp, const box<D>& o,
+             const halox::stencil<D>& st, const halox::extents<D>& n,
+             const std::array<bool, D>& per, const rules_t<D>& rules) {
+  using VT = hxt::value_traits<double>;
+  if (o.contains(g)) return VT::make(hxt::key<D>(n, g, c, ncomp, {0, 0}));
+  for (int i = 0; i < D; ++i)
+    if (g[i] < o.lo[i] - st.lo[i] || g[i] >= o.hi[i] + st.hi[i]) return VT::sentinel();
+  for (int d = D - 1; d >= 0; --d) {
+    if (per[d] || (g[d] >= 0 && g[d] < n[d])) continue;
+    const int s = g[d] < 0 ? 0 : 1;
+    const auto it = rules.find({d, s});
+    if (it == rules.end()) continue;
+    const auto& r = it->second;
+    auto from = g;
+    switch (r.kind) {
+      case halox::boundary_kind::constant:
+        return r.value;
+      case halox::boundary_kind::callback:
+        return callback_value<D>(g, c);
+      case halox::boundary_kind::zero_gradient:
+        from[d] = s == 0 ? 0 : n[d] - 1;
+        return model<D>(from, c, ncomp, o, st, n, per, rules);
+      case halox::boundary_kind::reflect:
+        from[d] = s == 0 ? -1 - g[d] : 2 * n[d] - 1 - g[d];
+        return (r.signs.empty() ? 1.0 : r.signs[std::size_t(c)]) *
+               model<D>(from, c, ncomp, o, st, n, per, rules);
+      default:
+        break;
+    }
+  }
+  halox::extents<D> src{};
+  if (hxt::source_of<D>(g, o, st, n, per, src))
+    return VT::make(hxt::key<D>(n, src, c, ncomp, {0, 0}));
+  return VT::sentinel();
+}
+
+// The same rules for halox.
+template <int D>
+halox::boundary<double, D> to_boundary(const rules_t<D>& rules) {
+  halox::boundary<double, D> bc;
+  for (const auto& [fs, r] : rules) {
+    const halox::face fc{fs.first, fs.second == 0 ? halox::side::low : halox::side::high};
+    switch (r.kind) {
+      case halox::boundary_kind::constant:
+        bc.constant(fc, r.value);
+        break;
+      case halox::boundary_kind::zero_gradient:
+        bc.zero_gradient(fc);
+        break;
+      case halox::boundary_kind::reflect:
+        bc.reflect(fc, r.signs);
+        break;
+      case halox::boundary_kind::callback:
+        bc.callback(fc, [](const halox::boundary_face<double, D>& bf) {
+          hxt::for_cells<D>(bf.cells, [&](const auto& g) {
+            for (int c = 0; c < bf.f.components(); ++c)
+              bf.f.at(g, c, bf.block) = callback_value<D>(g, c);
+          });
+        });
+        break;
+      default:
+        break;
+    }
+  }
+  return bc;
+}
+
+// Checks every allocated cell of f against the model.
+template <int D, class Dom>
+hxt::result check_model(const Dom& dom, const halox::field<double, D>& f,
+                        const halox::stencil<D>& st, const rules_t<D>& rules) {
+  hxt::result r;
+  const auto n = dom.global_box().hi;
+  for (int b = 0; b < f.block_count(); ++b)
+    hxt::for_cells<D>(f.allocated_box(b), [&](const auto& g) {
+      for (int c = 0; c < f.components(); ++c) {
+        const double want =
+            model<D>(g, c, f.components(), f.owned_box(b), st, n, dom.periodicity().flags, rules);
+        const double got = f.at(g, c, b);
+        if (want != hxt::value_traits<double>::sentinel()) ++r.filled;
+        if (got != want && ++r.bad <= 8)
+          r.report += "block " + std::to_string(b) + " cell " + hxt::str<D>(g) + " comp " +
+                      std::to_string(c) + ": got " + std::to_string(got) + ", want " +
+                      std::to_string(want) + "\n";
+      }
+    });
+  return r;
+}
+
+// Fills, exchanges twice (the second time with the halos holding the first results), checks.
+template <int D, class Dom>
+void run_case(const Dom& dom, const halox::stencil<D>& st, int ncomp, const rules_t<D>& rules) {
+  auto f = dom.template make_field<double>(st, halox::host, ncomp);
+  auto ex = halox::make_exchange(dom, halox::halo(st, f, to_boundary<D>(rules)));
+  for (int it = 0; it < 2; ++it) {
+    if (it == 0)
+      hxt::fill(dom, f, {0, 0});
+    else
+      hxt::fill_owned(f, dom.global_box().hi, {0, 0});
+    ex.exchange();
+    REQUIRE_OK(check_model<D>(dom, f, st, rules));
+  }
+}
+
+template <int D>
+halox::periodic<D> periodic_mask(int m) {
+  halox::periodic<D> p;
+  for (int i = 0; i < D; ++i) p.flags[i] = (m >> i) & 1;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("boundary rules: a 4x4 table computed by hand, corners included, every grid") {
+  mpi::communicator world;
+  constexpr auto low = halox::side::low, high = halox::side::high;
+  // Owned cell (x, y) holds 10x + y. x low: 100; x high: zero gradient; y low: reflect,
+  // negated; y high: 7. Dimension 1 is applied last, so it has the corners.
+  const double T[6][6] = {
+      /* x=-1 */ {-100, 100, 100, 100, 100, 7},
+      /* x= 0 */ {0, 0, 1, 2, 3, 7},
+      /* x= 1 */ {-10, 10, 11, 12, 13, 7},
+      /* x= 2 */ {-20, 20, 21, 22, 23, 7},
+      /* x= 3 */ {-30, 30, 31, 32, 33, 7},
+      /* x= 4 */ {-30, 30, 31, 32, 33, 7},
+  };
+  constexpr auto st = halox::stencil<2>::box(1);
+  for (const auto& grid : hxt::all_grids<2>(world.size(), {4, 4})) {
+    const halox::cartesian<2> dom(world, {4, 4}, halox::periodic<2>{}, grid);
+    auto f = dom.make_field<double>(st);
+    halox::boundary<double, 2> bc;
+    bc.constant({0, low}, 100.0)
+        .zero_gradient({0, high})
+        .reflect({1, low}, {-1.0})
+        .constant({1, high}, 7.0);
+    auto ex = halox::make_exchange(dom, halox::halo(st, f, bc));
+    hxt::for_cells<2>(f.allocated_box(), [&](const auto& g) { f.at(g) = -1; });
+    hxt::for_cells<2>(f.owned_box(), [&](const auto& g) { f.at(g) = double(10 * g[0] + g[1]); });
+    ex.exchange();
+    long long bad = 0;
+    hxt::for_cells<2>(f.allocated_box(), [&](const auto& g) {
+      const double want = T[g[0] + 1][g[1] + 1];
+      if (f.at(g) != want) {
+        ++bad;
+        UNSCOPED_INFO("grid " << grid.dims[0] << "x" << grid.dims[1] << " cell " << hxt::str<2>(g)
+                              << ": got " << f.at(g) << ", want " << want);
+      }
+    });
+    CHECK(bad == 0);
+    REQUIRE(mpi::all_reduce(world, bad, std::plus<long long>()) == 0);
+  }
+}
+
+TEST_CASE("boundary rules: every kind, 2-D and 3-D, every grid and periodicity, against a model") {
+  mpi::communicator world;
+  using K = halox::boundary_kind;
+  // 2-D: every combination of rules on the non-periodic faces, two components.
+  const std::vector<halox::stencil<2>> st2 = {halox::stencil<2>::box({2, 1}, {1, 2}),
+                                              halox::stencil<2>::star(2),
+                                              halox::stencil<2>::box(1)};
+  for (int m = 0; m < 4; ++m) {
+    const auto per = periodic_mask<2>(m);
+    for (const auto& grid : hxt::all_grids<2>(world.size(), {6, 5})) {
+      const halox::cartesian<2> dom(world, {6, 5}, per, grid);
+      rules_t<2> rules;
+      const model_rule kinds[] = {{K::constant, -3.5, {}},
+                                  {K::zero_gradient, 0, {}},
+                                  {K::reflect, 0, {-1.0, 2.0}},
+                                  {K::callback, 0, {}}};
+      int k = 0;
+      for (int d = 0; d < 2; ++d)
+        for (int s = 0; s < 2; ++s, ++k)
+          if (!per[d]) rules[{d, s}] = kinds[(k + m) % 4];
+      for (std::size_t si = 0; si < st2.size(); ++si) {
+        INFO("periodic mask " << m << " grid " << grid.dims[0] << "x" << grid.dims[1]
+                              << " stencil #" << si);
+        run_case<2>(dom, st2[si], 2, rules);
+      }
+      // Faces without rules stay untouched (halo cells next to them keep the sentinel).
+      rules_t<2> partial;
+      if (!per[0]) partial[{0, 1}] = {K::zero_gradient, 0, {}};
+      run_case<2>(dom, halox::stencil<2>::box(1), 1, partial);
+    }
+  }
+  // 3-D, non-periodic in x and z, one process grid (halox's choice).
+  const halox::cartesian<3> dom(world, {5, 4, 6}, halox::periodic{false, true, false});
+  rules_t<3> rules;
+  rules[{0, 0}] = {K::reflect, 0, {-1.0}};
+  rules[{0, 1}] = {K::constant, 2.25, {}};
+  rules[{2, 0}] = {K::zero_gradient, 0, {}};
+  rules[{2, 1}] = {K::callback, 0, {}};
+  run_case<3>(dom, halox::stencil<3>::box(1), 1, rules);
+}
+
+TEST_CASE("boundary rules on a box list with several blocks per rank") {
+  mpi::communicator world;
+  using K = halox::boundary_kind;
+  std::vector<halox::owned_box<2>> boxes;
+  int owner = 0;
+  for (idx x = 0; x < 8; x += 4)
+    for (idx y = 0; y < 6; y += 3)
+      boxes.push_back({box<2>{{x, y}, {x + 4, y + 3}}, owner++ % world.size()});
+  const halox::box_list<2> dom(world, {8, 6}, halox::periodic<2>{}, boxes);
+  rules_t<2> rules;
+  rules[{0, 0}] = {K::zero_gradient, 0, {}};
+  rules[{0, 1}] = {K::reflect, 0, {-1.0}};
+  rules[{1, 0}] = {K::constant, 9, {}};
+  rules[{1, 1}] = {K::reflect, 0, {}};
+  run_case<2>(dom, halox::stencil<2>::box({2, 1}, {3, 2}), 1, rules);
+}
+
+TEST_CASE("boundary rules: errors on every rank before anything is written") {
+  mpi::communicator world;
+  constexpr auto st = halox::stencil<2>::box(1);
+  auto error_of = [&](auto&& fn) -> std::string {
+    try {
+      fn();
+    } catch (const halox::error& e) {
+      return e.what();
+    }
+    return {};
+  };
+  auto expect = [&](const std::string& msg, const std::string& text) {
+    INFO(msg);
+    CHECK(msg.find(text) != std::string::npos);
+  };
+  {
+    const halox::cartesian<2> dom(world, {6, 6}, halox::periodic{true, false});
+    auto f = dom.make_field<double>(st);
+    halox::boundary<double, 2> bc;
+    bc.constant({0, halox::side::low}, 1.0);
+    expect(error_of([&] { halox::make_exchange(dom, halox::halo(st, f, bc)); }),
+           "boundary rule on the low face of dimension 0, which is periodic");
+    halox::boundary<double, 2> signs;
+    signs.reflect({1, halox::side::high}, {1.0, -1.0});
+    expect(
+        error_of([&] { halox::make_exchange(dom, halox::halo(st, f, signs)); }),
+        "reflect on the high face of dimension 1 has 2 sign(s) but the field has 1 component(s)");
+    halox::boundary<double, 2> dim;
+    dim.zero_gradient({2, halox::side::high});
+    expect(error_of([&] { halox::make_exchange(dom, halox::halo(st, f, dim)); }),
+           "boundary rule for dimension 2 of a 2-D field");
+  }
+  {
+    // A width-3 reflection on 1-cell boxes: the mirror lies beyond what the exchange fills
+    // (on every rank count, the 2-cell domain is narrower than the halo).
+    constexpr auto wide = halox::stencil<2>::star({3, 1}, {1, 1});
+    const halox::cartesian<2> dom(world, {2, 4 * world.size()}, halox::periodic<2>{},
+                                  halox::process_grid<2>{{1, world.size()}});
+    auto f = dom.make_field<double>(wide);
+    hxt::fill(dom, f, {0, 0});
+    const auto before = hxt::snapshot(f);
+    halox::boundary<double, 2> bc;
+    bc.reflect({0, halox::side::low});
+    expect(error_of([&] { halox::make_exchange(dom, halox::halo(wide, f, bc)); }),
+           "reflect on the low face of dimension 0 reads cells 0..2 along it, outside the global "
+           "box");
+    CHECK(hxt::snapshot(f) == before);
+  }
+}
