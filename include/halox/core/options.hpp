@@ -4,6 +4,7 @@
 /// code and passed to `make_exchange`. The `HALOX_*` environment variables named below, where
 /// set, override the options (to compare paths without recompiling).
 
+#include <cstddef>
 #include <optional>
 #include <vector>
 
@@ -49,6 +50,13 @@ struct exchange_options {
   /// messages through pinned memory, instead of writing mapped pinned memory
   /// (`HALOX_HOST_STAGING=mapped|copy`).
   bool host_staging_copies = false;
+  /// host_staged: messages larger than this many bytes travel in pieces of about this size,
+  /// through pinned memory by copies, so that the device-to-host copy of one piece, the MPI
+  /// transfer of the one before and the host-to-device copy on the receiver overlap; smaller
+  /// messages stay one piece (in mapped pinned memory unless `host_staging_copies`). 0: never
+  /// cut. Ranks agree on the smallest value any host-staged rank asks for, 0 winning
+  /// (`HALOX_STAGING_CHUNK=bytes`, with an optional K, M or G suffix).
+  std::size_t staging_chunk_bytes = std::size_t(1) << 20;
   /// Only pairs of listed ranks may use CUDA IPC (`HALOX_PEER_IPC_RANKS=0,1,...`) or shared
   /// memory (`HALOX_PEER_SHM_RANKS`); the other pairs of the same exchange use MPI. Unset: no
   /// restriction. For tests and comparisons.
