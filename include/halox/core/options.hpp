@@ -15,7 +15,9 @@ enum class staging {
   automatic,    ///< CUDA IPC to node-local GPUs that reach each other; otherwise gpu_aware when
                 ///< the MPI library reports CUDA support, else host_staged
   gpu_aware,    ///< message buffers in device memory, handed to MPI as they are
-  host_staged,  ///< message buffers in pinned host memory the pack kernel writes (mapped)
+  host_staged,  ///< message buffers in pinned host memory the pack kernel writes (mapped);
+                ///< device fields only: messages over `staging_chunk_bytes` are copied
+                ///< through it in pieces, overlapping MPI
   peer_ipc,     ///< node-local GPUs: the pack kernel writes into the peer's GPU memory (CUDA IPC)
   nccl  ///< CUDA IPC to node-local GPUs that reach each other, NCCL to every other peer: device
         ///< buffers, sends and receives enqueued on halox's stream (builds with NCCL; device
