@@ -303,6 +303,7 @@ TEST_CASE("transport environment variables: a bad value is an input error on eve
       {"HALOX_PEER_SHM_RANKS", "HALOX_PEER_SHM_RANKS='sideways' is not a comma-separated list"},
       {"HALOX_HOST_TRANSPORT", "HALOX_HOST_TRANSPORT='sideways' is not a host transport"},
       {"HALOX_NODE_SIZE", "HALOX_NODE_SIZE='sideways' is not a number of ranks"},
+      {"HALOX_STAGING_CHUNK", "HALOX_STAGING_CHUNK='sideways' is not a number of bytes"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.var);

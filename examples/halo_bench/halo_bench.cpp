@@ -44,6 +44,9 @@ struct options {
   int warmup = 10;
   bool device = false;
   bool sweep = false;  // --sweep: message sizes between two GPUs, peer_ipc vs host_staged
+  // --sweep: host_staged once per chunk size (KiB; 0: messages in one piece, as mapped pinned
+  // memory); empty: 0 and the default of exchange_options.
+  std::vector<int> chunks_kib;
 };
 
 // What a careful user writes by hand: per direction, pack all fields into one buffer, Isend;
@@ -205,18 +208,39 @@ double scheduled_loop_us(const mpi::communicator& world, halox::halo_exchange& e
   return mpi::all_reduce(world, double(ms) * 1e3 / iters, mpi::maximum<double>());
 }
 
-// Two ranks on two GPUs, periodic 2x1x1 grid, one double field, halo width 1 in x only: each
-// rank sends the other one message of two y-z faces. For each message size: the blocking
-// exchange (median of the slower rank), the per-iteration time of a loop of scheduled exchanges
-// on one stream (no host synchronisation inside the loop; CUDA events), for peer_ipc (auto) and
-// host_staged, and the peer copy bandwidth of the same size on rank 0 as the ceiling. The floor:
-// the message over the peer link at that bandwidth (at D2D where there is none), plus an empty
-// launch.
+// How rank 0's message to rank 1 travels, from describe() ("peer_ipc (...)", "host_staged
+// (...)"), so that each row says which path it measured; quotes and backslashes dropped.
+std::string path_of(const halox::halo_exchange& ex) {
+  const std::string d = ex.describe();
+  const auto at = d.find(" via ");
+  if (at == std::string::npos) return "local";
+  std::string out;
+  for (char c : d.substr(at + 5, d.find('\n', at) - at - 5))
+    if (c != '"' && c != '\\') out += c;
+  return out;
+}
+
+// Two ranks on two GPUs (or sharing one), periodic 2x1x1 grid, one double field, halo width 1
+// in x only: each rank sends the other one message of two y-z faces. For each message size: the
+// blocking exchange (median of the slower rank), the per-iteration time of a loop of scheduled
+// exchanges on one stream (no host synchronisation inside the loop; CUDA events), for peer_ipc
+// (auto) and host_staged at each chunk size, and the peer copy bandwidth of the same size on
+// rank 0 as the ceiling (0 with one GPU). The floor: the message over the peer link at that
+// bandwidth (at D2D where there is none), plus an empty launch.
 bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& rates) {
   if (world.size() != 2) {
     if (world.rank() == 0) std::fprintf(stderr, "halo_bench --sweep needs 2 ranks\n");
     return false;
   }
+  struct leg {
+    const char* policy;
+    std::size_t chunk;  // host_staged: HALOX_STAGING_CHUNK
+  };
+  std::vector<leg> legs{{"auto", halox::exchange_options{}.staging_chunk_bytes}};
+  std::vector<std::size_t> chunks;
+  for (int k : o.chunks_kib) chunks.push_back(std::size_t(k) << 10);
+  if (chunks.empty()) chunks = {0, halox::exchange_options{}.staging_chunk_bytes};
+  for (const auto c : chunks) legs.push_back({"host_staged", c});
   bool all_ok = true;
   for (const std::size_t bytes :
        {std::size_t(8) << 10, std::size_t(64) << 10, std::size_t(512) << 10, std::size_t(1) << 20,
@@ -229,14 +253,17 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
     const halox::cartesian<3> dom(world, global, halox::periodic<3>::all(),
                                   halox::process_grid<3>{{2, 1, 1}});
     const double ceiling = world.rank() == 0 ? peer_copy_gbps(bytes, 20) : 0;
-    for (const char* policy : {"auto", "host_staged"}) {
+    for (const auto& [policy, chunk] : legs) {
       setup s{dom, halox::stencil<3>::star({1, 0, 0}, {1, 0, 0}), {}, {}, global, {}};
       s.f.push_back(dom.make_field<double>(s.st, halox::device));
       s.mirror.push_back(dom.make_field<double>(s.st));
       s.owned = s.f[0].owned_box();
       ::setenv("HALOX_STAGING", policy, 1);
+      ::setenv("HALOX_STAGING_CHUNK", std::to_string(chunk).c_str(), 1);
       auto ex = halox::make_exchange(dom, s.st, s.f[0]);
       ::unsetenv("HALOX_STAGING");
+      ::unsetenv("HALOX_STAGING_CHUNK");
+      const std::string path = path_of(ex);
       s.fill();
       ex.exchange();
       const bool ok = s.check();
@@ -258,12 +285,13 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
                                 json_piece(",\"loop_ratio_to_floor\":%.3f", loop_us / floor.us);
       if (world.rank() == 0)
         std::printf(
-            "{\"impl\":\"halox\",\"staging\":\"%s\",\"case\":\"sweep %zu KiB\",\"ranks\":2,"
+            "{\"impl\":\"halox\",\"staging\":\"%s\",\"chunk_bytes\":%zu,\"path\":\"%s\","
+            "\"case\":\"sweep %zu KiB\",\"ranks\":2,"
             "\"message_bytes\":%zu,\"bytes\":%zu,\"grid\":\"2x1x1\",\"iters\":%d,"
             "\"median_us\":%.2f,\"min_us\":%.2f,\"loop_us\":%.2f,\"GBps\":%.1f,"
             "\"loop_GBps\":%.1f,\"peer_copy_GBps\":%.1f,\"verified\":%s%s}\n",
-            policy, bytes >> 10, bytes, s.halo_bytes(), iters, median, best, loop_us,
-            double(bytes) / median / 1e3, double(bytes) / loop_us / 1e3, ceiling,
+            policy, chunk, path.c_str(), bytes >> 10, bytes, s.halo_bytes(), iters, median, best,
+            loop_us, double(bytes) / median / 1e3, double(bytes) / loop_us / 1e3, ceiling,
             ok ? "true" : "false", ratio.c_str());
       std::fflush(stdout);
     }
@@ -300,9 +328,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   example_app::add_device(app, o.device);
   app.add_flag("--sweep", o.sweep,
-               "2 ranks, one GPU each: one double field, one message per direction of 8 KB .. "
-               "64 MB, peer_ipc vs host_staged, blocking and in a loop of scheduled exchanges, "
-               "next to the GPUs' peer copy bandwidth (implies --device)");
+               "2 ranks, one GPU each (or sharing one): one double field, one message per "
+               "direction of 8 KB .. 64 MB, peer_ipc vs host_staged, blocking and in a loop of "
+               "scheduled exchanges, next to the GPUs' peer copy bandwidth (implies --device)");
+  app.add_option("--chunks", o.chunks_kib,
+                 "--sweep: host_staged at each of these chunk sizes in KiB (HALOX_STAGING_CHUNK; "
+                 "0: one piece per message); default 0 and the default chunk size")
+      ->delimiter(',');
   if (const int code = example_app::parse(world, app, argc, argv); code >= 0) return code;
   o.device = o.device || o.sweep;
 

@@ -6,6 +6,11 @@
 // only when there is something to send (MPI reads its output), then posts the sends and runs
 // host local copies. wait() receives, enqueues the unpack kernel and either makes the user's
 // stream wait for it (scheduled) or waits for it.
+//
+// Host staging by copies (`pipe`): start() enqueues the copies out of the device after the pack
+// kernel and starts each piece's send as soon as its copy has run, taking arrived pieces
+// meanwhile (each copied into the device at once); it returns once every send is started.
+// wait()/test() take the remaining pieces, then the unpack follows their copies.
 #include "exchange_core.hpp"
 
 namespace halox::detail {
@@ -26,6 +31,13 @@ class device_path : public exchange_path {
     c_.channels.start_recvs();
     if (after) gpu.wait_for(after, me);
     gpu.launch_pack(me);  // device fields of every message, and their local copies
+    if (c_.pipe) {
+      c_.pipe->start(gpu.stream());
+      for (const auto& op : prog.local_ops) run(op);  // host fields' local copies, if any
+      while (!c_.pipe->sends_started()) c_.pipe->progress(false);
+      c_.begin_exchange();
+      return;
+    }
     if (prog.copy_staging)
       gpu.copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
     for (std::size_t m = 0; m < prog.sends.size(); ++m) c_.pack(m, prog.pack);  // host fields
@@ -38,14 +50,18 @@ class device_path : public exchange_path {
   }
 
   void wait(stream_t before) override {
-    c_.receive_mpi(true);
+    if (c_.pipe)
+      c_.pipe->progress(true);
+    else
+      c_.receive_mpi(true);
     c_.unpack_ordered(c_.prog.unpack);
     c_.finish_unpack(before);
     c_.channels.wait_sends();
   }
 
   bool test() override {
-    if (!c_.receive_mpi(false) || !c_.channels.test_sends()) return false;
+    const bool arrived = c_.pipe ? c_.pipe->progress(false) : c_.receive_mpi(false);
+    if (!arrived || !c_.channels.test_sends()) return false;
     c_.unpack_ordered(c_.prog.unpack);
     return c_.unpack_ready();
   }

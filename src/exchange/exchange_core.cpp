@@ -78,6 +78,19 @@ bool agree_on_nccl(MPI_Comm comm, exchange_program& prog, const locality& here) 
   return usable;
 }
 
+// Collective whenever the program has device fields: where both sides of a message must cut it
+// alike (see chunks.hpp). Ranks that stage through host memory ask for their option; the
+// smallest wins, 0 (never cut) included; where no rank stages through host memory, nothing is
+// cut.
+std::size_t agree_on_chunk(MPI_Comm comm, const exchange_program& prog) {
+  if (!prog.has_device_fields) return 0;
+  constexpr auto none = ~0ULL;
+  unsigned long long mine = prog.device_buffers ? none : prog.options.staging_chunk_bytes, all = 0;
+  check_mpi_call(MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm),
+                 "MPI_Allreduce", -1);
+  return all == none ? 0 : std::size_t(all);
+}
+
 // NCCL for the messages CUDA IPC does not carry, where agree_on_nccl said so and some rank has
 // such a message (automatic NCCL on one node with CUDA IPC everywhere makes no communicator).
 std::unique_ptr<nccl_path> attach_nccl(MPI_Comm comm, bool usable, const exchange_program& prog,
@@ -110,13 +123,14 @@ exchange_core::exchange_core(const boost::mpi::communicator& c, exchange_program
       here(locality::discover(MPI_Comm(comm), prog.options.node_size,
                               prog.has_device_fields ? peer_ipc::current_gpu() : "")),
       nccl_usable(agree_on_nccl(MPI_Comm(comm), prog, here)),
+      chunk(agree_on_chunk(MPI_Comm(comm), prog)),
       ipc(peer_ipc::attach(MPI_Comm(comm), prog, here, transport_problem)),
       shm(shm_mailbox::attach(MPI_Comm(comm), prog, here, transport_problem)),
       nccl(attach_nccl(MPI_Comm(comm), nccl_usable, prog, ipc.get())),
       mpi_send_list(nccl ? no_messages : remaining(prog, ipc.get(), shm.get(), true)),
       mpi_recv_list(nccl ? no_messages : remaining(prog, ipc.get(), shm.get(), false)),
       channels(MPI_Comm(comm), mpi_send_list, prog.send_buf.get(), mpi_recv_list,
-               prog.recv_buf.get()),
+               prog.recv_buf.get(), chunk),
       recv_message(indices_of(mpi_recv_list, prog.recvs)),
       done(prog.recvs.size() + 1) {
   // Every rank leaves set-up together: a transport's size check fails on every rank.
@@ -131,6 +145,11 @@ exchange_core::exchange_core(const boost::mpi::communicator& c, exchange_program
     const auto& a = *ipc->alternate();
     gpu->use_alternate(a.pack, a.gather, a.unpack, a.scatter);
   }
+  // Host staging by copies with every message through MPI: in pieces, copies overlapping MPI.
+  if (gpu && prog.copy_staging && !ipc && !nccl)
+    pipe = std::make_unique<staging_pipeline>(channels, chunk, prog.device_send.get(),
+                                              prog.send_buf.get(), prog.device_recv.get(),
+                                              prog.recv_buf.get(), rank());
 }
 
 bool exchange_core::has_device_steps() const {
@@ -176,7 +195,9 @@ void exchange_core::unpack_ordered(const exchange_program::steps& st) {
 
 void exchange_core::launch_unpack() {
   if (unpack_pending) return;
-  if (prog.copy_staging)
+  if (pipe)
+    pipe->join(gpu->stream());
+  else if (prog.copy_staging)
     gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, rank());
   gpu->launch_unpack(rank(), generation);
   unpack_pending = true;

@@ -23,6 +23,7 @@
 #include "halox/transport/nccl_path.hpp"
 #include "halox/transport/peer_ipc.hpp"
 #include "halox/transport/shm_mailbox.hpp"
+#include "halox/transport/staging_pipeline.hpp"
 
 namespace halox::detail {
 
@@ -37,6 +38,7 @@ struct exchange_core {
   bool agreed;                       // every peer plans the same messages (checked first)
   locality here;                     // which peers share this rank's node, and their GPUs
   bool nccl_usable;                  // NCCL carries what CUDA IPC does not (every rank agreed)
+  std::size_t chunk;                 // MPI messages cut at this size (every rank agreed; 0: not)
   std::string transport_problem;     // a size mismatch a transport found while setting up
   std::unique_ptr<peer_ipc> ipc;     // null unless messages travel through CUDA IPC
   std::unique_ptr<shm_mailbox> shm;  // null unless host messages travel through shared memory
@@ -46,9 +48,11 @@ struct exchange_core {
   mpi_channels channels;                  // data messages that go through MPI
   std::vector<std::size_t> recv_message;  // program index of each channel receive message
   std::unique_ptr<device_copier> gpu;     // null without device fields
-  std::vector<int> done;                  // scratch for test_recvs
-  std::size_t arrived = 0;                // MPI receive messages complete in this exchange
-  bool ordered_done = false;              // an ordered exchange has been unpacked
+  /// Host staging by copies in pieces (device fields through MPI alone); null otherwise.
+  std::unique_ptr<staging_pipeline> pipe;
+  std::vector<int> done;      // scratch for test_recvs
+  std::size_t arrived = 0;    // MPI receive messages complete in this exchange
+  bool ordered_done = false;  // an ordered exchange has been unpacked
   /// The exchange running now, from 1 (the object counts start()s; a path reads it).
   std::uint64_t generation = 0;
 

@@ -159,6 +159,7 @@ std::string halo_exchange::describe() const {
   for (const auto& m : p.recvs)
     out += fmt::format("\n  recv from {}: {} B via {}{}", m.peer, m.bytes,
                        path_to(m.peer, p.direct_recv_peers), why(m.peer));
+  if (c.pipe) out += "\n  " + c.pipe->describe();
   if (c.gpu) out += "\n  " + c.gpu->summary();
   return out;
 }

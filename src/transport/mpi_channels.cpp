@@ -7,48 +7,37 @@
 namespace halox::detail {
 
 namespace {
-constexpr std::size_t piece_bytes = std::size_t(1) << 30;
-int pieces(std::size_t bytes) {
-  return bytes == 0 ? 1 : int((bytes + piece_bytes - 1) / piece_bytes);
-}
-int piece_size(std::size_t bytes, int k) {
-  return int(std::min(piece_bytes, bytes - std::size_t(k) * piece_bytes));
-}
 constexpr int tag = 7;  // each object has its own communicator, so one tag suffices
 }  // namespace
 
 mpi_channels::mpi_channels(MPI_Comm comm, const std::vector<message>& sends,
                            const std::byte* send_buf, const std::vector<message>& recvs,
-                           std::byte* recv_buf)
-    : comm_(comm) {
+                           std::byte* recv_buf, std::size_t chunk)
+    : comm_(comm),
+      send_piece_(split_messages(sends, chunk)),
+      recv_piece_(split_messages(recvs, chunk)) {
   check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank", -1);
   check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
-  send_first_.push_back(0);
-  for (const auto& m : sends) {
-    for (int k = 0; k < pieces(m.bytes); ++k) {
-      MPI_Request r;
-      check(MPI_Send_init(send_buf + m.offset + std::size_t(k) * piece_bytes,
-                          piece_size(m.bytes, k), MPI_BYTE, m.peer, tag, comm, &r),
-            "MPI_Send_init", m.peer);
-      send_req_.push_back(r);
-    }
-    send_first_.push_back(int(send_req_.size()));
-    send_peer_.push_back(m.peer);
+  send_first_.assign(sends.size() + 1, 0);
+  for (const auto& p : send_piece_) {
+    const int peer = sends[p.message].peer;
+    MPI_Request r;
+    check(MPI_Send_init(send_buf + p.offset, int(p.bytes), MPI_BYTE, peer, tag, comm, &r),
+          "MPI_Send_init", peer);
+    send_req_.push_back(r);
+    send_first_[p.message + 1] = int(send_req_.size());
   }
-  for (std::size_t i = 0; i < recvs.size(); ++i) {
-    const auto& m = recvs[i];
-    for (int k = 0; k < pieces(m.bytes); ++k) {
-      MPI_Request r;
-      check(MPI_Recv_init(recv_buf + m.offset + std::size_t(k) * piece_bytes,
-                          piece_size(m.bytes, k), MPI_BYTE, m.peer, tag, comm, &r),
-            "MPI_Recv_init", m.peer);
-      recv_req_.push_back(r);
-      recv_msg_.push_back(int(i));
-      recv_size_.push_back(piece_size(m.bytes, k));
-    }
-    recv_peer_.push_back(m.peer);
-    recv_pieces_.push_back(pieces(m.bytes));
+  for (const auto& m : sends) send_peer_.push_back(m.peer);
+  recv_pieces_.assign(recvs.size(), 0);
+  for (const auto& p : recv_piece_) {
+    const int peer = recvs[p.message].peer;
+    MPI_Request r;
+    check(MPI_Recv_init(recv_buf + p.offset, int(p.bytes), MPI_BYTE, peer, tag, comm, &r),
+          "MPI_Recv_init", peer);
+    recv_req_.push_back(r);
+    ++recv_pieces_[p.message];
   }
+  for (const auto& m : recvs) recv_peer_.push_back(m.peer);
   recv_left_.assign(recvs.size(), 0);
   scratch_.assign(recv_req_.size() + 1, 0);
   statuses_.resize(recv_req_.size() + 1);
@@ -86,12 +75,13 @@ void mpi_channels::start_send(std::size_t m) {
 int mpi_channels::finish_recv_request(int req, const MPI_Status& st) {
   int got = 0;
   check(MPI_Get_count(&st, MPI_BYTE, &got), "MPI_Get_count", st.MPI_SOURCE);
-  if (got != recv_size_[req])
+  const std::size_t want = recv_piece_[std::size_t(req)].bytes;
+  if (std::size_t(got) != want)
     fail(
         "rank {}: received {} bytes from rank {} where the plan expects {}; do all ranks build "
         "the exchange with the same domain, stencil and field types?",
-        rank_, got, st.MPI_SOURCE, recv_size_[req]);
-  const int m = recv_msg_[req];
+        rank_, got, st.MPI_SOURCE, want);
+  const int m = int(recv_piece_[std::size_t(req)].message);
   return --recv_left_[m] == 0 ? m : -1;
 }
 
@@ -116,6 +106,29 @@ int mpi_channels::test_recvs(int* done) {
   for (int k = 0; k < count; ++k)
     if (const int m = finish_recv_request(scratch_[k], statuses_[k]); m >= 0) done[n++] = m;
   return n;
+}
+
+void mpi_channels::start_send_piece(std::size_t p) {
+  check(MPI_Start(&send_req_[p]), "MPI_Start(send)", send_peer_[send_piece_[p].message]);
+}
+
+int mpi_channels::wait_recv_piece() {
+  int idx = MPI_UNDEFINED;
+  MPI_Status st;
+  check(MPI_Waitany(int(recv_req_.size()), recv_req_.data(), &idx, &st), "MPI_Waitany", -1);
+  if (idx == MPI_UNDEFINED) return -1;
+  finish_recv_request(idx, st);
+  return idx;
+}
+
+int mpi_channels::test_recv_pieces(int* done) {
+  if (recv_req_.empty()) return 0;
+  int count = 0;
+  check(MPI_Testsome(int(recv_req_.size()), recv_req_.data(), &count, done, statuses_.data()),
+        "MPI_Testsome", -1);
+  if (count == MPI_UNDEFINED) return 0;
+  for (int k = 0; k < count; ++k) finish_recv_request(done[k], statuses_[k]);
+  return count;
 }
 
 void mpi_channels::wait_sends() {

@@ -12,6 +12,7 @@
 #endif
 
 #include "halox/core/error.hpp"
+#include "halox/transport/chunks.hpp"
 #include "halox/transport/nccl_path.hpp"
 
 namespace halox {
@@ -96,6 +97,8 @@ exchange_options with_environment(exchange_options o) {
     o.device_staging = staging_from(v);
   o.host_staging_copies = env_switch("HALOX_HOST_STAGING", "a host staging variant", "mapped",
                                      "copy", false, o.host_staging_copies);
+  if (const char* v = std::getenv("HALOX_STAGING_CHUNK"); v != nullptr && *v != '\0')
+    o.staging_chunk_bytes = parse_bytes("HALOX_STAGING_CHUNK", v);
   o.ipc_device_signals = env_switch("HALOX_IPC_SIGNAL", "a signalling mode", "device", "host", true,
                                     o.ipc_device_signals);
   o.ipc_into_fields =

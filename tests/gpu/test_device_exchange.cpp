@@ -19,7 +19,8 @@
 namespace {
 
 // Options as the tests name them: a staging policy ("auto", "gpu_aware", "host_staged",
-// "peer_ipc") and the host_staged variant ("mapped", "copy").
+// "peer_ipc") and the host_staged variant ("mapped", "copy", or "pieces": copies in pieces of
+// 4 KiB, so that even small messages are cut).
 halox::exchange_options staging_options(const char* policy, const char* variant = "mapped") {
   halox::exchange_options o;
   const std::string p = policy;
@@ -28,6 +29,7 @@ halox::exchange_options staging_options(const char* policy, const char* variant 
                      : p == "peer_ipc"    ? halox::staging::peer_ipc
                                           : halox::staging::automatic;
   o.host_staging_copies = std::string(variant) == "copy";
+  if (std::string(variant) == "pieces") o.staging_chunk_bytes = 4096;
   return o;
 }
 
@@ -272,6 +274,7 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
                           transport{"auto", "mapped", nullptr, "host", nullptr},
                           transport{"host_staged", "mapped", nullptr, nullptr, nullptr},
                           transport{"host_staged", "copy", nullptr, nullptr, nullptr},
+                          transport{"host_staged", "pieces", nullptr, nullptr, nullptr},
                           transport{"auto", "mapped", "0,1", nullptr, nullptr},
                           transport{"auto", "copy", "0,1", nullptr, nullptr});
   const char* policy = t.policy;
@@ -322,6 +325,65 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   const auto bad = errors.count();
   cuda(cudaStreamDestroy(stream));
   REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>()) == 0);
+}
+
+TEST_CASE("host staging in pieces: many pieces, every call style, reverse, ranks disagreeing") {
+  // 64 x 48 x 40 cells, width 2, three fields: messages of tens to hundreds of KiB, cut into
+  // pieces of 4 KiB, each copied out, sent, received and copied in on its own. Ranks ask for
+  // different chunk sizes (they agree on the smallest); then one rank turns cutting off.
+  boost::mpi::communicator world;
+  const int P = world.size(), me = world.rank();
+  const halox::extents<3> n{64, 48, 40};
+  constexpr auto st = halox::stencil<3>::box(2);
+  const auto per =
+      GENERATE(halox::periodic<3>{true, true, true}, halox::periodic<3>{false, true, false});
+  const halox::cartesian<3> dom(world, n, per);
+  three_fields<halox::cartesian<3>> t(dom, st);
+  auto o = staging_options("host_staged", "pieces");
+  o.staging_chunk_bytes = std::size_t(4096) * std::size_t(1 + me % 3);
+  auto ex = halox::make_exchange(dom, st, o, t.a.dev, t.b.dev, t.c.dev);
+  const std::string d = ex.describe();
+  INFO(d);
+  if (P > 1) {
+    CHECK(d.find("host staging in pieces (chunk 4096 B)") != std::string::npos);
+    CHECK(d.find("copied in as each arrives") != std::string::npos);
+  }
+  for (int round = 0; round < 6; ++round) {  // blocking, split phase, stream-ordered, twice
+    t.fill(n, round);
+    run_exchange(ex, round % 3);
+    t.check(st, n, per.flags, round);
+  }
+  // Rank 0 turns cutting off: every rank sends whole messages, still through copies where its
+  // messages are over its own chunk size.
+  o.staging_chunk_bytes = me == 0 ? 0 : 4096;
+  auto whole = halox::make_exchange(dom, st, o, t.a.dev, t.b.dev, t.c.dev);
+  INFO(whole.describe());
+  if (P > 1 && me != 0) CHECK(whole.describe().find("(chunk 0 B)") != std::string::npos);
+  for (int round = 6; round < 9; ++round) {
+    t.fill(n, round);
+    run_exchange(whole, round % 3);
+    t.check(st, n, per.flags, round);
+  }
+  // A reverse sum in pieces matches the host's, bit for bit.
+  auto hd = dom.make_field<double>(st);
+  auto dd = dom.make_field<double>(st, halox::device);
+  const auto a = hd.allocated_box();
+  for (auto i = a.lo[0]; i < a.hi[0]; ++i)
+    for (auto j = a.lo[1]; j < a.hi[1]; ++j)
+      for (auto k = a.lo[2]; k < a.hi[2]; ++k)
+        hd.at({i, j, k}) = 0.25 * double((i * 31 + j * 17 + k * 3 + me * 7) % 23) - 1.0;
+  cuda(cudaMemcpy(dd.data(), hd.data(), bytes_of(hd), cudaMemcpyHostToDevice));
+  o.staging_chunk_bytes = 4096;
+  halox::make_reverse_exchange(dom, st, halox::reduction::sum, hd).exchange();
+  auto rev = halox::make_reverse_exchange(dom, st, halox::reduction::sum, o, dd);
+  if (P > 1) CHECK(rev.describe().find("host staging in pieces") != std::string::npos);
+  rev.exchange();
+  std::vector<double> got(std::size_t(a.volume()));
+  cuda(cudaMemcpy(got.data(), dd.data(), bytes_of(dd), cudaMemcpyDeviceToHost));
+  long bad = 0;
+  for (std::size_t k = 0; k < got.size(); ++k)
+    bad += std::memcmp(&got[k], hd.data() + k, sizeof(double)) != 0;
+  REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<long>()) == 0);
 }
 
 TEST_CASE("a scheduled exchange waited for on another stream") {
@@ -809,7 +871,6 @@ TEST_CASE(
   cuda(cudaMemcpy(uh.data(), ud.data(), ubytes, cudaMemcpyDeviceToHost));
   long ubad = 0;
   for (std::size_t g = 0; g < ghosts.size(); ++g)
-    for (int c = 0; c < 2; ++c)
-      ubad += uh(ne + long(g), c) != double(ghosts[g]) * 2 + c;
+    for (int c = 0; c < 2; ++c) ubad += uh(ne + long(g), c) != double(ghosts[g]) * 2 + c;
   REQUIRE(boost::mpi::all_reduce(world, ubad, std::plus<long>()) == 0);
 }

@@ -4,6 +4,7 @@
 /// code and passed to `make_exchange`. The `HALOX_*` environment variables named below, where
 /// set, override the options (to compare paths without recompiling).
 
+#include <cstddef>
 #include <optional>
 #include <vector>
 
@@ -14,7 +15,9 @@ enum class staging {
   automatic,    ///< CUDA IPC to node-local GPUs that reach each other; otherwise gpu_aware when
                 ///< the MPI library reports CUDA support, else host_staged
   gpu_aware,    ///< message buffers in device memory, handed to MPI as they are
-  host_staged,  ///< message buffers in pinned host memory the pack kernel writes (mapped)
+  host_staged,  ///< message buffers in pinned host memory the pack kernel writes (mapped);
+                ///< device fields only: messages over `staging_chunk_bytes` are copied
+                ///< through it in pieces, overlapping MPI
   peer_ipc,     ///< node-local GPUs: the pack kernel writes into the peer's GPU memory (CUDA IPC)
   nccl  ///< CUDA IPC to node-local GPUs that reach each other, NCCL to every other peer: device
         ///< buffers, sends and receives enqueued on halox's stream (builds with NCCL; device
@@ -49,6 +52,13 @@ struct exchange_options {
   /// messages through pinned memory, instead of writing mapped pinned memory
   /// (`HALOX_HOST_STAGING=mapped|copy`).
   bool host_staging_copies = false;
+  /// host_staged: messages larger than this many bytes travel in pieces of about this size,
+  /// through pinned memory by copies, so that the device-to-host copy of one piece, the MPI
+  /// transfer of the one before and the host-to-device copy on the receiver overlap; smaller
+  /// messages stay one piece (in mapped pinned memory unless `host_staging_copies`). 0: never
+  /// cut. Ranks agree on the smallest value any host-staged rank asks for, 0 winning
+  /// (`HALOX_STAGING_CHUNK=bytes`, with an optional K, M or G suffix).
+  std::size_t staging_chunk_bytes = std::size_t(1) << 20;
   /// Only pairs of listed ranks may use CUDA IPC (`HALOX_PEER_IPC_RANKS=0,1,...`) or shared
   /// memory (`HALOX_PEER_SHM_RANKS`); the other pairs of the same exchange use MPI. Unset: no
   /// restriction. For tests and comparisons.

@@ -3,6 +3,8 @@
 /// Lays out messages and collects the copy steps of an exchange program; the buffers are
 /// allocated once at the end and every step is pointed into them.
 
+#include <algorithm>
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,14 +86,25 @@ class program_builder {
         choice.device_buffers = false;
         choice.why += "; host fields share the messages: buffers in mapped pinned memory";
       }
-      // The other host_staged variant, for comparison (docs/performance.md): the kernels pack
-      // into device memory, one cudaMemcpyAsync per direction moves the messages through
-      // pinned host memory. Only without host fields (they pack into the host buffer).
-      if (choice.policy == staging::host_staged && !host_steps && p_.options.host_staging_copies) {
+      // host_staged by copies: the kernels pack into device memory and cudaMemcpyAsync moves
+      // the messages through pinned host memory, in pieces overlapping the MPI transfers
+      // (transport/staging_pipeline.hpp). Chosen for messages over one chunk, or by
+      // host_staging_copies; only without host fields (they pack into the host buffer).
+      const std::size_t chunk = p_.options.staging_chunk_bytes;
+      std::size_t largest = 0;
+      for (const auto* list : {&p_.sends, &p_.recvs})
+        for (const auto& m : *list) largest = std::max(largest, m.bytes);
+      const bool large = chunk > 0 && largest > chunk;
+      if (choice.policy == staging::host_staged && !host_steps &&
+          (p_.options.host_staging_copies || large)) {
         p_.copy_staging = true;
-        choice.why =
-            "pack into device memory, cudaMemcpyAsync through pinned host memory "
-            "(host_staging_copies)";
+        choice.why = large ? detail::format(
+                                 "pack into device memory, cudaMemcpyAsync through pinned host "
+                                 "memory in pieces of up to {} B overlapping MPI",
+                                 chunk)
+                           : std::string(
+                                 "pack into device memory, cudaMemcpyAsync through pinned host "
+                                 "memory (host_staging_copies)");
       }
       path = detail::format("{} ({})", to_string(choice.policy), choice.why);
       p_.device_buffers = choice.device_buffers;

@@ -1,0 +1,73 @@
+#include "halox/transport/chunks.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "halox/core/error.hpp"
+
+namespace halox::detail {
+
+namespace {
+constexpr std::size_t page = 4096;
+std::size_t ceil_div(std::size_t a, std::size_t b) {
+  return (a + b - 1) / b;
+}
+}  // namespace
+
+std::vector<piece> split_messages(const std::vector<message>& msgs, std::size_t chunk) {
+  std::vector<piece> out;
+  for (std::size_t m = 0; m < msgs.size(); ++m) {
+    const std::size_t bytes = msgs[m].bytes;
+    std::size_t size = max_piece_bytes;
+    if (chunk > 0 && bytes > chunk) {
+      const std::size_t n = ceil_div(bytes, chunk);
+      size = std::min(max_piece_bytes, ceil_div(ceil_div(bytes, n), page) * page);
+    }
+    std::size_t at = 0;
+    do {
+      const std::size_t b = std::min(size, bytes - at);
+      out.push_back({m, msgs[m].offset + at, b});
+      at += b;
+    } while (at < bytes);
+  }
+  return out;
+}
+
+std::vector<stage> group_stages(const std::vector<piece>& pieces, std::size_t chunk) {
+  std::vector<stage> out;
+  for (std::size_t k = 0; k < pieces.size(); ++k) {
+    const auto& p = pieces[k];
+    if (!out.empty()) {
+      auto& s = out.back();
+      const bool adjacent = s.offset + s.bytes == p.offset;
+      if (adjacent && (chunk == 0 || s.bytes + p.bytes <= chunk)) {
+        s.bytes += p.bytes;
+        s.last = k + 1;
+        continue;
+      }
+    }
+    out.push_back({p.offset, p.bytes, k, k + 1});
+  }
+  return out;
+}
+
+std::size_t parse_bytes(const char* name, const char* text) {
+  const std::string s = text;
+  std::size_t digits = 0;
+  while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
+  const std::string unit = s.substr(digits);
+  std::size_t shift = 0;
+  if (unit == "K" || unit == "k" || unit == "KiB")
+    shift = 10;
+  else if (unit == "M" || unit == "m" || unit == "MiB")
+    shift = 20;
+  else if (unit == "G" || unit == "g" || unit == "GiB")
+    shift = 30;
+  else if (!unit.empty())
+    digits = 0;  // an unknown unit
+  if (digits == 0 || digits > 12)
+    fail("{}='{}' is not a number of bytes; use e.g. 1048576, 512K, 4M or 0", name, s);
+  return std::stoull(s.substr(0, digits)) << shift;
+}
+
+}  // namespace halox::detail

@@ -1,0 +1,107 @@
+// Host staging in pieces, the GPU side (see staging_copies.hpp): every stream and event is
+// created here at set-up; an exchange only enqueues copies, records and queries events.
+#include "halox/transport/staging_copies.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "../gpu/check.hpp"
+
+namespace halox::detail {
+
+struct staging_copies::impl {
+  std::vector<stage> out;
+  std::vector<piece> in;
+  bool in_pieces = false;
+  const std::byte* device_send = nullptr;
+  std::byte* send = nullptr;
+  std::byte* device_recv = nullptr;
+  const std::byte* recv = nullptr;
+  int rank = 0;
+  cudaStream_t in_stream = nullptr;  // copies in: beside the copies out, on the other engine
+  std::vector<cudaEvent_t> copied;   // one per stage out
+  cudaEvent_t in_done = nullptr;
+
+  ~impl() {
+    // (A destructor cannot report a failure.)
+    for (auto e : copied) (void)cudaEventDestroy(e);
+    if (in_done) (void)cudaEventDestroy(in_done);
+    if (in_stream) (void)cudaStreamDestroy(in_stream);
+  }
+  void copy_in(const piece& p) {
+    gpu::check(cudaMemcpyAsync(device_recv + p.offset, recv + p.offset, p.bytes,
+                               cudaMemcpyHostToDevice, in_stream),
+               "cudaMemcpyAsync (host staging, in)", rank);
+  }
+};
+
+staging_copies::staging_copies(std::vector<stage> out, std::vector<piece> in, bool in_pieces,
+                               const std::byte* device_send, std::byte* send,
+                               std::byte* device_recv, const std::byte* recv, int rank)
+    : p_(std::make_unique<impl>()) {
+  auto& d = *p_;
+  d.out = std::move(out);
+  d.in = std::move(in);
+  d.in_pieces = in_pieces;
+  d.device_send = device_send;
+  d.send = send;
+  d.device_recv = device_recv;
+  d.recv = recv;
+  d.rank = rank;
+  gpu::check(cudaStreamCreateWithFlags(&d.in_stream, cudaStreamNonBlocking),
+             "cudaStreamCreateWithFlags (host staging)", rank);
+  gpu::check(cudaEventCreateWithFlags(&d.in_done, cudaEventDisableTiming),
+             "cudaEventCreateWithFlags (host staging)", rank);
+  d.copied.reserve(d.out.size());
+  for (std::size_t s = 0; s < d.out.size(); ++s) {
+    cudaEvent_t e = nullptr;
+    gpu::check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+               "cudaEventCreateWithFlags (host staging)", rank);
+    d.copied.push_back(e);
+  }
+}
+
+staging_copies::~staging_copies() = default;
+
+void staging_copies::copy_out(void* stream) {
+  auto& d = *p_;
+  const auto s = static_cast<cudaStream_t>(stream);
+  for (std::size_t k = 0; k < d.out.size(); ++k) {
+    const auto& st = d.out[k];
+    if (st.bytes > 0)
+      gpu::check(cudaMemcpyAsync(d.send + st.offset, d.device_send + st.offset, st.bytes,
+                                 cudaMemcpyDeviceToHost, s),
+                 "cudaMemcpyAsync (host staging, out)", d.rank);
+    gpu::check(cudaEventRecord(d.copied[k], s), "cudaEventRecord (host staging)", d.rank);
+  }
+}
+
+bool staging_copies::copied_out(std::size_t s) {
+  const cudaError_t rc = cudaEventQuery(p_->copied[s]);
+  if (rc == cudaErrorNotReady) return false;
+  gpu::check(rc, "cudaEventQuery (host staging)", p_->rank);
+  return true;
+}
+
+void staging_copies::arrived(std::size_t p) {
+  if (p_->in_pieces && p_->in[p].bytes > 0) p_->copy_in(p_->in[p]);
+}
+
+void staging_copies::join(void* stream) {
+  auto& d = *p_;
+  if (!d.in_pieces && !d.in.empty()) {
+    // One copy over every piece (from the lowest to the highest byte, gaps included).
+    std::size_t lo = d.in.front().offset, hi = lo;
+    for (const auto& p : d.in) {
+      lo = std::min(lo, p.offset);
+      hi = std::max(hi, p.offset + p.bytes);
+    }
+    if (hi > lo) d.copy_in({0, lo, hi - lo});
+  }
+  gpu::check(cudaEventRecord(d.in_done, d.in_stream), "cudaEventRecord (host staging)", d.rank);
+  gpu::check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), d.in_done, 0),
+             "cudaStreamWaitEvent (host staging)", d.rank);
+}
+
+}  // namespace halox::detail

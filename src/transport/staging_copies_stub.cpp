@@ -1,0 +1,21 @@
+// Builds without CUDA: no device fields, so nothing is ever staged through host memory.
+#include "halox/core/error.hpp"
+#include "halox/transport/staging_copies.hpp"
+
+namespace halox::detail {
+
+struct staging_copies::impl {};
+
+staging_copies::staging_copies(std::vector<stage>, std::vector<piece>, bool, const std::byte*,
+                               std::byte*, std::byte*, const std::byte*, int) {
+  fail("host staging of device fields: this halox was built without CUDA");
+}
+staging_copies::~staging_copies() = default;
+void staging_copies::copy_out(void*) {}
+bool staging_copies::copied_out(std::size_t) {
+  return true;
+}
+void staging_copies::arrived(std::size_t) {}
+void staging_copies::join(void*) {}
+
+}  // namespace halox::detail
