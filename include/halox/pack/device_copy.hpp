@@ -2,7 +2,9 @@
 /// @file
 /// The GPU seam of the copy engine: fixed lists of copies run as one fused kernel launch each
 /// (pack: every region of every device field for every peer, plus local copies; unpack: every
-/// region received). Compiles without nvcc; the kernels live in src/pack/device_copy.cu.
+/// region received). Compiles without nvcc. Behind it, in src/pack/: the lowering of a copy
+/// list to a kernel table (device_copy_lowering.cpp, plain C++), the kernels
+/// (device_copy_kernels.cu) and the launcher (device_copy.cu).
 
 #include <cstddef>
 #include <cstdint>

@@ -1,0 +1,275 @@
+// The kernels of the GPU copy engine (see device_copy_kernels.cuh): the fused copy kernel, the
+// gate kernel and the device side of the signals.
+//
+// Fused GPU pack/unpack: one launch runs every copy of a list. Blocks are dealt tiles of one
+// element per thread; a block finds its copy in a per-tile table (one load), then its threads
+// copy the tile (consecutive threads, consecutive elements: coalesced where regions are
+// contiguous). Grid-stride over tiles, so any halo size works; small tiles and many resident
+// blocks keep enough loads in flight (the copy is latency-bound, not bandwidth-bound, otherwise).
+#include "device_copy_kernels.cuh"
+
+#include <algorithm>
+
+#include "../gpu/check.hpp"
+
+namespace halox::detail {
+
+namespace {
+
+constexpr int max_rank = max_copy_rank;
+
+// n / count[k] by the multiply and shifts set_divisor() precomputed.
+__device__ unsigned divide(const copy_descriptor& op, int k, unsigned n) {
+  const unsigned t = __umulhi(op.magic[k], n);
+  return (t + ((n - t) >> op.shift1[k])) >> op.shift2[k];
+}
+
+template <class T>
+__device__ void combine(const unsigned char* s, unsigned char* d, int op) {
+  const T b = *reinterpret_cast<const T*>(s);
+  T& a = *reinterpret_cast<T*>(d);
+  a = op == 1 ? T(a + b) : op == 2 ? (b < a ? b : a) : (a < b ? b : a);
+}
+
+__device__ void combine_elem(const unsigned char* s, unsigned char* d, int op, int type) {
+  switch (type) {
+    case 1:
+      return combine<double>(s, d, op);
+    case 2:
+      return combine<float>(s, d, op);
+    case 3:
+      return combine<int>(s, d, op);
+    case 4:
+      return combine<long long>(s, d, op);
+    case 5:
+      return combine<unsigned>(s, d, op);
+    default:
+      return combine<unsigned long long>(s, d, op);
+  }
+}
+
+template <class W>
+__device__ void copy_words(const unsigned char* s, unsigned char* d, int words) {
+  for (int w = 0; w < words; ++w) reinterpret_cast<W*>(d)[w] = reinterpret_cast<const W*>(s)[w];
+}
+
+// Where element `e` of a strided copy of fewer than 2^32 elements is read and written: 32-bit
+// indices, divisions by multiplication, the loop over dimensions unrolled.
+__device__ void locate_small(const copy_descriptor& op, unsigned e, const unsigned char*& s,
+                             unsigned char*& d) {
+  s = op.src;
+  d = op.dst;
+#pragma unroll
+  for (int k = max_rank - 1; k > 0; --k) {
+    if (k >= op.rank) continue;
+    const unsigned q = divide(op, k, e), i = e - q * unsigned(op.count[k]);
+    e = q;
+    s += i * op.src_stride[k];
+    d += i * op.dst_stride[k];
+  }
+  s += e * op.src_stride[0];
+  d += e * op.dst_stride[0];
+}
+
+// Where element `e` of a strided copy is read and written.
+__device__ void locate_strided(const copy_descriptor& op, long long e, const unsigned char*& s,
+                               unsigned char*& d) {
+  if (op.total <= 0xffffffffLL) return locate_small(op, unsigned(e), s, d);
+  s = op.src;
+  d = op.dst;
+  long long rem = e;
+  for (int k = op.rank - 1; k > 0; --k) {
+    const long long c = op.count[k], i = rem % c;
+    rem /= c;
+    s += i * op.src_stride[k];
+    d += i * op.dst_stride[k];
+  }
+  s += rem * op.src_stride[0];
+  d += rem * op.dst_stride[0];
+}
+
+// Where element `e` of `op` is read and written.
+__device__ void locate(const copy_descriptor& op, long long e, const unsigned char*& s,
+                       unsigned char*& d) {
+  if (op.kind == strided_kind) return locate_strided(op, e, s, d);
+  const long long entity = op.idx[e / op.ncomp], c = e % op.ncomp;
+  const long long in_field = entity * op.entity_stride + c * op.comp_stride, in_buf = e * op.elem;
+  s = op.src + (op.kind == gather_kind ? in_field : in_buf);
+  d = op.dst + (op.kind == gather_kind ? in_buf : in_field);
+}
+
+// A copy of one word per element: element `e` (the thread's in its tile) if below `end`.
+template <bool plain, class W>
+__device__ void move_word(const copy_descriptor& op, long long e, long long end) {
+  if (e >= end) return;
+  const unsigned char* s;
+  unsigned char* d;
+  if constexpr (plain)
+    locate_small(op, unsigned(e), s, d);
+  else
+    locate(op, e, s, d);
+  *reinterpret_cast<W*>(d) = *reinterpret_cast<const W*>(s);
+}
+
+// Anything else (several words per element, reductions): element by element.
+__device__ void copy_elements(const copy_descriptor& op, long long first, long long end) {
+  for (long long e = first; e < end; e += block_threads) {
+    const unsigned char* s;
+    unsigned char* d;
+    locate(op, e, s, d);
+    if (op.red_op != 0) {
+      combine_elem(s, d, op.red_op, op.red_type);
+      continue;
+    }
+    switch (op.unit) {
+      case 16:
+        copy_words<uint4>(s, d, op.words);
+        break;
+      case 8:
+        copy_words<unsigned long long>(s, d, op.words);
+        break;
+      case 4:
+        copy_words<unsigned int>(s, d, op.words);
+        break;
+      case 2:
+        copy_words<unsigned short>(s, d, op.words);
+        break;
+      default:
+        copy_words<unsigned char>(s, d, op.words);
+        break;
+    }
+  }
+}
+
+__device__ unsigned long long load_acquire_sys(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ void store_release_sys(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ unsigned long long atomic_add_acq_rel_gpu(unsigned long long* p, unsigned long long v) {
+  unsigned long long old;
+  asm volatile("atom.add.acq_rel.gpu.global.u64 %0, [%1], %2;"
+               : "=l"(old)
+               : "l"(p), "l"(v)
+               : "memory");
+  return old;
+}
+
+// Block 0 announces that this rank has started the exchange (the launch runs after everything
+// before it on the stream, so every earlier read of the halo is done); then every block waits
+// until its flags allow it to go on (one thread polls, the block follows).
+__device__ void wait_signals(const signal_args& sig) {
+  if (sig.n_wait + sig.n_start == 0) return;
+  if (threadIdx.x == 0) {
+    if (blockIdx.x == 0)
+      for (int k = 0; k < sig.n_start; ++k) store_release_sys(sig.start[k], sig.exchange);
+    for (int k = 0; k < sig.n_wait; ++k)
+      while (load_acquire_sys(sig.wait[k]) < sig.wait_for) {
+      }
+  }
+  __syncthreads();
+}
+
+// The last block to finish posts the flags, each a release at system scope. The chain that
+// makes every block's writes (local, or into a peer GPU's memory) visible to whoever acquires a
+// flag: each thread's writes, the block's barrier, thread 0's acquire-release increment of the
+// block counter (device scope), the last block's increment that reads it, that thread's release
+// of the flags. Release and acquire are cumulative in the PTX memory model, so no
+// sequentially consistent system fence (__threadfence_system) is needed: leaving it out took a
+// microsecond off every exchange round between two GPUs.
+__device__ void post_signals(const signal_args& sig) {
+  if (sig.n_post == 0) return;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  if (gridDim.x > 1) {  // (a single block is its own last block)
+    const unsigned long long before = atomic_add_acq_rel_gpu(sig.blocks_done, 1ull);
+    if (before + 1 != sig.exchange * gridDim.x) return;
+  }
+  for (int k = 0; k < sig.n_post; ++k) store_release_sys(sig.post[k], sig.exchange);
+}
+
+// The pack's start announcement (into the senders' memory) and its wait on the receivers'
+// announcements, ahead of a large copy launch where stream memory operations are unavailable:
+// one block spins instead of a whole grid holding the SMs.
+__global__ void gate_kernel(signal_args sig) {
+  wait_signals(sig);
+}
+
+// `plain`: every copy of the table is strided, one word per element, no reduction, fewer than
+// 2^32 elements (a structured exchange's packing and unpacking): the kernel has no other path,
+// so it fits in 32 registers and eight blocks share an SM.
+template <bool plain>
+__global__ void __launch_bounds__(block_threads, plain ? 8 : 1)
+    copy_kernel(const copy_descriptor* __restrict__ ops, const tile_entry* __restrict__ tile_of,
+                long long tiles, signal_args sig) {
+  wait_signals(sig);
+  long long tile = blockIdx.x;
+  // The table has an entry per tile (its copy, its place in the copy): one load, not a search,
+  // and the next tile's is loaded while this one is copied.
+  tile_entry next = tile < tiles ? tile_of[tile] : tile_entry{};
+  for (; tile < tiles; tile += gridDim.x) {
+    const tile_entry at = next;
+    if (tile + gridDim.x < tiles) next = tile_of[tile + gridDim.x];
+    const copy_descriptor& op = ops[at.copy];
+    const long long base = (long long)at.tile * tile_elems;
+    const long long end = base + tile_elems < op.total ? base + tile_elems : op.total;
+    const long long e = base + threadIdx.x;
+    if constexpr (!plain)
+      if (op.red_op != 0 || op.words != 1) {
+        copy_elements(op, e, end);
+        continue;
+      }
+    switch (op.unit) {
+      case 16:
+        move_word<plain, uint4>(op, e, end);
+        break;
+      case 8:
+        move_word<plain, unsigned long long>(op, e, end);
+        break;
+      case 4:
+        move_word<plain, unsigned int>(op, e, end);
+        break;
+      case 2:
+        move_word<plain, unsigned short>(op, e, end);
+        break;
+      default:
+        move_word<plain, unsigned char>(op, e, end);
+        break;
+    }
+  }
+  post_signals(sig);
+}
+
+}  // namespace
+
+void launch_copy_kernel(bool plain, int grid, cudaStream_t s, const copy_descriptor* copies,
+                        const tile_entry* tiles, long long n_tiles, const signal_args& sig) {
+  if (plain)
+    copy_kernel<true><<<grid, block_threads, 0, s>>>(copies, tiles, n_tiles, sig);
+  else
+    copy_kernel<false><<<grid, block_threads, 0, s>>>(copies, tiles, n_tiles, sig);
+}
+
+void launch_gate_kernel(cudaStream_t s, const signal_args& sig) {
+  gate_kernel<<<1, 32, 0, s>>>(sig);
+}
+
+namespace {
+// Blocks of `kernel` that fit on the GPU at once.
+template <class K>
+int one_wave(K kernel, int sms) {
+  int per_sm = 0;
+  gpu::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block_threads, 0),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor", -1);
+  return std::max(1, sms * std::max(1, per_sm));
+}
+}  // namespace
+
+int copy_kernel_wave(bool plain, int sms) {
+  return plain ? one_wave(copy_kernel<true>, sms) : one_wave(copy_kernel<false>, sms);
+}
+
+}  // namespace halox::detail

@@ -1,0 +1,38 @@
+#pragma once
+// The kernels layer of the GPU copy engine, between the lowering (device_copy_lowering.hpp: the
+// tables) and the launcher (device_copy.cu: uploads, streams, events, signals' set-up). The
+// kernels themselves live in device_copy_kernels.cu; these functions enqueue them.
+#include <cuda_runtime.h>
+
+#include "device_copy_lowering.hpp"
+
+namespace halox::detail {
+
+// A launch's signals (see device_signals): flag pointers in device memory, the exchange number
+// and the launch's block counter (it counts up by gridDim.x per launch).
+struct signal_args {
+  unsigned long long* const* start = nullptr;
+  const unsigned long long* const* wait = nullptr;
+  unsigned long long* const* post = nullptr;
+  unsigned long long* blocks_done = nullptr;
+  unsigned long long exchange = 0, wait_for = 0;
+  int n_start = 0, n_wait = 0, n_post = 0;
+};
+
+// Enqueues the fused copy kernel on `s`: `grid` blocks of block_threads threads take the
+// `n_tiles` tiles of `tiles` (device memory, as lower() ordered them) grid-stride, each copying
+// its tile of `copies[tile.copy]`. First every block waits for `sig`'s flags, last the last
+// block posts them. `plain`: the table holds only plain_copy() descriptors (the lean kernel).
+// The caller checks the launch.
+void launch_copy_kernel(bool plain, int grid, cudaStream_t s, const copy_descriptor* copies,
+                        const tile_entry* tiles, long long n_tiles, const signal_args& sig);
+
+// Enqueues the gate on `s`: one block announces the start and waits for `sig`'s flags, ahead of
+// a large copy launch. The caller checks the launch.
+void launch_gate_kernel(cudaStream_t s, const signal_args& sig);
+
+// Blocks of the copy kernel (the plain one, or the general one) that fit at once on a GPU of
+// `sms` multiprocessors: one wave.
+int copy_kernel_wave(bool plain, int sms);
+
+}  // namespace halox::detail
