@@ -135,14 +135,18 @@ struct boundary_copy {
   }
 };
 
-/// Checks field #k's rules against the domain (`n` its extents, `per` its periodicity) and
-/// compiles them into fills, in dimension order, low before high, block by block. Throws
-/// halox::error naming the rank, the field and the face.
+/// Checks field #k's rules against the domain (`per` its periodicity) and compiles them into
+/// fills, in dimension order, low before high, block by block. Throws halox::error naming the
+/// rank, the field and the face. Along a staggered dimension the field's points run from 0 to
+/// n (the boundary points lie on the faces and are owned): the rules fill the points beyond
+/// them, and a reflection mirrors about the boundary point (point −k holds point k).
 template <class T, int D>
 std::vector<std::function<void()>> compile_boundary(const boundary<T, D>& bc, const field<T, D>& f,
-                                                    const stencil<D>& st, const extents<D>& n,
+                                                    const stencil<D>& st,
                                                     const std::array<bool, D>& per, int rank,
                                                     int k) {
+  const extents<D> n = f.state()->points.global().hi;  // points (cells for a cell field)
+  const auto& stagger = f.state()->points.stagger;
   std::vector<std::function<void()>> out;
   if (bc.empty()) return out;
   const auto label = detail::format("field #{} '{}'", k, f.name());
@@ -205,9 +209,14 @@ std::vector<std::function<void()>> compile_boundary(const boundary<T, D>& bc, co
           if (r->kind == boundary_kind::zero_gradient) {
             from[d] = first = last = s == 0 ? 0 : n[d] - 1;
           } else {
-            from[d] = s == 0 ? -1 - cells.lo[d] : 2 * n[d] - 1 - cells.lo[d];
-            first = s == 0 ? -cells.hi[d] : 2 * n[d] - cells.hi[d];
-            last = from[d];
+            // Cells mirror about the face (g -> -1 - g); points about the boundary point on
+            // it (g -> -g), which the rule leaves as it is.
+            const index cell_mirror = stagger[std::size_t(d)] ? 0 : 1;
+            auto mirror = [&](index g) {
+              return s == 0 ? -cell_mirror - g : 2 * n[d] - 2 + cell_mirror - g;
+            };
+            from[d] = last = mirror(cells.lo[d]);
+            first = mirror(cells.hi[d] - 1);
             for (std::size_t c = 0; c < r->signs.size(); ++c) op.sign.push_back(r->signs[c]);
           }
           require(first >= std::max<index>(0, exchanged.lo[d]) &&

@@ -75,6 +75,16 @@ class domain_base {
   field<T, D> make_field(const stencil<D>& st, memory_space space, field_options o) const {
     return make_field<T>(st.lo, st.hi, space, std::move(o));
   }
+  /// A field owned by halox, padded for `st`, centred as `at` (faces, edges, nodes:
+  /// docs/staggered.md): `dom.make_field<double>(st, halox::host, halox::centering::face(0))`.
+  template <class T>
+  field<T, D> make_field(const stencil<D>& st, memory_space space, centering at,
+                         int components = 1) const {
+    field_options o;
+    o.components = components;
+    o.at = at;
+    return make_field<T>(st.lo, st.hi, space, o);
+  }
   /// A field owned by halox with explicit padding below and above the owned box.
   template <class T>
   field<T, D> make_field(const widths<D>& pad_lo, const widths<D>& pad_hi, memory_space space,
@@ -83,8 +93,7 @@ class domain_base {
     std::vector<std::size_t> offsets;
     index total = 0;  // every block starts on a 64-byte boundary
     for (const auto& b : self().local_boxes()) {
-      detail::block_memory<D> m;
-      m.owned = b;
+      detail::block_memory<D> m = place(b, *s);
       set_padding(m, pad_lo, pad_hi, *s);
       const index bytes = detail::dense_bytes(m, o.components, sizeof(T), rank(), s->name);
       detail::dense_strides<D>(m.allocated().size(), o, m);
@@ -109,14 +118,13 @@ class domain_base {
                    const widths<D>& pad_hi, field_options o = {}, memory_space space = host) const {
     const box<D>& b = single_box("wrap");
     auto s = new_state<T>(space, o);
-    detail::block_memory<D> m;
-    m.owned = b;
+    detail::block_memory<D> m = place(b, *s);
     set_padding(m, pad_lo, pad_hi, *s);
     const extents<D> want = m.allocated().size();
     detail::require(alloc == want,
-                    "rank {}: field '{}' has extents {} but the owned box {} with padding "
-                    "{}/{} needs {}",
-                    rank(), s->name, detail::join(alloc, "x"), to_string(b),
+                    "rank {}: field '{}' has extents {} but the owned box {} ({}-centred) with "
+                    "padding {}/{} needs {}",
+                    rank(), s->name, detail::join(alloc, "x"), to_string(m.owned), to_string(o.at),
                     detail::join(pad_lo, ","), detail::join(pad_hi, ","), detail::join(want, "x"));
     detail::dense_bytes(m, o.components, sizeof(T), rank(), s->name);
     detail::dense_strides<D>(alloc, o, m);
@@ -132,8 +140,7 @@ class domain_base {
                            memory_space space = host) const {
     const box<D>& b = single_box("wrap_strided");
     auto s = new_state<T>(space, o);
-    detail::block_memory<D> m;
-    m.owned = b;
+    detail::block_memory<D> m = place(b, *s);
     set_padding(m, pad_lo, pad_hi, *s);
     for (int i = 0; i < D; ++i)
       detail::require(strides[i] > 0, "rank {}: field '{}' has stride {} in dimension {}", rank(),
@@ -159,8 +166,7 @@ class domain_base {
                     "rank {}: field '{}' wraps {} arrays but the rank owns {} boxes", rank(),
                     s->name, blocks.size(), boxes.size());
     for (std::size_t k = 0; k < boxes.size(); ++k) {
-      detail::block_memory<D> m;
-      m.owned = boxes[k];
+      detail::block_memory<D> m = place(boxes[k], *s);
       set_padding(m, pad_lo, pad_hi, *s);
       detail::dense_bytes(m, o.components, sizeof(T), rank(), s->name);
       detail::dense_strides<D>(m.allocated().size(), o, m);
@@ -237,6 +243,12 @@ class domain_base {
     s->elem_bytes = sizeof(T);
     s->components = o.components;
     s->name = o.name.empty() ? "(unnamed)" : o.name;
+    s->at = o.at;
+    detail::require(o.at.fits(D),
+                    "rank {}: field '{}' has centering {}, which names no dimension "
+                    "of a {}-D domain",
+                    rank(), s->name, to_string(o.at), D);
+    s->points = detail::point_grid<D>(o.at, global_.hi, per_.flags);
     detail::require(o.components >= 1, "rank {}: field '{}' needs at least one component, got {}",
                     rank(), s->name, o.components);
     return s;
@@ -250,6 +262,13 @@ class domain_base {
       m.pad_lo[i] = lo[i];
       m.pad_hi[i] = hi[i];
     }
+  }
+  /// A block of cells `b` as field `s` stores it: its points, and the points it owns.
+  detail::block_memory<D> place(const box<D>& b, const detail::field_state<D>& s) const {
+    detail::block_memory<D> m;
+    m.owned = s.points.stored(b);
+    m.own = s.points.owned(b);
+    return m;
   }
   template <class T>
   T* check_pointer(T* p, const detail::field_state<D>& s) const {

@@ -13,6 +13,7 @@
 #include "halox/core/box.hpp"
 #include "halox/core/format.hpp"
 #include "halox/core/reduction.hpp"
+#include "halox/field/centering.hpp"
 #include "halox/field/memory.hpp"
 #include "halox/pattern/stencil.hpp"
 #include "halox/program/program.hpp"
@@ -33,12 +34,14 @@ std::string type_label() {
     return typeid(T).name();
 }
 
-/// One item per field: its value type, size, components and memory space.
+/// One item per field: its value type, size, components, memory space and centering.
 template <class T>
-void declare_field(declaration& d, int k, int components, memory_space space) {
+void declare_field(declaration& d, int k, int components, memory_space space,
+                   const centering& at = centering::cell()) {
   d.push_back({detail::format("field #{}", k),
-               detail::format("{} ({} B) x {} component(s) in {} memory", type_label<T>(),
-                              sizeof(T), components, to_string(space))});
+               detail::format("{} ({} B) x {} component(s) in {} memory{}", type_label<T>(),
+                              sizeof(T), components, to_string(space),
+                              at == centering::cell() ? "" : ", centred " + to_string(at))});
 }
 
 /// The direction of an exchange: forward, or reverse with its combining operation.

@@ -53,23 +53,12 @@ halo_exchange make_exchange(const Domain& dom, const exchange_options& options,
     auto add = [&](std::vector<std::function<void()>> more) {
       for (auto& f : more) fills.push_back(std::move(f));
     };
-    (add(detail::compile_boundary<T, D>(halos.bc, halos.f, halos.st, dom.global_box().hi,
-                                        dom.periodicity().flags, dom.rank(), k++)),
+    (add(detail::compile_boundary<T, D>(halos.bc, halos.f, halos.st, dom.periodicity().flags,
+                                        dom.rank(), k++)),
      ...);
   });
-  // One plan per distinct stencil, shared by the fields that have it.
-  std::vector<stencil<D>> distinct;
-  std::vector<std::size_t> which;
-  for (const auto* s : sts) {
-    const auto it = std::find(distinct.begin(), distinct.end(), *s);
-    which.push_back(std::size_t(it - distinct.begin()));
-    if (it == distinct.end()) distinct.push_back(*s);
-  }
-  std::vector<structured_plan<D>> plans;
-  for (const auto& s : distinct) plans.push_back(make_plan<D>(dom, s));
-  std::vector<const structured_plan<D>*> per_field;
-  for (const auto w : which) per_field.push_back(&plans[w]);
-  auto prog = detail::compile<D>(per_field, states, opts);
+  // One plan per distinct stencil and centering, shared by the fields that have it.
+  auto prog = detail::compile<D>(detail::plans_for<D>(dom, sts, states).per_field, states, opts);
   prog.after_exchange = std::move(fills);
   return detail::finish_exchange(
       dom.comm(), std::move(prog),

@@ -19,6 +19,7 @@
 #include "halox/exchange/program_builder.hpp"
 #include "halox/field/field.hpp"
 #include "halox/pack/strided_copy.hpp"
+#include "halox/plan/centered_plan.hpp"
 #include "halox/plan/structured_plan.hpp"
 #include "halox/transport/staging.hpp"
 
@@ -82,8 +83,11 @@ void validate_fields(const Domain& dom, const std::vector<const stencil<D>*>& st
             me, label, f->blocks.size(), boxes.size());
     for (std::size_t b = 0; b < boxes.size(); ++b) {
       const auto& m = f->blocks[b];
-      require(m.owned == boxes[b], "rank {}: {} block {} covers {}, the domain's box is {}", me,
-              label, b, to_string(m.owned), to_string(boxes[b]));
+      const box<D> want = f->points.stored(boxes[b]);
+      require(m.owned == want,
+              "rank {}: {} block {} covers {}, the domain's box is {} (stored as {}, {}-centred)",
+              me, label, b, to_string(m.owned), to_string(boxes[b]), to_string(want),
+              to_string(f->at));
       for (int i = 0; i < D; ++i)
         require(m.pad_lo[i] >= st.lo[i] && m.pad_hi[i] >= st.hi[i],
                 "rank {}: {} has padding {}/{} in dimension {} but the stencil's halo is {}/{}", me,
@@ -97,6 +101,42 @@ template <int D, class Domain>
 void validate_fields(const Domain& dom, const stencil<D>& st,
                      const std::vector<const field_state<D>*>& fields) {
   validate_fields<D>(dom, std::vector<const stencil<D>*>(fields.size(), &st), fields);
+}
+
+/// One plan per distinct pair of stencil and centering, shared by the fields that have it;
+/// `per_field[k]` is field k's.
+template <int D>
+struct field_plans {
+  std::vector<structured_plan<D>> plans;
+  std::vector<const structured_plan<D>*> per_field;
+};
+
+template <int D, class Domain>
+field_plans<D> plans_for(const Domain& dom, const std::vector<const stencil<D>*>& sts,
+                         const std::vector<const field_state<D>*>& fields) {
+  std::vector<std::pair<stencil<D>, std::array<bool, D>>> distinct;
+  std::vector<std::size_t> which;
+  for (std::size_t k = 0; k < fields.size(); ++k) {
+    const auto key = std::make_pair(*sts[k], fields[k]->points.stagger);
+    const auto it = std::find(distinct.begin(), distinct.end(), key);
+    which.push_back(std::size_t(it - distinct.begin()));
+    if (it == distinct.end()) distinct.push_back(key);
+  }
+  field_plans<D> out;
+  for (std::size_t j = 0; j < distinct.size(); ++j) {
+    const auto* f = fields[std::size_t(std::find(which.begin(), which.end(), j) - which.begin())];
+    out.plans.push_back(make_plan<D>(dom, distinct[j].first, f->points));
+  }
+  for (const auto w : which) out.per_field.push_back(&out.plans[w]);
+  return out;
+}
+
+/// Whether every field is cell-centred.
+template <int D>
+bool all_cells(const std::vector<const field_state<D>*>& fields) {
+  for (const auto* f : fields)
+    if (f->points.any()) return false;
+  return true;
 }
 
 /// The transfers of `list` (sorted by rank) with `rank`, or null.
@@ -209,6 +249,15 @@ exchange_program compile(const structured_plan<D>& plan,
 }  // namespace detail
 
 namespace detail {
+/// Where a field's values live (entity fields of unstructured exchanges: cells).
+template <class F>
+centering centering_of(const F& f) {
+  if constexpr (requires { f.where(); })
+    return f.where();
+  else
+    return centering::cell();
+}
+
 /// Wraps a compiled program in its communication object, on a duplicate of `comm`.
 /// `declared`: what this rank declares (direction, stencil, ...), completed here with one item
 /// per field; the object's construction compares it with every peer's.
@@ -217,7 +266,9 @@ halo_exchange finish_exchange(const boost::mpi::communicator& comm, exchange_pro
                               declaration declared, const F&... fields) {
   (prog.fields.push_back(fields.state()), ...);
   int k = 0;
-  (declare_field<typename F::value_type>(declared, k++, fields.components(), fields.space()), ...);
+  (declare_field<typename F::value_type>(declared, k++, fields.components(), fields.space(),
+                                         centering_of(fields)),
+   ...);
   prog.declared = std::move(declared);
   return make_halo_exchange(boost::mpi::communicator(comm, boost::mpi::comm_duplicate),
                             std::move(prog));
@@ -247,7 +298,12 @@ halo_exchange make_forward(const Domain& dom, const stencil<D>& st, const exchan
     opts = with_environment(options);
     validate_fields<D>(dom, st, states);
   });
-  return finish_exchange(dom.comm(), compile<D>(plan(), states, opts),
+  // Staggered fields get their own plans (one per centering); cell fields share `plan()`.
+  const std::vector<const stencil<D>*> sts(states.size(), &st);
+  auto prog = all_cells<D>(states)
+                  ? compile<D>(plan(), states, opts)
+                  : compile<D>(plans_for<D>(dom, sts, states).per_field, states, opts);
+  return finish_exchange(dom.comm(), std::move(prog),
                          declare_structured<D>(st, dom.global_box(), dom.periodicity().flags, false,
                                                reduction::replace, sizeof...(T)),
                          fields...);
@@ -306,6 +362,7 @@ halo_exchange make_reverse_exchange(const Domain& dom, const stencil<D>& st, red
                                     const exchange_options& options, const field<T, D>&... fields) {
   static_assert(sizeof...(T) >= 1, "make_reverse_exchange needs at least one field");
   const std::vector<const detail::field_state<D>*> states{fields.state().get()...};
+  const std::vector<const stencil<D>*> sts(states.size(), &st);
   exchange_options opts;
   detail::agree(dom.comm(), [&] {
     opts = detail::with_environment(options);
@@ -315,7 +372,8 @@ halo_exchange make_reverse_exchange(const Domain& dom, const stencil<D>& st, red
   });
   const std::vector<detail::combiner> fns{detail::combiner_for<T>(op)...};
   return detail::finish_exchange(
-      dom.comm(), detail::compile<D>(make_plan<D>(dom, st), states, opts, true, fns),
+      dom.comm(),
+      detail::compile<D>(detail::plans_for<D>(dom, sts, states).per_field, states, opts, true, fns),
       detail::declare_structured<D>(st, dom.global_box(), dom.periodicity().flags, true, op,
                                     sizeof...(T)),
       fields...);

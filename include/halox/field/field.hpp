@@ -12,6 +12,7 @@
 
 #include "halox/core/box.hpp"
 #include "halox/core/error.hpp"
+#include "halox/field/centering.hpp"
 #include "halox/field/memory.hpp"
 
 namespace halox {
@@ -28,12 +29,13 @@ enum class components_layout {
   planar        ///< each component is a separate array (`[component][cell]`)
 };
 
-/// How a field is laid out and named. Defaults: one component, row-major.
+/// How a field is laid out, named and centred. Defaults: one component, row-major, cells.
 struct field_options {
   int components = 1;
   components_layout component_layout = components_layout::interleaved;
   layout order = layout::row_major;
-  std::string name;  ///< used in error messages; "(unnamed)" when empty
+  std::string name;                  ///< used in error messages; "(unnamed)" when empty
+  centering at = centering::cell();  ///< where the values live (docs/staggered.md)
 };
 
 namespace detail {
@@ -43,7 +45,8 @@ namespace detail {
 template <int D>
 struct block_memory {
   std::byte* data = nullptr;
-  box<D> owned;         ///< the box this block stores (global indices)
+  box<D> owned;         ///< the points this block stores, halo excluded (global indices)
+  box<D> own;           ///< the points it owns: `owned` less points shared with a higher box
   extents<D> pad_lo{};  ///< halo padding below the owned box
   extents<D> pad_hi{};  ///< halo padding above the owned box
   extents<D> stride{};  ///< elements between neighbouring cells, per dimension
@@ -71,6 +74,8 @@ struct field_state {
   std::size_t elem_bytes = 0;
   int components = 1;
   std::string name;
+  centering at;                         ///< where the values live
+  point_grid<D> points;                 ///< `at` resolved against the domain
   std::vector<block_memory<D>> blocks;  ///< one per owned box of this rank, in domain order
   std::shared_ptr<std::byte> storage;   ///< owned memory, null for wrapped user memory
 };
@@ -149,8 +154,15 @@ class field {
 
   /// Number of owned boxes (blocks) on this rank.
   int block_count() const { return int(s_->blocks.size()); }
-  /// The owned box of block `b`.
+  /// The points block `b` stores, halo excluded: its owned cells, or for a staggered field
+  /// every point of them (one more along each staggered dimension, the point shared with the
+  /// next box included).
   const box<D>& owned_box(int b = 0) const { return s_->blocks.at(b).owned; }
+  /// The points block `b` owns: owned_box() less the points it shares with a higher box (their
+  /// owner is that box; the exchange overwrites these copies). Equal to owned_box() for cells.
+  const box<D>& owned_points(int b = 0) const { return s_->blocks.at(b).own; }
+  /// Where the values live.
+  const centering& where() const { return s_->at; }
   /// The owned box of block `b` plus its halo padding.
   box<D> allocated_box(int b = 0) const { return s_->blocks.at(b).allocated(); }
   int components() const { return s_->components; }

@@ -93,7 +93,7 @@ template <int D, class Domain, class Regions, class F>
 void incoming(const Domain& dom, const Regions& regions, int r, F&& f) {
   const auto boxes = dom.boxes_of(r);
   for (int b = 0; b < int(boxes.size()); ++b)
-    for (const region_rule<D>& rule : regions)
+    for (const auto& rule : regions)
       for_each_image<D>(dom, rule(boxes[b]), [&](const box<D>& q, const extents<D>& shift) {
         dom.for_each_owner(q, [&](int owner, int owner_block, const box<D>& ob) {
           const box<D> src = intersect(q, ob);
@@ -103,9 +103,8 @@ void incoming(const Domain& dom, const Regions& regions, int r, F&& f) {
 }
 
 /// The plan for a stencil with widths `lo`/`hi` and region rules `regions` (see make_plan).
-template <int D, class Domain, class Regions>
-structured_plan<D> build_plan(const Domain& dom, const widths<D>& lo, const widths<D>& hi,
-                              const Regions& regions) {
+template <int D, class Domain, class Regions, class W>
+structured_plan<D> build_plan(const Domain& dom, const W& lo, const W& hi, const Regions& regions) {
   structured_plan<D> p;
   const int me = dom.rank();
   auto add = [](std::vector<peer_transfers<D>>& list, int rank, const transfer<D>& t) {
