@@ -13,12 +13,6 @@ T at_or(const std::vector<T>& v, std::size_t k, T fallback) {
   return k < v.size() ? v[k] : fallback;
 }
 
-// Whether `p` points into message `m` of the buffer at `buf`.
-bool in_message(const void* p, const std::byte* buf, const message& m) {
-  const auto* b = static_cast<const std::byte*>(p);
-  return buf != nullptr && b >= buf + m.offset && b < buf + m.offset + m.bytes;
-}
-
 // Moves `p` from message `m` of `buf` to the same place in the message at `to`.
 template <class P>
 void move_to(P& p, const std::byte* buf, const message& m, std::byte* to) {
@@ -69,6 +63,11 @@ void place_list(std::vector<Op>& list, Ptr ptr, const std::vector<message>& msgs
 }
 
 }  // namespace
+
+bool in_message(const void* p, const std::byte* buf, const message& m) {
+  const auto* b = static_cast<const std::byte*>(p);
+  return buf != nullptr && b >= buf + m.offset && b < buf + m.offset + m.bytes;
+}
 
 exchange_program::steps place_pack(const exchange_program& prog, const placement& where) {
   return place_host(

@@ -144,11 +144,6 @@ bool allocation_start(const void* p, const std::byte*& start) {
   return true;
 }
 
-// Whether `p` points into message `m` of the buffer at `buf`.
-bool in_message(const void* p, const std::byte* buf, const message& m) {
-  const auto* b = static_cast<const std::byte*>(p);
-  return b >= buf + m.offset && b < buf + m.offset + m.bytes;
-}
 
 // The receiver's side of writing straight into its halos: the unpack steps of the message
 // that arrives at `[buf + m.offset, + m.bytes)`, with the IPC handle of each step's field

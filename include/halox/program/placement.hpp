@@ -26,6 +26,9 @@ struct placement {
   std::vector<copy_op> fused;
 };
 
+/// Whether `p` points into message `m` of the buffer at `buf`.
+bool in_message(const void* p, const std::byte* buf, const message& m);
+
 /// The host steps of the program (prog.pack, prog.unpack) as `where` puts the messages.
 exchange_program::steps place_pack(const exchange_program& prog, const placement& where);
 exchange_program::steps place_unpack(const exchange_program& prog, const placement& where);
