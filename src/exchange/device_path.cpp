@@ -38,9 +38,9 @@ class device_path : public exchange_path {
       c_.begin_exchange();
       return;
     }
-    if (prog.copy_staging)
+    if (c_.staging_copies)
       gpu.copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
-    for (std::size_t m = 0; m < prog.sends.size(); ++m) c_.pack(m, prog.pack);  // host fields
+    for (std::size_t m = 0; m < prog.sends.size(); ++m) c_.pack(m, c_.pack_steps());  // host fields
     // MPI reads what the kernel packed; with nothing to send (only local copies) the host
     // does not wait, and a scheduled exchange stays entirely in stream order.
     if (!prog.sends.empty()) gpu.synchronize(me);
@@ -54,7 +54,7 @@ class device_path : public exchange_path {
       c_.pipe->progress(true);
     else
       c_.receive_mpi(true);
-    c_.unpack_ordered(c_.prog.unpack);
+    c_.unpack_ordered(c_.unpack_steps());
     c_.finish_unpack(before);
     c_.channels.wait_sends();
   }
@@ -62,7 +62,7 @@ class device_path : public exchange_path {
   bool test() override {
     const bool arrived = c_.pipe ? c_.pipe->progress(false) : c_.receive_mpi(false);
     if (!arrived || !c_.channels.test_sends()) return false;
-    c_.unpack_ordered(c_.prog.unpack);
+    c_.unpack_ordered(c_.unpack_steps());
     return c_.unpack_ready();
   }
 };

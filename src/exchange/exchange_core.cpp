@@ -127,29 +127,58 @@ exchange_core::exchange_core(const boost::mpi::communicator& c, exchange_program
       ipc(peer_ipc::attach(MPI_Comm(comm), prog, here, transport_problem)),
       shm(shm_mailbox::attach(MPI_Comm(comm), prog, here, transport_problem)),
       nccl(attach_nccl(MPI_Comm(comm), nccl_usable, prog, ipc.get())),
+      staging_copies(prog.copy_staging && !(ipc && ipc->carries_all())),
       mpi_send_list(nccl ? no_messages : remaining(prog, ipc.get(), shm.get(), true)),
       mpi_recv_list(nccl ? no_messages : remaining(prog, ipc.get(), shm.get(), false)),
-      channels(MPI_Comm(comm), mpi_send_list, prog.send_buf.get(), mpi_recv_list,
-               prog.recv_buf.get(), chunk),
+      channels(MPI_Comm(comm), mpi_send_list,
+               shm && shm->send_buffer() ? shm->send_buffer() : prog.send_buf.get(),
+               mpi_recv_list, prog.recv_buf.get(), chunk),
       recv_message(indices_of(mpi_recv_list, prog.recvs)),
       done(prog.recvs.size() + 1) {
   // Every rank leaves set-up together: a transport's size check fails on every rank.
   agree(comm, [&] {
     if (!transport_problem.empty()) fail("rank {}: {}", comm.rank(), transport_problem);
   });
-  if (has_device_steps())
-    gpu = std::make_unique<device_copier>(prog.device_pack, prog.device_gather, prog.device_unpack,
-                                          prog.device_scatter, prog.device_local_ordered,
-                                          prog.ordered_device_unpack);
-  if (gpu && ipc && ipc->alternate()) {
-    const auto& a = *ipc->alternate();
-    gpu->use_alternate(a.pack, a.gather, a.unpack, a.scatter);
-  }
+  place_steps();
+  describe_routes();
   // Host staging by copies with every message through MPI: in pieces, copies overlapping MPI.
-  if (gpu && prog.copy_staging && !ipc && !nccl)
+  if (gpu && staging_copies && !ipc && !nccl)
     pipe = std::make_unique<staging_pipeline>(channels, chunk, prog.device_send.get(),
                                               prog.send_buf.get(), prog.device_recv.get(),
                                               prog.recv_buf.get(), rank());
+}
+
+void exchange_core::place_steps() {
+  for (int c = 0; c < 2; ++c) {
+    const placement where = shm ? shm->placed(prog, c) : placement{};
+    host_pack[c] = place_pack(prog, where);
+    host_unpack[c] = place_unpack(prog, where);
+  }
+  if (!has_device_steps()) return;
+  const device_steps own{prog.device_pack, prog.device_unpack, prog.device_gather,
+                         prog.device_scatter};
+  const device_steps& first = ipc ? ipc->steps(0) : own;
+  gpu = std::make_unique<device_copier>(first.pack, first.gather, first.unpack, first.scatter,
+                                        prog.device_local_ordered, prog.ordered_device_unpack);
+  if (ipc && ipc->alternates()) {
+    const device_steps& second = ipc->steps(1);
+    gpu->use_alternate(second.pack, second.gather, second.unpack, second.scatter);
+  }
+}
+
+void exchange_core::describe_routes() {
+  path = prog.path;
+  if (ipc) {
+    (ipc->carries_all() ? path : direct_path) = ipc->path();
+    direct_send_peers = ipc->send_peers();
+    direct_recv_peers = ipc->recv_peers();
+  }
+  if (!shm) return;
+  for (std::size_t m = 0; m < prog.sends.size(); ++m)
+    if (shm->send_shared(m)) direct_send_peers.push_back(prog.sends[m].peer);
+  for (std::size_t m = 0; m < prog.recvs.size(); ++m)
+    if (shm->recv_shared(m)) direct_recv_peers.push_back(prog.recvs[m].peer);
+  if (!direct_send_peers.empty() || !direct_recv_peers.empty()) direct_path = shm_mailbox::path();
 }
 
 bool exchange_core::has_device_steps() const {
@@ -175,12 +204,12 @@ bool exchange_core::receive_mpi(bool block) {
       const int c = channels.wait_recv();
       require(c >= 0, "rank {}: internal error: no MPI receive left to wait for", comm.rank());
       ++arrived;
-      if (!prog.ordered_unpack) unpack(recv_message[std::size_t(c)], prog.unpack);
+      if (!prog.ordered_unpack) unpack(recv_message[std::size_t(c)], unpack_steps());
     } else {
       const int n = channels.test_recvs(done.data());
       arrived += std::size_t(n);
       if (!prog.ordered_unpack)
-        for (int k = 0; k < n; ++k) unpack(recv_message[std::size_t(done[k])], prog.unpack);
+        for (int k = 0; k < n; ++k) unpack(recv_message[std::size_t(done[k])], unpack_steps());
       if (arrived < mpi_recv_list.size()) return false;
     }
   }
@@ -197,7 +226,7 @@ void exchange_core::launch_unpack() {
   if (unpack_pending) return;
   if (pipe)
     pipe->join(gpu->stream());
-  else if (prog.copy_staging)
+  else if (staging_copies)
     gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, rank());
   gpu->launch_unpack(rank(), generation);
   unpack_pending = true;

@@ -43,6 +43,16 @@ struct exchange_core {
   std::unique_ptr<peer_ipc> ipc;     // null unless messages travel through CUDA IPC
   std::unique_ptr<shm_mailbox> shm;  // null unless host messages travel through shared memory
   std::unique_ptr<nccl_path> nccl;   // staging nccl: the messages CUDA IPC does not carry
+  /// The program's host steps placed where the transports put the messages, for exchanges
+  /// that use copy 0 and copy 1 (g mod 2) of double buffers (shared memory).
+  exchange_program::steps host_pack[2], host_unpack[2];
+  /// Host staging by copies between the device buffers and the MPI ones (not where CUDA IPC
+  /// carries every message).
+  bool staging_copies;
+  /// How messages travel, for describe(): `path` by default, `direct_path` to and from the
+  /// direct peers (CUDA IPC, shared memory).
+  std::string path, direct_path;
+  std::vector<int> direct_send_peers, direct_recv_peers;
   const std::vector<message>& mpi_send_list;
   const std::vector<message>& mpi_recv_list;
   mpi_channels channels;                  // data messages that go through MPI
@@ -58,6 +68,9 @@ struct exchange_core {
 
   int rank() const { return comm.rank(); }
   bool has_device_steps() const;
+  /// The host steps of this exchange (the copy it uses: generation mod 2).
+  const exchange_program::steps& pack_steps() const { return host_pack[generation % 2]; }
+  const exchange_program::steps& unpack_steps() const { return host_unpack[generation % 2]; }
   /// Host steps of message m (the program's index), from the given step tables.
   void pack(std::size_t m, const exchange_program::steps& st) const;
   void unpack(std::size_t m, const exchange_program::steps& st) const;
@@ -76,6 +89,11 @@ struct exchange_core {
   /// test(): enqueues the unpack once; true when it has run (never blocks).
   bool unpack_ready();
   bool unpack_pending = false;  // an unpack is enqueued that may still read the receive buffer
+
+  /// Set-up: the steps placed where the transports put the messages, the GPU copier; what
+  /// describe() says of each peer.
+  void place_steps();
+  void describe_routes();
 
   /// Resets the per-exchange counters at a start.
   void begin_exchange() {

@@ -145,8 +145,8 @@ std::string halo_exchange::describe() const {
                                 s_->path->name());
   auto path_to = [&](int peer, const std::vector<int>& direct) -> const std::string& {
     const bool d =
-        !p.direct_path.empty() && std::find(direct.begin(), direct.end(), peer) != direct.end();
-    return d ? p.direct_path : p.path;
+        !c.direct_path.empty() && std::find(direct.begin(), direct.end(), peer) != direct.end();
+    return d ? c.direct_path : c.path;
   };
   // Node-local peers that could not use shared memory say why.
   auto why = [&](int peer) {
@@ -155,10 +155,10 @@ std::string halo_exchange::describe() const {
   };
   for (const auto& m : p.sends)
     out += fmt::format("\n  send to {}: {} B via {}{}", m.peer, m.bytes,
-                       path_to(m.peer, p.direct_send_peers), why(m.peer));
+                       path_to(m.peer, c.direct_send_peers), why(m.peer));
   for (const auto& m : p.recvs)
     out += fmt::format("\n  recv from {}: {} B via {}{}", m.peer, m.bytes,
-                       path_to(m.peer, p.direct_recv_peers), why(m.peer));
+                       path_to(m.peer, c.direct_recv_peers), why(m.peer));
   if (c.pipe) out += "\n  " + c.pipe->describe();
   if (c.gpu) out += "\n  " + c.gpu->summary();
   return out;

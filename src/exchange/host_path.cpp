@@ -18,7 +18,6 @@ class host_path final : public exchange_path {
  public:
   explicit host_path(exchange_core& c)
       : exchange_path(c), taken_(c.prog.recvs.size(), 0), send_pending_(c.prog.sends.size(), 0) {
-    prepare_odd_steps();
   }
   const char* name() const override { return "host"; }
 
@@ -30,7 +29,7 @@ class host_path final : public exchange_path {
         send_pending_[m] = 1;
         ++sends_pending_;
       } else {
-        c_.pack(m, steps_pack());
+        c_.pack(m, c_.pack_steps());
         c_.channels.start_send(k++);  // channel messages keep the program's order
       }
     }
@@ -59,37 +58,6 @@ class host_path final : public exchange_path {
   }
 
  private:
-  // Shared-memory messages alternate between two copies of the buffer: odd exchanges run these
-  // steps, shifted into the second copy at set-up (MPI messages' steps as they are).
-  void prepare_odd_steps() {
-    if (!c_.shm) return;
-    const auto& prog = c_.prog;
-    odd_pack_ = prog.pack;
-    odd_unpack_ = prog.unpack;
-    for (std::size_t m = 0; m < prog.sends.size(); ++m) {
-      if (!c_.shm->send_shared(m)) continue;
-      const auto& r = prog.pack_range[m];
-      for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k)
-        odd_pack_.copies[k].dst += c_.shm->send_shift();
-      for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k)
-        odd_pack_.gathers[k].buf += c_.shm->send_shift();
-    }
-    for (std::size_t m = 0; m < prog.recvs.size(); ++m) {
-      if (!c_.shm->recv_shared(m)) continue;
-      const auto& r = prog.unpack_range[m];
-      for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k)
-        odd_unpack_.copies[k].src += c_.shm->recv_shift(m);
-      for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k)
-        odd_unpack_.gathers[k].buf += c_.shm->recv_shift(m);
-    }
-  }
-  const exchange_program::steps& steps_pack() const {
-    return c_.shm && c_.generation % 2 ? odd_pack_ : c_.prog.pack;
-  }
-  const exchange_program::steps& steps_unpack() const {
-    return c_.shm && c_.generation % 2 ? odd_unpack_ : c_.prog.unpack;
-  }
-
   // Packs the shared-memory messages of this exchange whose receivers have unpacked the last
   // one; true when any was packed. Never waits: start() must not depend on a peer's progress.
   bool push_sends() {
@@ -97,7 +65,7 @@ class host_path final : public exchange_path {
     bool moved = false;
     for (std::size_t m = 0; m < send_pending_.size(); ++m) {
       if (!send_pending_[m] || !c_.shm->consumed(m, c_.generation)) continue;
-      c_.pack(m, steps_pack());
+      c_.pack(m, c_.pack_steps());
       c_.shm->post_ready(m, c_.generation);
       send_pending_[m] = 0;
       --sends_pending_;
@@ -113,7 +81,7 @@ class host_path final : public exchange_path {
     for (std::size_t m = 0; shm_arrived_ < shared_ && m < prog.recvs.size(); ++m) {
       if (!c_.shm->recv_shared(m) || taken_[m] || !c_.shm->ready(m, c_.generation)) continue;
       if (!prog.ordered_unpack) {
-        c_.unpack(m, steps_unpack());
+        c_.unpack(m, c_.unpack_steps());
         c_.shm->post_consumed(m, c_.generation);
       }
       taken_[m] = 1;
@@ -147,13 +115,12 @@ class host_path final : public exchange_path {
 
   void unpack_ordered() {
     if (!c_.prog.ordered_unpack || c_.ordered_done) return;
-    c_.unpack_ordered(steps_unpack());
+    c_.unpack_ordered(c_.unpack_steps());
     if (c_.shm)
       for (std::size_t m = 0; m < c_.prog.recvs.size(); ++m)
         if (c_.shm->recv_shared(m)) c_.shm->post_consumed(m, c_.generation);
   }
 
-  exchange_program::steps odd_pack_, odd_unpack_;
   const std::size_t shared_ = c_.shm ? c_.shm->shared_recv_count() : 0;
   std::vector<char> taken_;         // shared-memory receives of this exchange already seen
   std::size_t shm_arrived_ = 0;     // shared-memory receive messages complete so far

@@ -45,7 +45,7 @@ class ipc_handshake_path final : public exchange_path {
     }
     c_.ipc->wait_ready();
     c_.receive_mpi(true);
-    c_.unpack_ordered(c_.prog.unpack);
+    c_.unpack_ordered(c_.unpack_steps());
     c_.finish_unpack(before);
     c_.channels.wait_sends();
     c_.ipc->wait_sends();
@@ -59,7 +59,7 @@ class ipc_handshake_path final : public exchange_path {
     }
     if (!c_.ipc->test_ready() || !c_.ipc->test_sends()) return false;
     if (!c_.receive_mpi(false) || !c_.channels.test_sends()) return false;
-    c_.unpack_ordered(c_.prog.unpack);
+    c_.unpack_ordered(c_.unpack_steps());
     return c_.unpack_ready();
   }
 
@@ -68,12 +68,12 @@ class ipc_handshake_path final : public exchange_path {
   // whose arrival a wait() sees on the host).
   static bool replies(const exchange_core& c) {
     auto heard = [&](int peer) {
-      const auto& ipc = c.prog.direct_recv_peers;
+      const auto& ipc = c.ipc->recv_peers();
       return std::find(ipc.begin(), ipc.end(), peer) != ipc.end() ||
              std::any_of(c.mpi_recv_list.begin(), c.mpi_recv_list.end(),
                          [&](const message& m) { return m.peer == peer; });
     };
-    const auto& to = c.prog.direct_send_peers;
+    const auto& to = c.ipc->send_peers();
     return std::all_of(to.begin(), to.end(), heard);
   }
 
@@ -83,7 +83,7 @@ class ipc_handshake_path final : public exchange_path {
     const int me = c_.rank();
     const auto& prog = c_.prog;
     c_.gpu->launch_pack(me, c_.generation);  // (the generation picks the copy)
-    if (prog.copy_staging)
+    if (c_.staging_copies)
       c_.gpu->copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
     c_.gpu->synchronize(me);
     c_.ipc->signal_ready();

@@ -129,14 +129,14 @@ struct device_copier::impl {
   signal_set pack_signals, unpack_signals;
   bool signals = false;
   std::vector<table> local_steps, unpack_steps;  // one launch each, in order (reverse)
-  // use_alternate(): the lists of even exchanges (the other copy of the receive buffers).
+  // use_alternate(): the lists of odd exchanges (copy 1 of the double receive buffers).
   bool alternate = false;
   table pack_alt, unpack_alt;
   std::vector<table> unpack_steps_alt;
   std::pair<int, int> caps{1, 1};  // one wave of the plain kernel, of the general one
   bool ordered = false;
   cudaStream_t s() const { return stream.get(); }
-  bool even(std::uint64_t exchange) const { return alternate && exchange % 2 == 0; }
+  bool odd(std::uint64_t exchange) const { return alternate && exchange % 2 == 1; }
   // The unpack of one exchange: one fused launch, or one launch per step (ordered).
   void upload_unpack(table& fused, std::vector<table>& steps, const std::vector<copy_op>& unpack,
                      const std::vector<gather_op>& scatter) {
@@ -278,7 +278,7 @@ void device_copier::launch_pack(int rank, std::uint64_t exchange) {
     }
     sig.n_start = sig.n_wait = 0;
   }
-  (p_->even(exchange) ? p_->pack_alt : p_->pack).launch(p_->s(), rank, "pack kernel launch", sig);
+  (p_->odd(exchange) ? p_->pack_alt : p_->pack).launch(p_->s(), rank, "pack kernel launch", sig);
   for (const auto& t : p_->local_steps) t.launch(p_->s(), rank, "local copy launch");
 }
 void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
@@ -288,10 +288,10 @@ void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
   if (!waited) {
     const signal_args sig =
         p_->signals ? p_->unpack_signals.args(exchange, exchange) : signal_args{};
-    (p_->even(exchange) ? p_->unpack_alt : p_->unpack)
+    (p_->odd(exchange) ? p_->unpack_alt : p_->unpack)
         .launch(p_->s(), rank, "unpack kernel launch", sig);
   }
-  for (const auto& t : p_->even(exchange) ? p_->unpack_steps_alt : p_->unpack_steps)
+  for (const auto& t : p_->odd(exchange) ? p_->unpack_steps_alt : p_->unpack_steps)
     t.launch(p_->s(), rank, "unpack step launch");
   check(cudaEventRecord(p_->done.get(), p_->s()), "cudaEventRecord", rank);
 }
@@ -354,8 +354,8 @@ std::string device_copier::summary() const {
   std::size_t steps = p_->local_steps.size() + p_->unpack_steps.size();
   return fmt::format("GPU launches: pack {}; unpack {}{}{}", one(p_->pack), one(p_->unpack),
                      steps ? fmt::format("; {} ordered single-copy steps", steps) : std::string(),
-                     p_->alternate ? "; a second pair of lists for even exchanges (the other "
-                                     "copy of the receive buffers)"
+                     p_->alternate ? "; a second pair of lists for odd exchanges (copy 1 of "
+                                     "the double receive buffers)"
                                    : "");
 }
 

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,13 +96,6 @@ void agree_pairs(MPI_Comm comm, std::map<int, bool>& ok, int me) {
   for (auto& [peer, can] : ok) can = can && in[k++] != 0;
 }
 
-// Rebases `p` from [old_base, old_base + size) into a new buffer; other pointers stay.
-template <class P>
-bool inside(P p, const std::byte* base, std::size_t size) {
-  const auto* b = reinterpret_cast<const std::byte*>(p);
-  return base != nullptr && b >= base && b < base + size;
-}
-
 std::size_t extent_of(const std::vector<message>& msgs) {
   std::size_t e = 0;
   for (const auto& m : msgs) e = std::max(e, m.offset + m.bytes);
@@ -152,11 +144,6 @@ bool allocation_start(const void* p, const std::byte*& start) {
   return true;
 }
 
-// Whether `p` points into message `m` of the buffer at `buf`.
-bool in_message(const void* p, const std::byte* buf, const message& m) {
-  const auto* b = static_cast<const std::byte*>(p);
-  return b >= buf + m.offset && b < buf + m.offset + m.bytes;
-}
 
 // The receiver's side of writing straight into its halos: the unpack steps of the message
 // that arrives at `[buf + m.offset, + m.bytes)`, with the IPC handle of each step's field
@@ -221,30 +208,36 @@ std::vector<copy_op> fuse_regions(const exchange_program& prog, const std::byte*
   return out;
 }
 
-// The device lists of even exchanges under the MPI handshake: every pointer into copy 0 of
-// this rank's IPC receive buffer, or of a receiver's (`remote[k]`: the message of `sends[k]`),
-// moved to copy 1 (`in[k].second` further on, in that receiver's buffer).
-peer_ipc::alternate_lists second_copy(const exchange_program& prog, const std::byte* recv,
-                                      std::size_t recv_size, const std::vector<std::byte*>& remote,
-                                      const std::vector<handle_msg>& in,
-                                      const std::vector<message>& sends) {
-  peer_ipc::alternate_lists a{prog.device_pack, prog.device_unpack, prog.device_gather,
-                              prog.device_scatter};
-  auto to_second_send = [&](auto*& ptr) {
-    for (std::size_t k = 0; k < sends.size(); ++k)
-      if (inside(ptr, remote[k], sends[k].bytes)) {
-        ptr += in[k].second;
-        return;
-      }
-  };
-  auto to_second_recv = [&](auto*& ptr) {
-    if (inside(ptr, recv, recv_size)) ptr += recv_size;
-  };
-  for (auto& op : a.pack) to_second_send(op.dst);
-  for (auto& op : a.gather) to_second_send(op.buf);
-  for (auto& op : a.unpack) to_second_recv(op.src);
-  for (auto& op : a.scatter) to_second_recv(op.buf);
-  return a;
+// The pairs of this rank that use CUDA IPC, as both sides of each pair agreed, and whether the
+// kernels order every exchange themselves (device signals: every pair of every rank on CUDA IPC,
+// on different GPUs; a kernel polling for a peer on its own GPU could hold the SMs that peer's
+// kernel needs). Collective.
+struct decision {
+  std::map<int, bool> ok;
+  bool all = false, any = false, signalled = false;
+};
+
+decision decide(MPI_Comm comm, const exchange_program& prog, const locality& here, int me) {
+  const staging policy = prog.options.device_staging;
+  const bool enabled =
+      policy == staging::automatic || policy == staging::peer_ipc || policy == staging::nccl;
+  reach r = peers_reachable(here, prog, me);
+  if (!enabled)
+    for (auto& [peer, can] : r.ok) can = false;
+  agree_pairs(comm, r.ok, me);
+  decision d;
+  d.ok = r.ok;
+  auto by_ipc = [&](const message& m) { return d.ok.at(m.peer); };
+  d.all = std::all_of(prog.sends.begin(), prog.sends.end(), by_ipc) &&
+          std::all_of(prog.recvs.begin(), prog.recvs.end(), by_ipc);
+  d.any = std::any_of(prog.sends.begin(), prog.sends.end(), by_ipc) ||
+          std::any_of(prog.recvs.begin(), prog.recvs.end(), by_ipc);
+  int mine =
+      d.all && !r.shares_gpu && !prog.ordered_device_unpack && prog.options.ipc_device_signals;
+  int everywhere = 0;
+  check_mpi(MPI_Allreduce(&mine, &everywhere, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me);
+  d.signalled = everywhere != 0;
+  return d;
 }
 
 }  // namespace
@@ -254,17 +247,20 @@ struct peer_ipc::impl {
   int rank = 0;
   std::vector<void*> opened;  // remote receive buffers and flag arrays, closed at destruction
   bool device_signalled = false;
+  bool carries_all = false;
   std::shared_ptr<std::byte> flags;  // device signals: [ready per receive, started per send]
   std::shared_ptr<std::byte> recv;   // device memory the IPC senders write into
   device_signals signals;
   std::vector<message> mpi_sends, mpi_recvs;  // the messages that still travel through MPI
+  std::vector<int> send_peers, recv_peers;    // the IPC peers
+  std::string path;                           // how the IPC messages travel, for describe()
+  device_steps steps[2];                      // placed into copy 0 and (handshake) copy 1
   // Persistent empty control messages: clear-to-send from receivers (one per send peer),
   // data-ready from senders (one per receive peer), and this rank's own two kinds.
   // The receivers' clear-to-send is always posted (for the next exchange to be cleared), so
   // that a receiver's own announcement completes whatever this rank does.
   std::vector<MPI_Request> clear_in, ready_in, clear_out, ready_out;
   std::uint64_t cleared = 1;  // the last exchange every receiver has cleared (1: from the start)
-  std::optional<alternate_lists> alternate;  // MPI handshake: the lists of even exchanges
   char dummy = 0;
 
   ~impl() {
@@ -294,6 +290,258 @@ struct peer_ipc::impl {
   }
 };
 
+namespace {
+
+// One rank's set-up of its CUDA IPC messages, in the order attach() runs the steps: buffers and
+// flags, the handles (and the size check), the halo regions written directly, the placement of
+// the program's device steps, the control messages.
+class ipc_setup {
+ public:
+  ipc_setup(MPI_Comm comm, const exchange_program& prog, const decision& d, peer_ipc::impl& p)
+      : comm_(comm), prog_(prog), p_(p), me_(p.rank) {
+    for (std::size_t k = 0; k < prog.sends.size(); ++k)
+      if (d.ok.at(prog.sends[k].peer))
+        sends_.push_back(k);
+      else
+        p.mpi_sends.push_back(prog.sends[k]);
+    for (std::size_t k = 0; k < prog.recvs.size(); ++k)
+      if (d.ok.at(prog.recvs[k].peer))
+        recvs_.push_back(k);
+      else
+        p.mpi_recvs.push_back(prog.recvs[k]);
+    for (std::size_t k : sends_) p.send_peers.push_back(prog.sends[k].peer);
+    for (std::size_t k : recvs_) p.recv_peers.push_back(prog.recvs[k].peer);
+    // The buffers the program's device steps point into (device copies under copy staging).
+    old_recv_ = prog.copy_staging ? prog.device_recv.get() : prog.recv_buf.get();
+    old_send_ = prog.copy_staging ? prog.device_send.get() : prog.send_buf.get();
+    recv_size_ = extent_of(prog.recvs);
+  }
+
+  // The IPC messages arrive in device memory (a buffer of the whole receive extent, at the
+  // program's offsets) and are unpacked from there, unless their sender writes them straight
+  // into this rank's halos (device signals only: the start flag then also says "halo free").
+  // Under the MPI handshake the buffer exists twice (exchange g in copy g mod 2): a sender may
+  // pack exchange g+1 while this rank still unpacks g, so start() need not wait for it.
+  void make_buffers() {
+    const std::size_t n_recv = recvs_.size(), n_send = sends_.size();
+    if (p_.device_signalled) {
+      // [data-ready per receive message (written by its sender), started per send message
+      // (written by its receiver)]: each side polls only its own memory and writes the peer's.
+      p_.flags = allocate(memory_space::device, std::max<std::size_t>(1, n_recv + n_send) * 8);
+      auto* f = reinterpret_cast<std::uint64_t*>(p_.flags.get());
+      for (std::size_t k = 0; k < n_recv; ++k) p_.signals.unpack_wait.push_back(f + k);
+      for (std::size_t k = 0; k < n_send; ++k) p_.signals.pack_wait.push_back(f + n_recv + k);
+    }
+    p_.recv = allocate(memory_space::device, copies() * recv_size_);
+    regions_out_.resize(n_recv);
+    if (p_.device_signalled && prog_.options.ipc_into_fields)
+      for (std::size_t k = 0; k < n_recv; ++k)
+        regions_out_[k] = direct_regions(prog_, old_recv_, recv(k));
+  }
+
+  // Each receiver sends its buffer's handle, where each sender's message goes, its flags and
+  // how many halo regions the sender may write directly; each sender opens the handles once.
+  // A message whose sizes differ sets `problem` (the set-up still runs to its end, so that the
+  // peers' messages match; the caller raises it on every rank).
+  void swap_handles(std::string& problem) {
+    const std::size_t n_recv = recvs_.size(), n_send = sends_.size();
+    cudaIpcMemHandle_t h{}, fh{};
+    if (n_recv > 0) gpu::check(cudaIpcGetMemHandle(&h, p_.recv.get()), "cudaIpcGetMemHandle", me_);
+    if (p_.device_signalled)
+      gpu::check(cudaIpcGetMemHandle(&fh, p_.flags.get()), "cudaIpcGetMemHandle(flags)", me_);
+    std::vector<handle_msg> out(n_recv);
+    std::vector<start_msg> start_out(n_send), start_in(n_recv);
+    in_.resize(n_send);
+    for (std::size_t k = 0; k < n_recv; ++k)
+      out[k] = {h,
+                recv(k).offset,
+                fh,
+                k,
+                regions_out_[k].empty() ? -1 : (long long)regions_out_[k].size(),
+                recv(k).bytes,
+                recv_size_};
+    for (std::size_t k = 0; k < n_send; ++k) start_out[k] = {fh, n_recv + k};
+    const bool signalled = p_.device_signalled;
+    std::vector<MPI_Request> reqs;
+    for (std::size_t k = 0; k < n_recv; ++k) isend(reqs, &out[k], recv(k).peer, tag_handle);
+    for (std::size_t k = 0; k < n_send && signalled; ++k)
+      isend(reqs, &start_out[k], send(k).peer, tag_start);
+    for (std::size_t k = 0; k < n_send; ++k) irecv(reqs, &in_[k], send(k).peer, tag_handle);
+    for (std::size_t k = 0; k < n_recv && signalled; ++k)
+      irecv(reqs, &start_in[k], recv(k).peer, tag_start);
+    wait(reqs, "MPI_Waitall(IPC handles)");
+    for (std::size_t k = 0; k < n_send; ++k) {
+      p_.signals.peer_bytes += send(k).bytes;
+      if (in_[k].bytes != send(k).bytes && problem.empty())  // checked as MPI checks sizes
+        problem = fmt::format(
+            "rank {} will send {} bytes per exchange to rank {}, which expects {} (CUDA IPC "
+            "set-up): do both declare the same domain, stencil and fields in the same order?",
+            me_, send(k).bytes, send(k).peer, in_[k].bytes);
+      remote_.push_back(open(in_[k].handle, "cudaIpcOpenMemHandle") + in_[k].offset);
+      if (signalled)
+        p_.signals.pack_post.push_back(
+            flag_array(in_[k].flags, "cudaIpcOpenMemHandle(flags)") + in_[k].ready);
+    }
+    for (std::size_t k = 0; k < n_recv && signalled; ++k)
+      p_.signals.start_post.push_back(
+          flag_array(start_in[k].flags, "cudaIpcOpenMemHandle(flags)") + start_in[k].started);
+  }
+
+  // Halo regions written directly: the receivers describe their unpack steps, the senders fuse
+  // each with the matching pack step and say which messages go that way.
+  void go_direct() {
+    const std::size_t n_recv = recvs_.size(), n_send = sends_.size();
+    std::vector<std::vector<region_msg>> regions_in(n_send);
+    for (std::size_t k = 0; k < n_send; ++k)
+      regions_in[k].resize(std::size_t(std::max(0LL, in_[k].regions)));
+    std::vector<MPI_Request> reqs;
+    for (std::size_t k = 0; k < n_recv; ++k)
+      if (!regions_out_[k].empty()) isend(reqs, regions_out_[k], recv(k).peer, tag_regions);
+    for (std::size_t k = 0; k < n_send; ++k)
+      if (!regions_in[k].empty()) irecv(reqs, regions_in[k], send(k).peer, tag_regions);
+    wait(reqs, "MPI_Waitall(IPC halo regions)");
+    direct_out_.assign(n_send, 0);
+    direct_in_.assign(n_recv, 0);
+    for (std::size_t k = 0; k < n_send; ++k) {
+      if (regions_in[k].empty()) continue;
+      std::vector<std::byte*> field;
+      for (const auto& r : regions_in[k])
+        field.push_back(open(r.alloc, "cudaIpcOpenMemHandle(field)"));
+      auto ops = fuse_regions(prog_, old_send_, send(k), regions_in[k], field);
+      if (ops.empty()) continue;
+      direct_out_[k] = 1;
+      fused_.insert(fused_.end(), ops.begin(), ops.end());
+    }
+    reqs.clear();
+    for (std::size_t k = 0; k < n_send; ++k)
+      if (!regions_in[k].empty()) isend(reqs, &direct_out_[k], send(k).peer, tag_direct);
+    for (std::size_t k = 0; k < n_recv; ++k)
+      if (!regions_out_[k].empty()) irecv(reqs, &direct_in_[k], recv(k).peer, tag_direct);
+    wait(reqs, "MPI_Waitall(IPC direct replies)");
+  }
+
+  // The program's device steps placed into each copy of the receivers' buffers: messages
+  // written directly replaced by the fused copies (copy 0, device signals only), the others
+  // packed into the receiver's buffer and unpacked out of this rank's.
+  void place() {
+    for (int c = 0; c < copies(); ++c) {
+      placement where;
+      where.send_at.assign(prog_.sends.size(), nullptr);
+      where.recv_at.assign(prog_.recvs.size(), nullptr);
+      where.send_direct.assign(prog_.sends.size(), 0);
+      where.recv_direct.assign(prog_.recvs.size(), 0);
+      for (std::size_t k = 0; k < sends_.size(); ++k) {
+        where.send_at[sends_[k]] = remote_[k] + std::size_t(c) * in_[k].second;
+        where.send_direct[sends_[k]] = char(direct_out_[k]);
+      }
+      for (std::size_t k = 0; k < recvs_.size(); ++k) {
+        where.recv_at[recvs_[k]] = p_.recv.get() + std::size_t(c) * recv_size_ + recv(k).offset;
+        where.recv_direct[recvs_[k]] = char(direct_in_[k]);
+      }
+      if (c == 0) where.fused = fused_;
+      p_.steps[c] = place_device(prog_, where, old_send_, old_recv_);
+    }
+  }
+
+  std::string describe() const {
+    const auto n_direct = std::count(direct_out_.begin(), direct_out_.end(), 1) +
+                          std::count(direct_in_.begin(), direct_in_.end(), 1);
+    const std::size_t n_ipc = sends_.size() + recvs_.size();
+    const char* target = n_direct == 0 ? "into the receiver's GPU memory"
+                         : std::size_t(n_direct) == n_ipc
+                             ? "straight into the receiver's halo (no unpack)"
+                             : "straight into the receiver's halo where the regions allow (no "
+                               "unpack), else into its receive buffer";
+    return std::string(to_string(staging::peer_ipc)) +
+           (p_.device_signalled
+                ? fmt::format(
+                      " (node-local GPUs: the pack kernel writes {} through CUDA IPC once the "
+                      "receiver has started the exchange, then a data-ready flag the receiver's "
+                      "stream waits for: no host wait, no MPI message per exchange)",
+                      target)
+                : std::string(" (node-local GPUs: the pack kernel writes into the receiver's GPU "
+                              "memory through CUDA IPC, into one of two copies of its receive "
+                              "buffer by turns; MPI carries clear-to-send and data-ready only)"));
+  }
+
+  // Control messages of the MPI handshake, prepared once (IPC peers only).
+  void control_messages() {
+    init(p_.clear_in, sends_, prog_.sends, false, tag_clear);  // my receivers say: buffer free
+    init(p_.ready_out, sends_, prog_.sends, true, tag_ready);  // I tell them: data in place
+    init(p_.clear_out, recvs_, prog_.recvs, true, tag_clear);  // I tell my senders: buffer free
+    init(p_.ready_in, recvs_, prog_.recvs, false, tag_ready);  // my senders say: data in place
+    p_.start_all(p_.clear_in, "MPI_Startall(clear-to-send in)");
+  }
+
+ private:
+  int copies() const { return p_.device_signalled ? 1 : 2; }
+  const message& send(std::size_t k) const { return prog_.sends[sends_[k]]; }
+  const message& recv(std::size_t k) const { return prog_.recvs[recvs_[k]]; }
+
+  std::byte* open(const cudaIpcMemHandle_t& handle, const char* what) {
+    void* base = nullptr;
+    gpu::check(cudaIpcOpenMemHandle(&base, handle, cudaIpcMemLazyEnablePeerAccess), what, me_);
+    p_.opened.push_back(base);
+    return static_cast<std::byte*>(base);
+  }
+  std::uint64_t* flag_array(const cudaIpcMemHandle_t& handle, const char* what) {
+    return reinterpret_cast<std::uint64_t*>(open(handle, what));
+  }
+  template <class T>
+  void isend(std::vector<MPI_Request>& reqs, const T* data, int peer, int tag) {
+    post(reqs, data, sizeof(T), peer, tag, true);
+  }
+  template <class T>
+  void irecv(std::vector<MPI_Request>& reqs, T* data, int peer, int tag) {
+    post(reqs, data, sizeof(T), peer, tag, false);
+  }
+  template <class T>
+  void isend(std::vector<MPI_Request>& reqs, const std::vector<T>& v, int peer, int tag) {
+    post(reqs, v.data(), v.size() * sizeof(T), peer, tag, true);
+  }
+  template <class T>
+  void irecv(std::vector<MPI_Request>& reqs, std::vector<T>& v, int peer, int tag) {
+    post(reqs, v.data(), v.size() * sizeof(T), peer, tag, false);
+  }
+  void post(std::vector<MPI_Request>& reqs, const void* data, std::size_t bytes, int peer, int tag,
+            bool send) {
+    reqs.emplace_back();
+    check_mpi(send ? MPI_Isend(data, int(bytes), MPI_BYTE, peer, tag, comm_, &reqs.back())
+                   : MPI_Irecv(const_cast<void*>(data), int(bytes), MPI_BYTE, peer, tag, comm_,
+                               &reqs.back()),
+              send ? "MPI_Isend(CUDA IPC set-up)" : "MPI_Irecv(CUDA IPC set-up)", me_);
+  }
+  void wait(std::vector<MPI_Request>& reqs, const char* what) {
+    if (!reqs.empty())
+      check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), what, me_);
+  }
+  void init(std::vector<MPI_Request>& v, const std::vector<std::size_t>& which,
+            const std::vector<message>& msgs, bool send, int tag) {
+    for (std::size_t k : which) {
+      v.emplace_back();
+      check_mpi(send ? MPI_Send_init(&p_.dummy, 0, MPI_BYTE, msgs[k].peer, tag, comm_, &v.back())
+                     : MPI_Recv_init(&p_.dummy, 0, MPI_BYTE, msgs[k].peer, tag, comm_, &v.back()),
+                "MPI_Send_init/MPI_Recv_init(IPC control)", me_);
+    }
+  }
+
+  MPI_Comm comm_;
+  const exchange_program& prog_;
+  peer_ipc::impl& p_;
+  int me_;
+  std::vector<std::size_t> sends_, recvs_;  // the program's messages that use CUDA IPC
+  const std::byte* old_send_ = nullptr;
+  const std::byte* old_recv_ = nullptr;
+  std::size_t recv_size_ = 0;
+  std::vector<std::vector<region_msg>> regions_out_;  // per IPC receive
+  std::vector<handle_msg> in_;                        // per IPC send: the receiver's handle
+  std::vector<std::byte*> remote_;                    // per IPC send: copy 0 of its message
+  std::vector<int> direct_out_, direct_in_;
+  std::vector<copy_op> fused_;
+};
+
+}  // namespace
+
 std::string peer_ipc::current_gpu() {
   int dev = 0;
   char bus[32] = {};
@@ -302,284 +550,28 @@ std::string peer_ipc::current_gpu() {
   return bus;
 }
 
-std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, exchange_program& prog,
+std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, const exchange_program& prog,
                                            const locality& here, std::string& problem) {
   // The same on every rank (the peers agreed on their fields): decides who joins the
   // collectives. The options are per rank: a rank whose staging rules CUDA IPC out
   // takes part and declines every pair.
   if (!prog.has_device_fields || prog.has_host_fields) return nullptr;
-  const staging policy = prog.options.device_staging;
-  const bool enabled =
-      policy == staging::automatic || policy == staging::peer_ipc || policy == staging::nccl;
   int me = 0;
   check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1);
-  reach r = peers_reachable(here, prog, me);
-  if (!enabled)
-    for (auto& [peer, can] : r.ok) can = false;
-  agree_pairs(comm, r.ok, me);
-  auto by_ipc = [&](const message& m) { return r.ok.at(m.peer); };
-  const bool all_ipc = std::all_of(prog.sends.begin(), prog.sends.end(), by_ipc) &&
-                       std::all_of(prog.recvs.begin(), prog.recvs.end(), by_ipc);
-  const bool any_ipc = std::any_of(prog.sends.begin(), prog.sends.end(), by_ipc) ||
-                       std::any_of(prog.recvs.begin(), prog.recvs.end(), by_ipc);
-  // Device signals need every pair of every rank on CUDA IPC and on different GPUs: a kernel
-  // polling for a peer on its own GPU could hold the SMs that peer's kernel needs.
-  int mine =
-      all_ipc && !r.shares_gpu && !prog.ordered_device_unpack && prog.options.ipc_device_signals;
-  int everywhere = 0;
-  check_mpi(MPI_Allreduce(&mine, &everywhere, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me);
-  if (!any_ipc) return nullptr;  // every message of this rank goes through MPI
-
+  const decision d = decide(comm, prog, here, me);
+  if (!d.any) return nullptr;  // every message of this rank goes through MPI
   auto p = std::make_unique<impl>();
   p->comm = comm;
   p->rank = me;
-  p->device_signalled = everywhere != 0;
-  std::vector<message> ipc_sends, ipc_recvs;
-  for (const auto& m : prog.sends) (by_ipc(m) ? ipc_sends : p->mpi_sends).push_back(m);
-  for (const auto& m : prog.recvs) (by_ipc(m) ? ipc_recvs : p->mpi_recvs).push_back(m);
-  const std::size_t n_recv = ipc_recvs.size();
-  const std::size_t n_send = ipc_sends.size();
-  if (p->device_signalled) {
-    // [data-ready per receive message (written by its sender), started per send message
-    // (written by its receiver)]: each side polls only its own memory and writes the peer's.
-    p->flags = allocate(memory_space::device, std::max<std::size_t>(1, n_recv + n_send) * 8);
-    auto* f = reinterpret_cast<std::uint64_t*>(p->flags.get());
-    for (std::size_t k = 0; k < n_recv; ++k) p->signals.unpack_wait.push_back(f + k);
-    for (std::size_t k = 0; k < n_send; ++k) p->signals.pack_wait.push_back(f + n_recv + k);
-  }
-
-  // The IPC messages arrive in device memory (a buffer of the whole receive extent, at the
-  // same offsets) and are unpacked from there, unless their sender writes them straight into
-  // this rank's halos (device signals only: the start flag then also says "halo free").
-  // The MPI messages keep the staging buffers.
-  const std::size_t recv_size = extent_of(prog.recvs), send_size = extent_of(prog.sends);
-  // The buffers the kernels use now (device copies under copy staging).
-  const std::byte* old_recv = prog.copy_staging ? prog.device_recv.get() : prog.recv_buf.get();
-  const std::byte* old_send = prog.copy_staging ? prog.device_send.get() : prog.send_buf.get();
-  const bool into_fields = p->device_signalled && prog.options.ipc_into_fields;
-  std::vector<std::vector<region_msg>> regions_out(n_recv);
-  if (into_fields)
-    for (std::size_t k = 0; k < n_recv; ++k)
-      regions_out[k] = direct_regions(prog, old_recv, ipc_recvs[k]);
-  // Under the MPI handshake the buffer exists twice (exchange g in copy g mod 2): a sender may
-  // pack exchange g+1 while this rank still unpacks g, so start() need not wait for it.
-  const std::size_t copies = p->device_signalled ? 1 : 2;
-  p->recv = allocate(memory_space::device, copies * recv_size);
-
-  // Each receiver sends its buffer's handle, where each sender's message goes, its flags and
-  // how many halo regions the sender may write directly; each sender opens the handles once.
-  cudaIpcMemHandle_t h{}, fh{};
-  if (!ipc_recvs.empty())
-    gpu::check(cudaIpcGetMemHandle(&h, p->recv.get()), "cudaIpcGetMemHandle", me);
-  if (p->device_signalled)
-    gpu::check(cudaIpcGetMemHandle(&fh, p->flags.get()), "cudaIpcGetMemHandle(flags)", me);
-  std::vector<handle_msg> out(n_recv), in(n_send);
-  std::vector<start_msg> start_out(n_send), start_in(n_recv);
-  auto exchange_all = [&](auto&& post_sends, auto&& post_recvs, const char* what) {
-    std::vector<MPI_Request> reqs;
-    post_sends(reqs);
-    post_recvs(reqs);
-    if (!reqs.empty())
-      check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), what, me);
-  };
-  auto isend = [&](std::vector<MPI_Request>& reqs, const void* data, std::size_t bytes, int peer,
-                   int tag) {
-    reqs.emplace_back();
-    check_mpi(MPI_Isend(data, int(bytes), MPI_BYTE, peer, tag, comm, &reqs.back()),
-              "MPI_Isend(CUDA IPC set-up)", me);
-  };
-  auto irecv = [&](std::vector<MPI_Request>& reqs, void* data, std::size_t bytes, int peer,
-                   int tag) {
-    reqs.emplace_back();
-    check_mpi(MPI_Irecv(data, int(bytes), MPI_BYTE, peer, tag, comm, &reqs.back()),
-              "MPI_Irecv(CUDA IPC set-up)", me);
-  };
-  for (std::size_t k = 0; k < n_recv; ++k)
-    out[k] = {h,
-              ipc_recvs[k].offset,
-              fh,
-              k,
-              regions_out[k].empty() ? -1 : (long long)regions_out[k].size(),
-              ipc_recvs[k].bytes,
-              recv_size};
-  for (std::size_t k = 0; k < n_send; ++k) start_out[k] = {fh, n_recv + k};
-  const bool signalled = p->device_signalled;
-  exchange_all(
-      [&](auto& reqs) {
-        for (std::size_t k = 0; k < n_recv; ++k)
-          isend(reqs, &out[k], sizeof(handle_msg), ipc_recvs[k].peer, tag_handle);
-        for (std::size_t k = 0; k < n_send && signalled; ++k)
-          isend(reqs, &start_out[k], sizeof(start_msg), ipc_sends[k].peer, tag_start);
-      },
-      [&](auto& reqs) {
-        for (std::size_t k = 0; k < n_send; ++k)
-          irecv(reqs, &in[k], sizeof(handle_msg), ipc_sends[k].peer, tag_handle);
-        for (std::size_t k = 0; k < n_recv && signalled; ++k)
-          irecv(reqs, &start_in[k], sizeof(start_msg), ipc_recvs[k].peer, tag_start);
-      },
-      "MPI_Waitall(IPC handles)");
-  auto open = [&](const cudaIpcMemHandle_t& handle, const char* what) {
-    void* base = nullptr;
-    gpu::check(cudaIpcOpenMemHandle(&base, handle, cudaIpcMemLazyEnablePeerAccess), what, me);
-    p->opened.push_back(base);
-    return static_cast<std::byte*>(base);
-  };
-  std::vector<std::byte*> remote(n_send);
-  for (const auto& m : ipc_sends) p->signals.peer_bytes += m.bytes;
-  for (std::size_t k = 0; k < n_send; ++k)
-    if (in[k].bytes != ipc_sends[k].bytes && problem.empty())  // checked as MPI checks sizes
-      problem = fmt::format(
-          "rank {} will send {} bytes per exchange to rank {}, which expects {} (CUDA IPC "
-          "set-up): do both declare the same domain, stencil and fields in the same order?",
-          me, ipc_sends[k].bytes, ipc_sends[k].peer, in[k].bytes);
-  // (The set-up below still runs to its end, so that the peers' messages match; the caller
-  // raises `problem` on every rank before the object can run an exchange.)
-  for (std::size_t k = 0; k < n_send; ++k) {
-    remote[k] = open(in[k].handle, "cudaIpcOpenMemHandle") + in[k].offset;
-    if (!signalled) continue;
-    auto* f = reinterpret_cast<std::uint64_t*>(open(in[k].flags, "cudaIpcOpenMemHandle(flags)"));
-    p->signals.pack_post.push_back(f + in[k].ready);
-  }
-  for (std::size_t k = 0; k < n_recv && signalled; ++k) {
-    auto* f =
-        reinterpret_cast<std::uint64_t*>(open(start_in[k].flags, "cudaIpcOpenMemHandle(flags)"));
-    p->signals.start_post.push_back(f + start_in[k].started);
-  }
-
-  // Halo regions written directly: the receivers describe their unpack steps, the senders fuse
-  // each with the matching pack step and say which messages go that way.
-  std::vector<std::vector<region_msg>> regions_in(ipc_sends.size());
-  for (std::size_t k = 0; k < ipc_sends.size(); ++k)
-    regions_in[k].resize(std::size_t(std::max(0LL, in[k].regions)));
-  exchange_all(
-      [&](auto& reqs) {
-        for (std::size_t k = 0; k < n_recv; ++k)
-          if (!regions_out[k].empty())
-            isend(reqs, regions_out[k].data(), regions_out[k].size() * sizeof(region_msg),
-                  ipc_recvs[k].peer, tag_regions);
-      },
-      [&](auto& reqs) {
-        for (std::size_t k = 0; k < ipc_sends.size(); ++k)
-          if (!regions_in[k].empty())
-            irecv(reqs, regions_in[k].data(), regions_in[k].size() * sizeof(region_msg),
-                  ipc_sends[k].peer, tag_regions);
-      },
-      "MPI_Waitall(IPC halo regions)");
-  std::vector<int> direct_out(ipc_sends.size(), 0), direct_in(n_recv, 0);
-  std::vector<copy_op> fused;
-  for (std::size_t k = 0; k < ipc_sends.size(); ++k) {
-    if (regions_in[k].empty()) continue;
-    std::vector<std::byte*> field;
-    for (const auto& r : regions_in[k])
-      field.push_back(open(r.alloc, "cudaIpcOpenMemHandle(field)"));
-    auto ops = fuse_regions(prog, old_send, ipc_sends[k], regions_in[k], field);
-    if (ops.empty()) continue;
-    direct_out[k] = 1;
-    fused.insert(fused.end(), ops.begin(), ops.end());
-  }
-  exchange_all(
-      [&](auto& reqs) {
-        for (std::size_t k = 0; k < ipc_sends.size(); ++k)
-          if (!regions_in[k].empty())
-            isend(reqs, &direct_out[k], sizeof(int), ipc_sends[k].peer, tag_direct);
-      },
-      [&](auto& reqs) {
-        for (std::size_t k = 0; k < n_recv; ++k)
-          if (!regions_out[k].empty())
-            irecv(reqs, &direct_in[k], sizeof(int), ipc_recvs[k].peer, tag_direct);
-      },
-      "MPI_Waitall(IPC direct replies)");
-  // Direct messages: their pack steps become the fused copies, their unpack steps go.
-  auto in_direct = [](const void* ptr, const std::byte* buf, const std::vector<message>& msgs,
-                      const std::vector<int>& direct) {
-    for (std::size_t k = 0; k < msgs.size(); ++k)
-      if (direct[k] && in_message(ptr, buf, msgs[k])) return true;
-    return false;
-  };
-  auto& pk = prog.device_pack;
-  pk.erase(std::remove_if(pk.begin(), pk.end(),
-                          [&](const copy_op& op) {
-                            return in_direct(op.dst, old_send, ipc_sends, direct_out);
-                          }),
-           pk.end());
-  prog.device_pack.insert(prog.device_pack.end(), fused.begin(), fused.end());
-  auto& up = prog.device_unpack;
-  up.erase(std::remove_if(up.begin(), up.end(),
-                          [&](const copy_op& op) {
-                            return in_direct(op.src, old_recv, ipc_recvs, direct_in);
-                          }),
-           up.end());
-  const auto n_direct = std::count(direct_out.begin(), direct_out.end(), 1) +
-                        std::count(direct_in.begin(), direct_in.end(), 1);
-
-  // Unpack steps of buffered IPC messages read the IPC receive buffer.
-  auto rebase_recv = [&](auto*& ptr) {
-    if (!inside(ptr, old_recv, recv_size)) return;
-    const std::size_t off = std::size_t(reinterpret_cast<const std::byte*>(ptr) - old_recv);
-    if (std::any_of(ipc_recvs.begin(), ipc_recvs.end(),
-                    [&](const message& m) { return in_message(ptr, old_recv, m); }))
-      ptr = p->recv.get() + off;
-  };
-  for (auto& op : prog.device_unpack) rebase_recv(op.src);
-  for (auto& op : prog.device_scatter) rebase_recv(op.buf);
-  if (all_ipc) {  // nothing else uses the staging buffers
-    prog.copy_staging = false;
-    prog.recv_buf = p->recv;
-  }
-  // Pack steps of buffered IPC messages write straight into the receivers' buffers.
-  auto rebase_send = [&](auto*& ptr) {
-    if (!inside(ptr, old_send, send_size)) return;
-    const std::size_t off = std::size_t(reinterpret_cast<const std::byte*>(ptr) - old_send);
-    for (std::size_t k = 0; k < ipc_sends.size(); ++k)
-      if (off >= ipc_sends[k].offset && off < ipc_sends[k].offset + ipc_sends[k].bytes) {
-        ptr = remote[k] + (off - ipc_sends[k].offset);
-        return;
-      }
-  };
-  for (auto& op : prog.device_pack) rebase_send(op.dst);
-  for (auto& op : prog.device_gather) rebase_send(op.buf);
-  if (!p->device_signalled)
-    p->alternate = second_copy(prog, p->recv.get(), recv_size, remote, in, ipc_sends);
-
-  // Control messages, prepared once (IPC peers only).
-  auto init = [&](std::vector<MPI_Request>& v, const std::vector<message>& peers, bool send,
-                  int tag) {
-    for (const auto& m : peers) {
-      v.emplace_back();
-      check_mpi(send ? MPI_Send_init(&p->dummy, 0, MPI_BYTE, m.peer, tag, comm, &v.back())
-                     : MPI_Recv_init(&p->dummy, 0, MPI_BYTE, m.peer, tag, comm, &v.back()),
-                "MPI_Send_init/MPI_Recv_init(IPC control)", me);
-    }
-  };
-  const std::size_t n_ipc = ipc_sends.size() + n_recv;
-  const char* target = n_direct == 0 ? "into the receiver's GPU memory"
-                       : std::size_t(n_direct) == n_ipc
-                           ? "straight into the receiver's halo (no unpack)"
-                           : "straight into the receiver's halo where the regions allow (no "
-                             "unpack), else into its receive buffer";
-  const std::string ipc_path =
-      std::string(to_string(staging::peer_ipc)) +
-      (p->device_signalled
-           ? fmt::format(" (node-local GPUs: the pack kernel writes {} through CUDA IPC once the "
-                         "receiver has started the exchange, then a data-ready flag the "
-                         "receiver's stream waits for: no host wait, no MPI message per "
-                         "exchange)",
-                         target)
-           : std::string(" (node-local GPUs: the pack kernel writes into the receiver's GPU "
-                         "memory through CUDA IPC, into one of two copies of its receive buffer "
-                         "by turns; MPI carries clear-to-send and data-ready only)"));
-  for (const auto& m : ipc_sends) prog.direct_send_peers.push_back(m.peer);
-  for (const auto& m : ipc_recvs) prog.direct_recv_peers.push_back(m.peer);
-  if (all_ipc)
-    prog.path = ipc_path;
-  else
-    prog.direct_path = ipc_path;
-  if (p->device_signalled) return std::unique_ptr<peer_ipc>(new peer_ipc(std::move(p)));
-  init(p->clear_in, ipc_sends, false, tag_clear);  // my receivers say: buffer free
-  init(p->ready_out, ipc_sends, true, tag_ready);  // I tell my receivers: data in place
-  init(p->clear_out, ipc_recvs, true, tag_clear);  // I tell my senders: buffer free
-  init(p->ready_in, ipc_recvs, false, tag_ready);  // my senders say: data in place
-  p->start_all(p->clear_in, "MPI_Startall(clear-to-send in)");
+  p->device_signalled = d.signalled;
+  p->carries_all = d.all;
+  ipc_setup s(comm, prog, d, *p);
+  s.make_buffers();
+  s.swap_handles(problem);
+  s.go_direct();
+  s.place();
+  p->path = s.describe();
+  if (!p->device_signalled) s.control_messages();
   return std::unique_ptr<peer_ipc>(new peer_ipc(std::move(p)));
 }
 
@@ -599,8 +591,23 @@ const std::vector<message>& peer_ipc::mpi_recvs() const {
   return p_->mpi_recvs;
 }
 
-const peer_ipc::alternate_lists* peer_ipc::alternate() const {
-  return p_->alternate ? &*p_->alternate : nullptr;
+const device_steps& peer_ipc::steps(int copy) const {
+  return p_->steps[copy];
+}
+bool peer_ipc::alternates() const {
+  return !p_->device_signalled;
+}
+bool peer_ipc::carries_all() const {
+  return p_->carries_all;
+}
+const std::vector<int>& peer_ipc::send_peers() const {
+  return p_->send_peers;
+}
+const std::vector<int>& peer_ipc::recv_peers() const {
+  return p_->recv_peers;
+}
+const std::string& peer_ipc::path() const {
+  return p_->path;
 }
 
 void peer_ipc::start() {

@@ -8,7 +8,7 @@ struct peer_ipc::impl {};
 std::string peer_ipc::current_gpu() {
   return {};
 }
-std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, exchange_program&, const locality&,
+std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, const exchange_program&, const locality&,
                                            std::string&) {
   return nullptr;
 }
@@ -29,8 +29,26 @@ const std::vector<message>& peer_ipc::mpi_recvs() const {
   return mpi_sends();
 }
 void peer_ipc::start() {}
-const peer_ipc::alternate_lists* peer_ipc::alternate() const {
-  return nullptr;
+const device_steps& peer_ipc::steps(int) const {
+  static const device_steps none;
+  return none;
+}
+bool peer_ipc::alternates() const {
+  return false;
+}
+bool peer_ipc::carries_all() const {
+  return false;
+}
+const std::vector<int>& peer_ipc::send_peers() const {
+  static const std::vector<int> none;
+  return none;
+}
+const std::vector<int>& peer_ipc::recv_peers() const {
+  return send_peers();
+}
+const std::string& peer_ipc::path() const {
+  static const std::string none;
+  return none;
 }
 bool peer_ipc::cleared(std::uint64_t, bool) {
   return true;

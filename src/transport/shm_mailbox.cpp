@@ -78,7 +78,7 @@ namespace testing {
 bool deny_peer_segments = false;
 }  // namespace testing
 
-std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program& prog,
+std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_program& prog,
                                                  const locality& here, std::string& problem) {
   // The same on every rank (the peers agreed on their fields): decides who joins the set-up.
   // The environment is per rank and only decides what this rank offers and accepts.
@@ -235,35 +235,35 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, exchange_program
   const bool any = box->mpi_sends_.size() < prog.sends.size() || box->shared_recvs_ > 0;
   if (!any && box->fallback_.empty()) return nullptr;
 
-  // The send buffer moves into the segment (MPI messages are sent from there too).
+  // The send buffer lives in the segment (MPI messages are sent from there too); shared
+  // messages are unpacked straight out of their senders' buffers.
   if (own) {
-    std::byte* data = own.get() + data_at;
-    const std::byte* old = prog.send_buf.get();
-    for (auto& op : prog.pack.copies) op.dst = data + (op.dst - old);
-    for (auto& op : prog.pack.gathers) op.buf = data + (op.buf - old);
-    prog.send_buf = std::shared_ptr<std::byte>(own, data);
+    box->send_data_ = own.get() + data_at;
     box->p_->own = own;
   }
-  // Unpack steps of shared messages read the senders' buffers.
-  for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
-    if (box->recv_slot_[k] < 0) continue;
-    const std::byte* old = prog.recv_buf.get() + prog.recvs[k].offset;
-    std::byte* now = base[k] + in[k].data_at;
-    const auto& r = prog.unpack_range[k];
-    for (std::size_t c = r.c0; c < r.c0 + r.cn; ++c)
-      prog.unpack.copies[c].src = now + (prog.unpack.copies[c].src - old);
-    for (std::size_t g = r.g0; g < r.g0 + r.gn; ++g)
-      prog.unpack.gathers[g].buf = now + (prog.unpack.gathers[g].buf - old);
-  }
-  const std::string shm_path =
+  box->recv_data_.assign(prog.recvs.size(), nullptr);
+  for (std::size_t k = 0; k < prog.recvs.size(); ++k)
+    if (box->recv_slot_[k] >= 0) box->recv_data_[k] = base[k] + in[k].data_at;
+  return box;
+}
+
+placement shm_mailbox::placed(const exchange_program& prog, int copy) const {
+  placement where;
+  where.send_at.assign(prog.sends.size(), nullptr);
+  where.recv_at.assign(prog.recvs.size(), nullptr);
+  for (std::size_t m = 0; send_data_ && m < prog.sends.size(); ++m)
+    where.send_at[m] = send_data_ + prog.sends[m].offset +
+                       (copy && send_shared(m) ? send_shift_ : 0);  // MPI's message stays put
+  for (std::size_t m = 0; m < prog.recvs.size(); ++m)
+    if (recv_data_[m]) where.recv_at[m] = recv_data_[m] + (copy ? recv_shift_[m] : 0);
+  return where;
+}
+
+const std::string& shm_mailbox::path() {
+  static const std::string p =
       "shared memory (node-local: packed into a shared send buffer, unpacked straight out of it; "
       "no MPI message per exchange)";
-  for (std::size_t k = 0; k < prog.sends.size(); ++k)
-    if (box->send_slot_[k] >= 0) prog.direct_send_peers.push_back(prog.sends[k].peer);
-  for (std::size_t k = 0; k < prog.recvs.size(); ++k)
-    if (box->recv_slot_[k] >= 0) prog.direct_recv_peers.push_back(prog.recvs[k].peer);
-  if (any) prog.direct_path = shm_path;
-  return box;
+  return p;
 }
 
 shm_mailbox::~shm_mailbox() = default;

@@ -55,7 +55,8 @@ class device_copier {
   void use_signals(const device_signals& s);
   /// Double-buffered receive buffers (CUDA IPC with the MPI handshake): a second pack list and
   /// a second unpack list, the same copies with every pointer into buffer copy 0 moved to copy
-  /// 1. Exchanges with an even number then run these, odd ones the lists given at construction.
+  /// 1. Exchanges with an odd number (exchange g uses copy g mod 2) then run these, even ones
+  /// the lists given at construction.
   /// Uploaded once, here (not with signals).
   void use_alternate(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
                      const std::vector<copy_op>& unpack, const std::vector<gather_op>& scatter);

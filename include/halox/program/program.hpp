@@ -70,11 +70,8 @@ struct exchange_program {
   declaration declared;                           ///< compared with every peer's at set-up
   exchange_options options;  ///< transport choices, the environment applied (same on no rank pair)
   std::string summary;       ///< what describe() prints first
-  std::string path;          ///< how messages travel, for describe()
-  /// Peers whose messages travel directly (CUDA IPC, shared memory) while the others use MPI
-  /// (`path`), and how.
-  std::vector<int> direct_send_peers, direct_recv_peers;
-  std::string direct_path;
+  std::string path;          ///< how messages travel, for describe() (as compiled, before the
+                             ///< node-local transports take some of them)
   /// Host work run after every completed exchange, in order (physical boundary fills of host
   /// fields, see boundary/boundary.hpp). Prepared at set-up; running them allocates nothing.
   std::vector<std::function<void()>> after_exchange;

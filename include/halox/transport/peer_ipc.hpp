@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include "halox/pack/device_copy.hpp"
+#include "halox/program/placement.hpp"
 #include "halox/program/program.hpp"
 #include "halox/transport/locality.hpp"
 
@@ -26,12 +27,12 @@ class peer_ipc {
   /// both ranks of the pair, both are on one node with GPUs that reach each other (or the same
   /// GPU), and both are allowed by `peer_ipc_ranks` where set (the options may differ
   /// between ranks: a pair uses CUDA IPC only where both sides allow it). Those messages arrive in
-  /// a device buffer whose IPC handle goes to their senders once, and the senders' pack steps point
-  /// into it; the other messages keep going through MPI (mpi_sends/mpi_recvs). Returns null
-  /// (nothing changed) when no message of this rank uses CUDA IPC. Collective over `comm` whenever
+  /// a device buffer whose IPC handle goes to their senders once; steps() places the program's
+  /// device steps accordingly; the other messages keep going through MPI (mpi_sends/mpi_recvs).
+  /// Returns null when no message of this rank uses CUDA IPC. Collective over `comm` whenever
   /// the program has device fields. A message whose size differs between the sender's and the
   /// receiver's plan sets `problem`, for the caller to raise on every rank once set-up is complete.
-  static std::unique_ptr<peer_ipc> attach(MPI_Comm comm, exchange_program& prog,
+  static std::unique_ptr<peer_ipc> attach(MPI_Comm comm, const exchange_program& prog,
                                           const locality& here, std::string& problem);
   /// The PCI bus id of this process's current GPU, for locality::discover (empty without CUDA).
   static std::string current_gpu();
@@ -54,14 +55,18 @@ class peer_ipc {
   const std::vector<message>& mpi_sends() const;
   const std::vector<message>& mpi_recvs() const;
 
-  /// The device copy lists of even exchanges (MPI handshake): the program's, with every
-  /// pointer into copy 0 of an IPC receive buffer (this rank's, or a receiver's) moved to copy
-  /// 1. Null with device signals.
-  struct alternate_lists {
-    std::vector<copy_op> pack, unpack;
-    std::vector<gather_op> gather, scatter;
-  };
-  const alternate_lists* alternate() const;
+  /// The program's device steps placed where this transport puts the messages: into copy
+  /// `copy` of the receivers' buffers (exchange g uses copy g mod 2 under the MPI handshake;
+  /// copy 0 only with device signals, where messages may also go straight into the halos).
+  const device_steps& steps(int copy) const;
+  /// Whether the receive buffers exist twice (the MPI handshake).
+  bool alternates() const;
+  /// Whether every message of this rank travels through CUDA IPC (no staging buffer is used).
+  bool carries_all() const;
+  /// The peers this rank sends to (receives from) through CUDA IPC, and how, for describe().
+  const std::vector<int>& send_peers() const;
+  const std::vector<int>& recv_peers() const;
+  const std::string& path() const;
 
   /// Receiver's side, at the start of exchange g (after the unpack of g-1 has run): posts the
   /// data-ready receives of g and tells every sender that the copy of the receive buffer for

@@ -28,6 +28,7 @@
 
 #include <mpi.h>
 
+#include "halox/program/placement.hpp"
 #include "halox/program/program.hpp"
 #include "halox/transport/locality.hpp"
 
@@ -38,13 +39,14 @@ class shm_mailbox {
   /// Sets up shared-memory messages for the node-local peers of a host-only exchange (no
   /// device fields). A pair uses shared memory only where both ranks allow it
   /// (`host_shared_memory`, `peer_shm_ranks` of exchange_options may differ between ranks) and the
-  /// receiver can map the sender's buffer. Moves the program's send buffer into shared memory
-  /// and points the unpack steps of shared-memory messages into the senders' buffers. Returns
+  /// receiver can map the sender's buffer. The send buffer then lives in shared memory (every
+  /// message, MPI ones too, see send_buffer()) and shared-memory messages are unpacked straight
+  /// out of the senders' buffers (see placed()). Returns
   /// null when no message of this rank goes through shared memory and no pair fell back.
   /// Collective over `comm` whenever the program has no device fields. A message whose size
   /// differs between the two plans goes neither way: `problem` then says so, for the caller to
   /// raise on every rank once set-up is complete.
-  static std::unique_ptr<shm_mailbox> attach(MPI_Comm comm, exchange_program& prog,
+  static std::unique_ptr<shm_mailbox> attach(MPI_Comm comm, const exchange_program& prog,
                                              const locality& here, std::string& problem);
   ~shm_mailbox();
   shm_mailbox(const shm_mailbox&) = delete;
@@ -61,10 +63,14 @@ class shm_mailbox {
   /// Sender, exchange `g` (from 1): whether the receiver has consumed exchange g - 2, so that
   /// message `send` of exchange g may be packed into copy g mod 2 (never blocks).
   bool consumed(std::size_t send, std::uint64_t g) const;
-  /// Bytes from the first copy of a buffer to the second: where exchange g's pack steps write
-  /// (send) or unpack steps read (receive message `m`), shifted by (g mod 2) times this.
-  std::size_t send_shift() const { return send_shift_; }
-  std::size_t recv_shift(std::size_t m) const { return recv_shift_[m]; }
+  /// Where the messages of exchanges that use copy `copy` (g mod 2) of the buffers are: every
+  /// send message in this rank's segment, each shared receive message in its sender's.
+  placement placed(const exchange_program& prog, int copy) const;
+  /// The send buffer in shared memory (MPI sends its messages from here too); null when no
+  /// message of this rank goes through shared memory.
+  std::byte* send_buffer() const { return send_data_; }
+  /// How shared-memory messages travel, for describe().
+  static const std::string& path();
   /// Why messages to or from `peer` go through MPI although it is node-local, or null.
   const std::string* fallback(int peer) const;
   /// Sender: message `send` of exchange `g` is packed.
@@ -80,8 +86,10 @@ class shm_mailbox {
   shm_mailbox() = default;
   std::unique_ptr<impl> p_;
   std::vector<int> send_slot_, recv_slot_;  // -1: through MPI
-  std::size_t send_shift_ = 0;
-  std::vector<std::size_t> recv_shift_;
+  std::size_t send_shift_ = 0;           // from copy 0 of the send buffer to copy 1
+  std::vector<std::size_t> recv_shift_;  // the same, in each sender's buffer
+  std::byte* send_data_ = nullptr;       // copy 0 of the send buffer in this rank's segment
+  std::vector<std::byte*> recv_data_;    // copy 0 of each shared receive message
   std::vector<std::uint64_t*> send_ready_, send_consumed_, recv_ready_, recv_consumed_;
   std::vector<message> mpi_sends_, mpi_recvs_;
   std::size_t shared_recvs_ = 0;

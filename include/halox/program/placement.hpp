@@ -1,0 +1,47 @@
+#pragma once
+/// @file
+/// Placing a compiled program. At set-up the transports decide where each message's bytes live
+/// at run time (a shared-memory segment, a receiver's GPU memory through CUDA IPC, one of two
+/// copies of a buffer, or nowhere: written straight into the receiver's halo). The program's
+/// steps are placed against that decision once, here, into the steps an exchange runs; the
+/// program itself is never changed. Plain data, C++17: the CUDA seams read it too.
+
+#include <cstddef>
+#include <vector>
+
+#include "halox/program/program.hpp"
+
+namespace halox::detail {
+
+/// Where a transport put the messages of a program (for one copy of its buffers, where the
+/// transport alternates between two).
+struct placement {
+  /// For message k of the program's sends (receives): the address of its first byte at run
+  /// time; null, or a vector shorter than k, where the program's own buffer keeps it.
+  std::vector<std::byte*> send_at, recv_at;
+  /// Device fields written straight into the receivers' halos (CUDA IPC): the send messages
+  /// whose pack steps `fused` replaces (field to field), the receive messages whose unpack steps
+  /// are dropped.
+  std::vector<char> send_direct, recv_direct;
+  std::vector<copy_op> fused;
+};
+
+/// Whether `p` points into message `m` of the buffer at `buf`.
+bool in_message(const void* p, const std::byte* buf, const message& m);
+
+/// The host steps of the program (prog.pack, prog.unpack) as `where` puts the messages.
+exchange_program::steps place_pack(const exchange_program& prog, const placement& where);
+exchange_program::steps place_unpack(const exchange_program& prog, const placement& where);
+
+/// The device steps of one exchange: what the fused pack and unpack launches run.
+struct device_steps {
+  std::vector<copy_op> pack, unpack;
+  std::vector<gather_op> gather, scatter;
+};
+
+/// The program's device steps as `where` puts the messages. `send_buf` and `recv_buf` are the
+/// buffers the program's device steps point into (the device copies under copy staging).
+device_steps place_device(const exchange_program& prog, const placement& where,
+                          const std::byte* send_buf, const std::byte* recv_buf);
+
+}  // namespace halox::detail

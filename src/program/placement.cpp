@@ -1,0 +1,100 @@
+// Placing a compiled program's steps where the transports put its messages (see
+// halox/program/placement.hpp).
+#include "halox/program/placement.hpp"
+
+#include <algorithm>
+
+namespace halox::detail {
+
+namespace {
+
+template <class T>
+T at_or(const std::vector<T>& v, std::size_t k, T fallback) {
+  return k < v.size() ? v[k] : fallback;
+}
+
+// Moves `p` from message `m` of `buf` to the same place in the message at `to`.
+template <class P>
+void move_to(P& p, const std::byte* buf, const message& m, std::byte* to) {
+  p = static_cast<P>(to + (static_cast<const std::byte*>(p) - (buf + m.offset)));
+}
+
+// The host steps of every message, those of moved messages re-pointed (`buf_of`: the pointer
+// of a step into the message buffer).
+template <class CopyPtr, class GatherPtr>
+exchange_program::steps place_host(const exchange_program::steps& st,
+                                   const std::vector<exchange_program::op_range>& ranges,
+                                   const std::vector<message>& msgs, const std::byte* buf,
+                                   const std::vector<std::byte*>& at, CopyPtr copy_ptr,
+                                   GatherPtr gather_ptr) {
+  exchange_program::steps out = st;
+  for (std::size_t m = 0; m < msgs.size(); ++m) {
+    std::byte* to = at_or<std::byte*>(at, m, nullptr);
+    if (to == nullptr) continue;
+    const auto& r = ranges[m];
+    for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) move_to(copy_ptr(out.copies[k]), buf, msgs[m], to);
+    for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k)
+      move_to(gather_ptr(out.gathers[k]), buf, msgs[m], to);
+  }
+  return out;
+}
+
+// Device steps: a step belongs to the message its buffer pointer falls into.
+template <class Op, class Ptr>
+void place_list(std::vector<Op>& list, Ptr ptr, const std::vector<message>& msgs,
+                const std::byte* buf, const std::vector<std::byte*>& at,
+                const std::vector<char>& direct) {
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [&](Op& op) {
+                              for (std::size_t m = 0; m < msgs.size(); ++m)
+                                if (at_or<char>(direct, m, 0) && in_message(ptr(op), buf, msgs[m]))
+                                  return true;
+                              return false;
+                            }),
+             list.end());
+  for (auto& op : list)
+    for (std::size_t m = 0; m < msgs.size(); ++m) {
+      std::byte* to = at_or<std::byte*>(at, m, nullptr);
+      if (to != nullptr && in_message(ptr(op), buf, msgs[m])) {
+        move_to(ptr(op), buf, msgs[m], to);
+        break;
+      }
+    }
+}
+
+}  // namespace
+
+bool in_message(const void* p, const std::byte* buf, const message& m) {
+  const auto* b = static_cast<const std::byte*>(p);
+  return buf != nullptr && b >= buf + m.offset && b < buf + m.offset + m.bytes;
+}
+
+exchange_program::steps place_pack(const exchange_program& prog, const placement& where) {
+  return place_host(
+      prog.pack, prog.pack_range, prog.sends, prog.send_buf.get(), where.send_at,
+      [](copy_op& op) -> std::byte*& { return op.dst; },
+      [](gather_op& g) -> std::byte*& { return g.buf; });
+}
+
+exchange_program::steps place_unpack(const exchange_program& prog, const placement& where) {
+  return place_host(
+      prog.unpack, prog.unpack_range, prog.recvs, prog.recv_buf.get(), where.recv_at,
+      [](copy_op& op) -> const std::byte*& { return op.src; },
+      [](gather_op& g) -> std::byte*& { return g.buf; });
+}
+
+device_steps place_device(const exchange_program& prog, const placement& where,
+                          const std::byte* send_buf, const std::byte* recv_buf) {
+  device_steps s{prog.device_pack, prog.device_unpack, prog.device_gather, prog.device_scatter};
+  const auto pack_ptr = [](copy_op& op) -> std::byte*& { return op.dst; };
+  const auto unpack_ptr = [](copy_op& op) -> const std::byte*& { return op.src; };
+  const auto buf_ptr = [](gather_op& g) -> std::byte*& { return g.buf; };
+  place_list(s.pack, pack_ptr, prog.sends, send_buf, where.send_at, where.send_direct);
+  place_list(s.gather, buf_ptr, prog.sends, send_buf, where.send_at, where.send_direct);
+  place_list(s.unpack, unpack_ptr, prog.recvs, recv_buf, where.recv_at, where.recv_direct);
+  place_list(s.scatter, buf_ptr, prog.recvs, recv_buf, where.recv_at, where.recv_direct);
+  s.pack.insert(s.pack.end(), where.fused.begin(), where.fused.end());
+  return s;
+}
+
+}  // namespace halox::detail
