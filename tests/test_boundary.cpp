@@ -7,9 +7,12 @@
 
 #include <boost/mpi/collectives.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "check.hpp"
 #include "support.hpp"
@@ -305,4 +308,30 @@ TEST_CASE("boundary rules: errors on every rank before anything is written") {
            "box");
     CHECK(hxt::snapshot(f) == before);
   }
+}
+
+TEST_CASE("boundary rules on a device field in a build without CUDA: an error on every rank") {
+  // (With CUDA: tests/gpu/test_device_boundary.cpp.)
+  if (halox::detail::cuda_enabled()) return;
+  mpi::communicator world;
+  constexpr auto st = halox::stencil<2>::star(1);
+  const halox::cartesian<2> dom(world, {6, 6}, halox::periodic{true, false});
+  const auto n = dom.local_boxes()[0].size();
+  std::vector<double> mem(std::size_t((n[0] + 2) * (n[1] + 2)), -1.0);
+  // Host memory declared as device memory: halox must refuse it before touching it.
+  auto f = dom.wrap<double>(mem.data(), {n[0] + 2, n[1] + 2}, {1, 1}, {1, 1}, {},
+                            halox::memory_space::device);
+  halox::boundary<double, 2> bc;
+  bc.constant({1, halox::side::low}, 1.0).callback({1, halox::side::high}, [](const auto&) {
+    FAIL("callback run");
+  });
+  std::string msg;
+  try {
+    halox::make_exchange(dom, halox::halo(st, f, bc));
+  } catch (const halox::error& e) {
+    msg = e.what();
+  }
+  INFO(msg);
+  CHECK(msg.find("lives in device memory; this halox was built without CUDA") != std::string::npos);
+  CHECK(std::all_of(mem.begin(), mem.end(), [](double v) { return v == -1.0; }));
 }

@@ -164,6 +164,9 @@ void exchange_core::place_steps() {
     const device_steps& second = ipc->steps(1);
     gpu->use_alternate(second.pack, second.gather, second.unpack, second.scatter);
   }
+  if (!prog.device_boundary.empty())
+    rules = std::make_unique<device_boundary>(prog.device_boundary,
+                                              static_cast<stream_t>(gpu->stream()), rank());
 }
 
 void exchange_core::describe_routes() {
@@ -183,7 +186,8 @@ void exchange_core::describe_routes() {
 
 bool exchange_core::has_device_steps() const {
   return !prog.device_pack.empty() || !prog.device_unpack.empty() || !prog.device_gather.empty() ||
-         !prog.device_scatter.empty() || !prog.device_local_ordered.empty();
+         !prog.device_scatter.empty() || !prog.device_local_ordered.empty() ||
+         !prog.device_boundary.empty();
 }
 
 void exchange_core::pack(std::size_t m, const exchange_program::steps& st) const {
@@ -229,6 +233,7 @@ void exchange_core::launch_unpack() {
   else if (staging_copies)
     gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, rank());
   gpu->launch_unpack(rank(), generation);
+  if (rules) rules->launch_after_unpack(rank());  // boundary fills, on halox's stream
   unpack_pending = true;
 }
 
@@ -244,7 +249,7 @@ void exchange_core::finish_unpack(stream_t before) {
 
 bool exchange_core::unpack_ready() {
   launch_unpack();
-  if (!gpu->ready(rank())) return false;
+  if (!gpu->ready(rank()) || (rules && !rules->ready(rank()))) return false;
   unpack_pending = false;
   return true;
 }
@@ -254,8 +259,10 @@ std::unique_ptr<exchange_path> make_path(exchange_core& c) {
   if (c.ipc)
     return c.ipc->device_signalled() ? make_ipc_signalled_path(c) : make_ipc_handshake_path(c);
   if (c.nccl) return make_device_nccl_path(c);
-  // Device fields and local copies alone (one rank along every periodic dimension).
-  if (c.prog.sends.empty() && c.prog.recvs.empty() && c.prog.local_ops.empty() && !c.shm)
+  // Device fields and local copies alone (one rank along every periodic dimension); boundary
+  // rules follow the unpack on halox's stream, so not with them.
+  if (c.prog.sends.empty() && c.prog.recvs.empty() && c.prog.local_ops.empty() && !c.shm &&
+      !c.rules)
     return make_device_local_path(c);
   return make_device_path(c);
 }

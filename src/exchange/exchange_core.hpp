@@ -15,6 +15,7 @@
 
 #include <boost/mpi/communicator.hpp>
 
+#include "halox/boundary/device_boundary.hpp"
 #include "halox/core/stream.hpp"
 #include "halox/pack/device_copy.hpp"
 #include "halox/program/program.hpp"
@@ -89,6 +90,9 @@ struct exchange_core {
   /// test(): enqueues the unpack once; true when it has run (never blocks).
   bool unpack_ready();
   bool unpack_pending = false;  // an unpack is enqueued that may still read the receive buffer
+  /// Boundary rules of device fields, launched after the unpack (null without them). Declared
+  /// after `gpu`: destroyed before the stream its launches use.
+  std::unique_ptr<device_boundary> rules;
 
   /// Set-up: the steps placed where the transports put the messages, the GPU copier; what
   /// describe() says of each peer.

@@ -20,6 +20,7 @@ struct exchange_state {
   exchange_core core;
   std::unique_ptr<exchange_path> path;
   bool in_flight = false;
+  bool rules = true;    // false: completing exchanges runs no boundary rule (user callbacks)
   std::string failure;  // why an exchange of this object failed; then unusable
 
   exchange_state(const boost::mpi::communicator& c, exchange_program p)
@@ -46,21 +47,24 @@ struct exchange_state {
     if (!in_flight) return;
     guarded([&] { path->wait(before); });
     in_flight = false;
-    finish();
+    finish(before);
   }
   bool test() {
     if (!in_flight) return true;
     bool complete = false;
     guarded([&] { complete = path->test(); });
-    if (complete) in_flight = false, finish();
+    if (complete) in_flight = false, finish(nullptr);
     return complete;
   }
 
  private:
-  // The halos are complete: boundary fills (host fields), after the exchange proper so that
-  // an exception from a user's callback leaves the object usable.
-  void finish() const {
+  // The halos are complete: boundary fills of host fields, then device fields' callbacks (and
+  // the fills after them) on the scheduled wait's stream, or halox's with a host wait; after
+  // the exchange proper, so that an exception from a user's callback leaves the object usable.
+  void finish(stream_t before) {
+    if (!rules) return;
     for (const auto& fill : after_exchange) fill();
+    if (core.rules) core.rules->complete(before, core.rank());
   }
   // An error while an exchange runs ends it for good: it is no longer in flight, later waits
   // and tests return at once, and the object refuses to start another (its peers may be
@@ -92,7 +96,7 @@ halo_exchange::halo_exchange(const boost::mpi::communicator& comm, detail::excha
 halo_exchange::~halo_exchange() {
   if (!s_) return;
   // Completing here is not a user's exchange: boundary fills (user callbacks) do not run.
-  s_->after_exchange.clear();
+  s_->rules = false;
   try {
     s_->wait();
   } catch (...) {
@@ -104,7 +108,7 @@ halo_exchange::~halo_exchange() {
 halo_exchange::halo_exchange(halo_exchange&&) noexcept = default;
 halo_exchange& halo_exchange::operator=(halo_exchange&& o) noexcept {
   if (this != &o) {
-    if (s_) s_->after_exchange.clear();
+    if (s_) s_->rules = false;
     if (s_) try {
         s_->wait();
       } catch (...) {

@@ -41,6 +41,24 @@ __global__ void fill_kernel(double* p, long long n, double v) {
     p[t] = v;
 }
 
+__global__ void callback_kernel(box_cells b) {
+  long long total = b.ncomp;
+  for (int i = 0; i < b.dims; ++i) total *= b.hi[i] - b.lo[i];
+  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total;
+       t += (long long)gridDim.x * blockDim.x) {
+    long long r = t, g[4] = {0, 0, 0, 0}, off = 0;
+    for (int i = b.dims - 1; i >= 0; --i) {
+      g[i] = b.lo[i] + r % (b.hi[i] - b.lo[i]);
+      r /= b.hi[i] - b.lo[i];
+      off += (g[i] - b.origin[i]) * b.stride[i];
+    }
+    const long long c = r;
+    double v = 5000.0 + double(c);
+    for (int i = 0; i < b.dims; ++i) v = v * 7 + double(g[i]);
+    b.base[off + c * b.comp_stride] = v;
+  }
+}
+
 void check(cudaError_t rc, const char* what) {
   if (rc != cudaSuccess) {
     std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(rc));
@@ -57,6 +75,11 @@ void stamp(const geom& g, double salt, cudaStream_t stream) {
 void verify(const geom& g, double salt, unsigned long long* errors, cudaStream_t stream) {
   verify_kernel<<<120, 256, 0, stream>>>(g, salt, errors);
   check(cudaGetLastError(), "verify kernel launch");
+}
+
+void fill_callback_value(const box_cells& b, cudaStream_t stream) {
+  callback_kernel<<<64, 256, 0, stream>>>(b);
+  check(cudaGetLastError(), "callback kernel launch");
 }
 
 void fill_value(double* p, long long n, double v, cudaStream_t stream) {

@@ -17,6 +17,18 @@ void stamp(const geom& g, double salt, cudaStream_t stream);
 /// their periodic-wrapped source cell: every cell of a fully periodic box-stencil field.
 void verify(const geom& g, double salt, unsigned long long* errors, cudaStream_t stream);
 
+/// A box of cells of a double field of up to 4 dimensions in device memory: the element of
+/// global cell g, component c is at base[sum_i (g[i] - origin[i]) * stride[i] + c * comp_stride].
+struct box_cells {
+  double* base;
+  int dims, ncomp;
+  long long origin[4], stride[4], comp_stride, lo[4], hi[4];
+};
+
+/// Writes the test boundary callback's value into every cell of the box, on `stream`:
+/// v = 5000 + c, then v = v * 7 + g[i] for each dimension i (exact in double).
+void fill_callback_value(const box_cells& b, cudaStream_t stream);
+
 /// Writes `v` into `n` doubles at `p`, on `stream`.
 void fill_value(double* p, long long n, double v, cudaStream_t stream);
 

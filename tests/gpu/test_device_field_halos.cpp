@@ -1,6 +1,6 @@
 // GPU: per-field halos in one exchange with device fields (one fused pack and unpack for fields
-// with different stencils), a host field with boundary rules in the same exchange, and the
-// error for boundary rules on a device field. Skips (exit 77) where no GPU is usable.
+// with different stencils) and a host field with boundary rules in the same exchange (device
+// fields with rules: test_device_boundary.cpp). Skips (exit 77) where no GPU is usable.
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
@@ -80,21 +80,4 @@ TEST_CASE("device fields with their own stencils in one exchange, a host field w
       HXT_REQUIRE_OK(r);
     }
   }
-}
-
-TEST_CASE("boundary rules on a device field are an error on every rank") {
-  boost::mpi::communicator world;
-  const halox::cartesian<2> dom(world, {8, 8}, halox::periodic<2>{});
-  constexpr auto st = halox::stencil<2>::star(1);
-  auto a = dom.make_field<double>(st, halox::device);
-  halox::boundary<double, 2> bc;
-  bc.constant({0, halox::side::low}, 1.0);
-  std::string msg;
-  try {
-    halox::make_exchange(dom, halox::halo(st, a, bc));
-  } catch (const halox::error& e) {
-    msg = e.what();
-  }
-  INFO(msg);
-  CHECK(msg.find("boundary rules run on host fields only") != std::string::npos);
 }

@@ -4,7 +4,9 @@
 /// box after each exchange (a constant, zero gradient, a reflection with a sign per component,
 /// or your callback), and their compilation into fills run by the exchange object.
 
+#include <algorithm>
 #include <array>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -13,8 +15,11 @@
 
 #include "halox/core/box.hpp"
 #include "halox/core/error.hpp"
+#include "halox/core/reduction.hpp"
+#include "halox/core/stream.hpp"
 #include "halox/field/field.hpp"
 #include "halox/pattern/stencil.hpp"
+#include "halox/program/boundary_ops.hpp"
 
 namespace halox {
 
@@ -29,12 +34,21 @@ struct face {
 
 /// What a boundary callback is given: the field, the block, the face, and the halo cells to
 /// fill (global indices, beyond the face, across the owned box grown by the stencil's widths).
+///
+/// `stream` is null for host fields: the callback runs on the host and writes the cells itself.
+/// For device fields it is the CUDA stream the callback must order its work on (enqueue a
+/// kernel or a cudaMemcpyAsync there, do not synchronise): everything halox did for this
+/// exchange, the built-in rules of lower dimensions included, is ordered before it. In
+/// `schedule_wait(s)` it is `s` and halox adds no host wait; in `exchange()`, a handle's
+/// `wait()` and the `test()` that returns true it is halox's own stream, and halox waits for that
+/// stream (the callbacks' work included) before returning.
 template <class T, int D>
 struct boundary_face {
   field<T, D> f;
   int block = 0;
   halox::face face;
   box<D> cells;
+  stream_t stream = nullptr;
 };
 
 /// The kinds of rule a face can have.
@@ -51,7 +65,9 @@ enum class boundary_kind { none, constant, zero_gradient, reflect, callback };
 /// Pass it with the field's stencil to make_exchange: `halox::halo(st, u, bc)`. After every
 /// exchange (at `wait()`, or the `test()` that completes it) the rules run in dimension order,
 /// low face before high, so where two boundaries meet the higher dimension's rule has the last
-/// word and reads what the lower ones wrote (see docs/staggered.md).
+/// word and reads what the lower ones wrote (see docs/staggered.md). On device fields the
+/// built-in rules run in halox's kernels on its stream after the unpack (bit-identical to the
+/// host's), and callbacks get the stream to enqueue their work on (boundary_face::stream).
 template <class T, int D>
 class boundary {
  public:
@@ -135,24 +151,57 @@ struct boundary_copy {
   }
 };
 
-/// Checks field #k's rules against the domain (`per` its periodicity) and compiles them into
-/// fills, in dimension order, low before high, block by block. Throws halox::error naming the
-/// rank, the field and the face. Along a staggered dimension the field's points run from 0 to
-/// n (the boundary points lie on the faces and are owned): the rules fill the points beyond
-/// them, and a reflection mirrors about the boundary point (point −k holds point k).
+/// Appends `n` bytes at `p` to the fill data, 16-byte aligned; returns their offset.
+inline std::size_t append_fill_data(std::vector<std::byte>& data, const void* p, std::size_t n) {
+  const std::size_t at = (data.size() + 15) / 16 * 16;
+  data.resize(at + n);
+  std::memcpy(data.data() + at, p, n);
+  return at;
+}
+
+/// A compiled host fill as halox's kernels run it on a device field (byte strides; the
+/// constant and the signs copied into the fill data).
+template <class T, int D>
+fill_op device_fill(const boundary_copy<T, D>& op, int dim, std::vector<std::byte>& data) {
+  fill_op f;
+  f.dst = reinterpret_cast<std::byte*>(op.dst);
+  f.src = reinterpret_cast<const std::byte*>(op.src);
+  f.dim = dim;
+  f.rank = D + 1;
+  f.comp_loop = D;
+  f.elem = sizeof(T);
+  f.word = std::min<std::size_t>(alignof(T), 8);
+  f.type = device_type_code<T>();
+  for (int i = 0; i <= D; ++i) {
+    f.count[std::size_t(i)] = op.count[std::size_t(i)];
+    f.dst_stride[std::size_t(i)] = op.dst_stride[std::size_t(i)] * index(sizeof(T));
+    f.src_stride[std::size_t(i)] = op.src_stride[std::size_t(i)] * index(sizeof(T));
+  }
+  if (!op.src) f.constant = append_fill_data(data, &op.value, sizeof(T));
+  if (!op.sign.empty()) {
+    f.has_signs = true;
+    f.signs = append_fill_data(data, op.sign.data(), op.sign.size() * sizeof(T));
+  }
+  return f;
+}
+
+/// Checks field #k's rules against the domain (`per` its periodicity) and compiles them, in
+/// dimension order, low before high, block by block: into host work for a host field, into
+/// fills and callbacks in `device` for a device field. Throws halox::error naming the rank, the
+/// field and the face. Along a staggered dimension the field's points run from 0 to n (the
+/// boundary points lie on the faces and are owned): the rules fill the points beyond them, and
+/// a reflection mirrors about the boundary point (point −k holds point k).
 template <class T, int D>
 std::vector<std::function<void()>> compile_boundary(const boundary<T, D>& bc, const field<T, D>& f,
                                                     const stencil<D>& st,
                                                     const std::array<bool, D>& per, int rank,
-                                                    int k) {
+                                                    int k, device_rules& device) {
   const extents<D> n = f.state()->points.global().hi;  // points (cells for a cell field)
   const auto& stagger = f.state()->points.stagger;
   std::vector<std::function<void()>> out;
   if (bc.empty()) return out;
   const auto label = detail::format("field #{} '{}'", k, f.name());
-  require(f.space() == memory_space::host,
-          "rank {}: {}: boundary rules run on host fields only (device fields: not yet)", rank,
-          label);
+  const bool on_device = f.space() == memory_space::device;
   // The last rule given for a face wins.
   std::array<std::array<const typename boundary<T, D>::rule*, 2>, D> at{};
   for (const auto& [fc, r] : bc.rules()) {
@@ -170,6 +219,10 @@ std::vector<std::function<void()>> compile_boundary(const boundary<T, D>& bc, co
       if constexpr (!std::is_arithmetic_v<T>)
         require(r.signs.empty(), "rank {}: {}: reflect with signs needs an arithmetic value type",
                 rank, label);
+      require(r.signs.empty() || !on_device || device_type_code<T>() != 0,
+              "rank {}: {}: reflect with signs on a device field supports double, float and "
+              "32/64-bit integers",
+              rank, label);
     }
     require(r.kind != boundary_kind::callback || bool(r.fn),
             "rank {}: {}: empty callback on the {} face of dimension {}", rank, label,
@@ -192,7 +245,14 @@ std::vector<std::function<void()>> compile_boundary(const boundary<T, D>& bc, co
         const box<D> exchanged = grow(m.owned, st.lo, st.hi);
         const face fc{d, s == 0 ? side::low : side::high};
         if (r->kind == boundary_kind::callback) {
-          out.push_back([fn = r->fn, bf = boundary_face<T, D>{f, b, fc, cells}] { fn(bf); });
+          const boundary_face<T, D> bf{f, b, fc, cells, nullptr};
+          if (on_device)
+            device.callbacks.push_back({d, [fn = r->fn, bface = bf](stream_t on) mutable {
+                                          bface.stream = on;
+                                          fn(bface);
+                                        }});
+          else
+            out.push_back([fn = r->fn, bf] { fn(bf); });
           continue;
         }
         boundary_copy<T, D> op;
@@ -230,7 +290,10 @@ std::vector<std::function<void()>> compile_boundary(const boundary<T, D>& bc, co
           for (int i = 0; i < D; ++i) op.src_stride[i] = m.stride[i];
           op.src_stride[d] = r->kind == boundary_kind::zero_gradient ? 0 : -m.stride[d];
         }
-        out.push_back([op = std::move(op)] { op.run(); });
+        if (on_device)
+          device.fills.push_back(device_fill(op, d, device.data));
+        else
+          out.push_back([op = std::move(op)] { op.run(); });
       }
     }
   return out;

@@ -31,13 +31,15 @@ field_halo<T, D> halo(const stencil<D>& st, const field<T, D>& f, boundary<T, D>
 /// Builds the communication object for fields with their own stencils and boundary rules:
 /// each field's halo cells receive the owned cells they mirror as its stencil says, one
 /// message per peer carries every field, and after each exchange the boundary rules fill the
-/// halo cells beyond non-periodic faces (host fields). Collective; every rank passes the same
+/// halo cells beyond non-periodic faces (device fields: in stream order, see
+/// docs/staggered.md). Collective; every rank passes the same
 /// stencils and field types in the same order.
 ///
 /// Throws halox::error, on every rank, when any rank's input is wrong: the errors of the
 /// single-stencil make_exchange per field (padding narrower than that field's stencil, ...),
 /// a boundary rule on a periodic face, a reflection whose mirror cells lie outside what the
-/// exchange fills, a rule on a device field. Nothing is sent and no field is written before.
+/// exchange fills, reflection signs on a device field of a type the kernels cannot multiply.
+/// Nothing is sent and no field is written before.
 template <class Domain, int D, class... T>
 halo_exchange make_exchange(const Domain& dom, const exchange_options& options,
                             const field_halo<T, D>&... halos) {
@@ -46,6 +48,7 @@ halo_exchange make_exchange(const Domain& dom, const exchange_options& options,
   const std::vector<const stencil<D>*> sts{&halos.st...};
   exchange_options opts;
   std::vector<std::function<void()>> fills;
+  detail::device_rules device_fills;
   detail::agree(dom.comm(), [&] {
     opts = detail::with_environment(options);
     detail::validate_fields<D>(dom, sts, states);
@@ -54,12 +57,13 @@ halo_exchange make_exchange(const Domain& dom, const exchange_options& options,
       for (auto& f : more) fills.push_back(std::move(f));
     };
     (add(detail::compile_boundary<T, D>(halos.bc, halos.f, halos.st, dom.periodicity().flags,
-                                        dom.rank(), k++)),
+                                        dom.rank(), k++, device_fills)),
      ...);
   });
   // One plan per distinct stencil and centering, shared by the fields that have it.
   auto prog = detail::compile<D>(detail::plans_for<D>(dom, sts, states).per_field, states, opts);
   prog.after_exchange = std::move(fills);
+  prog.device_boundary = std::move(device_fills);
   return detail::finish_exchange(
       dom.comm(), std::move(prog),
       detail::declare_structured<D>(sts, dom.global_box(), dom.periodicity().flags), halos.f...);

@@ -12,6 +12,7 @@
 
 #include "halox/core/options.hpp"
 #include "halox/field/memory.hpp"
+#include "halox/program/boundary_ops.hpp"
 #include "halox/program/ops.hpp"
 
 namespace halox::detail {
@@ -75,6 +76,9 @@ struct exchange_program {
   /// Host work run after every completed exchange, in order (physical boundary fills of host
   /// fields, see boundary/boundary.hpp). Prepared at set-up; running them allocates nothing.
   std::vector<std::function<void()>> after_exchange;
+  /// Boundary rules of device fields: built-in fills that halox's kernels run on its stream after
+  /// the unpack, and callbacks (see boundary/device_boundary.hpp).
+  device_rules device_boundary;
 };
 
 }  // namespace halox::detail
