@@ -28,8 +28,10 @@ void check_mpi(int rc, const char* call, int rank) {
   if (rc != MPI_SUCCESS) fail("rank {}: {} failed (shared-memory transport set-up)", rank, call);
 }
 
+}  // namespace
+
 // A sender's offer for one message: where its buffer can be opened and where the message is.
-struct offer {
+struct shm_mailbox::offer {
   long long pid = 0;
   int fd = -1;
   int slot = -1;
@@ -40,6 +42,8 @@ struct offer {
   int valid = 0;
   int pad = 0;
 };
+
+namespace {
 
 // A receiver's reply to an offer: the message goes through shared memory, or why not.
 enum reply : int { reply_shared = 1, reply_declined = 0, reply_size = -1 };  // < -1: -errno
@@ -78,6 +82,115 @@ namespace testing {
 bool deny_peer_segments = false;
 }  // namespace testing
 
+namespace {
+
+// This rank's segment: one slot per send message, then the send buffer twice (exchanges
+// alternate between the two copies, `stride` bytes apart). Not made (null) where no receiver
+// may share it.
+struct segment {
+  std::shared_ptr<std::byte> mem;
+  int fd = -1;
+  std::size_t size = 0, data_at = 0, stride = 0;
+};
+
+segment make_segment(const exchange_program& prog, bool wanted) {
+  segment s;
+  std::size_t send_size = 0;
+  for (const auto& m : prog.sends) send_size = std::max(send_size, m.offset + m.bytes);
+  s.data_at = (prog.sends.size() * slot_bytes + 63) / 64 * 64;
+  s.stride = (send_size + 63) / 64 * 64;
+  s.size = std::max<std::size_t>(s.data_at + 2 * s.stride, 64);
+  if (!wanted) return s;
+  s.fd = memfd_create("halox-messages", MFD_CLOEXEC);
+  if (s.fd >= 0 && ftruncate(s.fd, off_t(s.size)) == 0) s.mem = map_shared(s.fd, s.size);
+  return s;
+}
+
+// One value per message each way: `out[k]` to the peer of message k of `to`, `in[k]` from the
+// peer of message k of `from`.
+template <class T>
+void swap_per_message(MPI_Comm comm, int me, const std::vector<T>& out,
+                      const std::vector<message>& to, std::vector<T>& in,
+                      const std::vector<message>& from, int tag, const char* what) {
+  std::vector<MPI_Request> reqs;
+  for (std::size_t k = 0; k < to.size(); ++k) {
+    reqs.emplace_back();
+    check_mpi(MPI_Isend(&out[k], sizeof(T), MPI_BYTE, to[k].peer, tag, comm, &reqs.back()),
+              "MPI_Isend(shared-memory set-up)", me);
+  }
+  for (std::size_t k = 0; k < from.size(); ++k) {
+    reqs.emplace_back();
+    check_mpi(MPI_Irecv(&in[k], sizeof(T), MPI_BYTE, from[k].peer, tag, comm, &reqs.back()),
+              "MPI_Irecv(shared-memory set-up)", me);
+  }
+  check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), what, me);
+}
+
+}  // namespace
+
+// The receiver's side of one offer: maps the sender's buffer (or says why not: the plans
+// disagree, or the system forbids opening another process's descriptors) and returns the reply.
+int shm_mailbox::take_offer(std::size_t k, const offer& o, const message& m, int me,
+                            std::string& problem) {
+  if (o.bytes != m.bytes) {  // the plans disagree: neither path may carry it
+    problem = fmt::format(
+        "rank {} expects {} bytes per exchange from rank {}, whose shared-memory offer has "
+        "{}: do both declare the same domain, stencil and fields in the same order?",
+        me, m.bytes, m.peer, o.bytes);
+    return reply_size;
+  }
+  // Another process's descriptors can be off limits (ptrace scope, hidepid, containers):
+  // then this pair goes through MPI, and describe() says why.
+  const std::string path = fmt::format("/proc/{}/fd/{}", o.pid, o.fd);
+  const int f =
+      testing::deny_peer_segments ? (errno = EACCES, -1) : open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (f < 0) {
+    const int err = errno;
+    fallback_[m.peer] =
+        fmt::format("could not open rank {}'s buffer {}: {}", m.peer, path, std::strerror(err));
+    return -err;
+  }
+  auto seg = map_shared(f, std::size_t(o.size));
+  const int map_errno = errno;
+  close(f);
+  if (!seg) {
+    fallback_[m.peer] =
+        fmt::format("could not map rank {}'s buffer: {}", m.peer, std::strerror(map_errno));
+    return -map_errno;
+  }
+  std::byte* base = seg.get();
+  p_->mapped.push_back(std::move(seg));
+  recv_slot_[k] = o.slot;
+  recv_shift_[k] = std::size_t(o.stride);
+  recv_data_[k] = base + o.data_at;
+  auto* slot = reinterpret_cast<std::uint64_t*>(base + std::size_t(o.slot) * slot_bytes);
+  recv_ready_[k] = slot;
+  recv_consumed_[k] = slot + 8;
+  return reply_shared;
+}
+
+// The sender's side of one reply: message k goes through shared memory (its slot in this
+// rank's segment), or through MPI, with the reason where the receiver could not map it.
+void shm_mailbox::take_reply(std::size_t k, bool offered, int reply, const message& m,
+                             std::byte* segment, int me, std::string& problem) {
+  if (reply == reply_size && problem.empty())
+    problem = fmt::format(
+        "rank {} will send {} bytes per exchange to rank {}, which expects another size: do "
+        "both declare the same domain, stencil and fields in the same order?",
+        me, m.bytes, m.peer);
+  if (reply < reply_size)
+    fallback_[m.peer] = fmt::format("rank {} could not open this rank's buffer: {}", m.peer,
+                                    std::strerror(-reply));
+  if (!(offered && reply == reply_shared)) {
+    mpi_sends_.push_back(m);
+    return;
+  }
+  send_slot_[k] = int(k);
+  auto* slot = reinterpret_cast<std::uint64_t*>(segment + k * slot_bytes);
+  send_ready_[k] = slot;
+  send_consumed_[k] = slot + 8;
+}
+
 std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_program& prog,
                                                  const locality& here, std::string& problem) {
   // The same on every rank (the peers agreed on their fields): decides who joins the set-up.
@@ -94,156 +207,52 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_p
   auto candidate = [&](int peer) {
     return opt.host_shared_memory && allowed(me) && allowed(peer) && here.same_node(peer);
   };
-
-  // This rank's segment: one slot per send message, then the send buffer twice (exchanges
-  // alternate between the two copies, `stride` bytes apart).
-  std::size_t send_size = 0;
-  for (const auto& m : prog.sends) send_size = std::max(send_size, m.offset + m.bytes);
-  const std::size_t data_at = (prog.sends.size() * slot_bytes + 63) / 64 * 64;
-  const std::size_t stride = (send_size + 63) / 64 * 64;
-  const std::size_t seg_size = std::max<std::size_t>(data_at + 2 * stride, 64);
-  const bool wants = std::any_of(prog.sends.begin(), prog.sends.end(),
-                                 [&](const message& m) { return candidate(m.peer); });
-  int fd = -1;
-  std::shared_ptr<std::byte> own;
-  if (wants) {
-    fd = memfd_create("halox-messages", MFD_CLOEXEC);
-    if (fd >= 0 && ftruncate(fd, off_t(seg_size)) == 0) own = map_shared(fd, seg_size);
-  }
+  const segment seg = make_segment(
+      prog, std::any_of(prog.sends.begin(), prog.sends.end(),
+                        [&](const message& m) { return candidate(m.peer); }));
 
   // Offers to every receiver (valid only where this rank could share), replies back.
   std::vector<offer> out(prog.sends.size()), in(prog.recvs.size());
-  std::vector<int> reply_out(prog.recvs.size(), 0), reply_in(prog.sends.size(), 0);
-  std::vector<MPI_Request> reqs;
-  for (std::size_t k = 0; k < prog.sends.size(); ++k) {
-    auto& o = out[k];
-    o.pid = getpid();
-    o.fd = fd;
-    o.slot = int(k);
-    o.size = seg_size;
-    o.data_at = data_at + prog.sends[k].offset;
-    o.bytes = prog.sends[k].bytes;
-    o.stride = stride;
-    o.valid = own && candidate(prog.sends[k].peer);
-    reqs.emplace_back();
-    check_mpi(
-        MPI_Isend(&o, sizeof(offer), MPI_BYTE, prog.sends[k].peer, tag_offer, comm, &reqs.back()),
-        "MPI_Isend(offer)", me);
-  }
-  for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
-    reqs.emplace_back();
-    check_mpi(MPI_Irecv(&in[k], sizeof(offer), MPI_BYTE, prog.recvs[k].peer, tag_offer, comm,
-                        &reqs.back()),
-              "MPI_Irecv(offer)", me);
-  }
-  check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall(offers)",
-            me);
-  reqs.clear();
+  for (std::size_t k = 0; k < prog.sends.size(); ++k)
+    out[k] = {getpid(), seg.fd, int(k), seg.size, seg.data_at + prog.sends[k].offset,
+              prog.sends[k].bytes, seg.stride, seg.mem && candidate(prog.sends[k].peer), 0};
+  swap_per_message(comm, me, out, prog.sends, in, prog.recvs, tag_offer, "MPI_Waitall(offers)");
 
   std::unique_ptr<shm_mailbox> box(new shm_mailbox());
   box->p_ = std::make_unique<impl>();
-  box->recv_slot_.assign(prog.recvs.size(), -1);
-  box->recv_shift_.assign(prog.recvs.size(), 0);
-  box->send_shift_ = stride;
-  box->recv_ready_.assign(prog.recvs.size(), nullptr);
-  box->recv_consumed_.assign(prog.recvs.size(), nullptr);
-  std::vector<std::byte*> base(prog.recvs.size(), nullptr);
-  for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
-    const auto& o = in[k];
-    const int peer = prog.recvs[k].peer;
-    if (!o.valid || !candidate(peer)) continue;
-    if (o.bytes != prog.recvs[k].bytes) {  // the plans disagree: neither path may carry it
-      reply_out[k] = reply_size;
-      problem = fmt::format(
-          "rank {} expects {} bytes per exchange from rank {}, whose shared-memory offer has "
-          "{}: do both declare the same domain, stencil and fields in the same order?",
-          me, prog.recvs[k].bytes, peer, o.bytes);
-      continue;
-    }
-    // Another process's descriptors can be off limits (ptrace scope, hidepid, containers):
-    // then this pair goes through MPI, and describe() says why.
-    const std::string path = fmt::format("/proc/{}/fd/{}", o.pid, o.fd);
-    const int f =
-        testing::deny_peer_segments ? (errno = EACCES, -1) : open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (f < 0) {
-      reply_out[k] = -errno;
-      box->fallback_[peer] =
-          fmt::format("could not open rank {}'s buffer {}: {}", peer, path, std::strerror(errno));
-      continue;
-    }
-    auto seg = map_shared(f, std::size_t(o.size));
-    const int map_errno = errno;
-    close(f);
-    if (!seg) {
-      reply_out[k] = -map_errno;
-      box->fallback_[peer] =
-          fmt::format("could not map rank {}'s buffer: {}", peer, std::strerror(map_errno));
-      continue;
-    }
-    base[k] = seg.get();
-    box->p_->mapped.push_back(std::move(seg));
-    box->recv_slot_[k] = o.slot;
-    box->recv_shift_[k] = std::size_t(o.stride);
-    auto* slot = reinterpret_cast<std::uint64_t*>(base[k] + std::size_t(o.slot) * slot_bytes);
-    box->recv_ready_[k] = slot;
-    box->recv_consumed_[k] = slot + 8;
-    reply_out[k] = reply_shared;
-  }
-  for (std::size_t k = 0; k < prog.recvs.size(); ++k) {
-    reqs.emplace_back();
-    check_mpi(
-        MPI_Isend(&reply_out[k], 1, MPI_INT, prog.recvs[k].peer, tag_reply, comm, &reqs.back()),
-        "MPI_Isend(reply)", me);
-  }
-  for (std::size_t k = 0; k < prog.sends.size(); ++k) {
-    reqs.emplace_back();
-    check_mpi(
-        MPI_Irecv(&reply_in[k], 1, MPI_INT, prog.sends[k].peer, tag_reply, comm, &reqs.back()),
-        "MPI_Irecv(reply)", me);
-  }
-  check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall(replies)",
-            me);
-  if (fd >= 0) close(fd);  // the receivers have mapped it (or given up); mappings stay
+  box->send_shift_ = seg.stride;
+  const std::size_t nr = prog.recvs.size(), ns = prog.sends.size();
+  box->recv_slot_.assign(nr, -1);
+  box->recv_shift_.assign(nr, 0);
+  box->recv_data_.assign(nr, nullptr);
+  box->recv_ready_.assign(nr, nullptr);
+  box->recv_consumed_.assign(nr, nullptr);
+  std::vector<int> reply_out(nr, reply_declined), reply_in(ns, 0);
+  for (std::size_t k = 0; k < nr; ++k)
+    if (in[k].valid && candidate(prog.recvs[k].peer))
+      reply_out[k] = box->take_offer(k, in[k], prog.recvs[k], me, problem);
+  swap_per_message(comm, me, reply_out, prog.recvs, reply_in, prog.sends, tag_reply,
+                   "MPI_Waitall(replies)");
+  if (seg.fd >= 0) close(seg.fd);  // the receivers have mapped it (or given up); mappings stay
 
-  box->send_slot_.assign(prog.sends.size(), -1);
-  box->send_ready_.assign(prog.sends.size(), nullptr);
-  box->send_consumed_.assign(prog.sends.size(), nullptr);
-  for (std::size_t k = 0; k < prog.sends.size(); ++k) {
-    const int peer = prog.sends[k].peer;
-    if (reply_in[k] == reply_size && problem.empty())
-      problem = fmt::format(
-          "rank {} will send {} bytes per exchange to rank {}, which expects another size: do "
-          "both declare the same domain, stencil and fields in the same order?",
-          me, prog.sends[k].bytes, peer);
-    if (reply_in[k] < reply_size)
-      box->fallback_[peer] = fmt::format("rank {} could not open this rank's buffer: {}", peer,
-                                         std::strerror(-reply_in[k]));
-    if (!(out[k].valid && reply_in[k] == reply_shared)) {
-      box->mpi_sends_.push_back(prog.sends[k]);
-      continue;
-    }
-    box->send_slot_[k] = int(k);
-    auto* slot = reinterpret_cast<std::uint64_t*>(own.get() + k * slot_bytes);
-    box->send_ready_[k] = slot;
-    box->send_consumed_[k] = slot + 8;
-  }
-  for (std::size_t k = 0; k < prog.recvs.size(); ++k)
+  box->send_slot_.assign(ns, -1);
+  box->send_ready_.assign(ns, nullptr);
+  box->send_consumed_.assign(ns, nullptr);
+  for (std::size_t k = 0; k < ns; ++k)
+    box->take_reply(k, out[k].valid != 0, reply_in[k], prog.sends[k], seg.mem.get(), me, problem);
+  for (std::size_t k = 0; k < nr; ++k)
     if (box->recv_slot_[k] < 0)
       box->mpi_recvs_.push_back(prog.recvs[k]);
     else
       ++box->shared_recvs_;
-  const bool any = box->mpi_sends_.size() < prog.sends.size() || box->shared_recvs_ > 0;
+  const bool any = box->mpi_sends_.size() < ns || box->shared_recvs_ > 0;
   if (!any && box->fallback_.empty()) return nullptr;
-
   // The send buffer lives in the segment (MPI messages are sent from there too); shared
   // messages are unpacked straight out of their senders' buffers.
-  if (own) {
-    box->send_data_ = own.get() + data_at;
-    box->p_->own = own;
+  if (seg.mem) {
+    box->send_data_ = seg.mem.get() + seg.data_at;
+    box->p_->own = seg.mem;
   }
-  box->recv_data_.assign(prog.recvs.size(), nullptr);
-  for (std::size_t k = 0; k < prog.recvs.size(); ++k)
-    if (box->recv_slot_[k] >= 0) box->recv_data_[k] = base[k] + in[k].data_at;
   return box;
 }
 

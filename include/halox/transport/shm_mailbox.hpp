@@ -81,9 +81,13 @@ class shm_mailbox {
   void post_consumed(std::size_t recv, std::uint64_t g) const;
 
   struct impl;
+  struct offer;
 
  private:
   shm_mailbox() = default;
+  int take_offer(std::size_t k, const offer& o, const message& m, int me, std::string& problem);
+  void take_reply(std::size_t k, bool offered, int reply, const message& m, std::byte* segment,
+                  int me, std::string& problem);
   std::unique_ptr<impl> p_;
   std::vector<int> send_slot_, recv_slot_;  // -1: through MPI
   std::size_t send_shift_ = 0;           // from copy 0 of the send buffer to copy 1
