@@ -20,7 +20,7 @@ using halox::detail::copy_op;
 using halox::detail::copy_table;
 using halox::detail::gather_op;
 using halox::detail::lower;
-using halox::detail::max_copy_rank;
+using halox::detail::max_copy_dims;
 using halox::detail::tile_elems;
 
 namespace {
@@ -30,7 +30,7 @@ void locate(const copy_descriptor& d, long long e, const unsigned char*& s, unsi
   if (d.kind == halox::detail::strided_kind) {
     s = d.src;
     t = d.dst;
-    for (int k = d.rank - 1; k >= 0; --k) {
+    for (int k = d.ndims - 1; k >= 0; --k) {
       const long long i = k > 0 ? e % d.count[k] : e;
       e = k > 0 ? e / d.count[k] : 0;
       s += i * d.src_stride[k];
@@ -82,7 +82,7 @@ void check_tiles(const copy_table& t) {
 void check_divisors(const copy_table& t, std::mt19937& rng) {
   for (const auto& d : t.copies) {
     if (d.kind != halox::detail::strided_kind || d.total > 0xffffffffLL) continue;
-    for (int k = 0; k < d.rank; ++k) {
+    for (int k = 0; k < d.ndims; ++k) {
       const auto div = std::uint64_t(std::max<long long>(1, d.count[k]));
       for (int r = 0; r < 50; ++r) {
         const std::uint32_t n = r < 3 ? std::uint32_t(r) : std::uint32_t(rng());
@@ -160,8 +160,8 @@ TEST_CASE("lowering: random strided copies move the bytes the host engine moves"
     check_divisors(t, rng);
     std::size_t moved = 0;  // bytes: elements of every input copy times their size
     for (const auto& op : c.copies) {
-      std::size_t n = op.rank > 0 ? 1 : 0;
-      for (int k = 0; k < op.rank; ++k) n *= std::size_t(op.count[std::size_t(k)]);
+      std::size_t n = op.ndims > 0 ? 1 : 0;
+      for (int k = 0; k < op.ndims; ++k) n *= std::size_t(op.count[std::size_t(k)]);
       moved += n * op.elem;
     }
     CHECK(t.bytes == moved);

@@ -11,20 +11,20 @@
 using idx = halox::index;
 using halox::detail::copy_op;
 using halox::detail::loop_order;
-using halox::detail::max_copy_rank;
+using halox::detail::max_copy_dims;
 
 namespace {
 
 // Strides (bytes) of a block of `count` elements stored with dimension order `perm`
 // (perm[0] innermost) and `gap[k]` extra elements after each row of dimension perm[k].
 struct layout {
-  std::array<idx, max_copy_rank> stride{};
+  std::array<idx, max_copy_dims> stride{};
   idx span = 0;  // bytes needed
 };
 
 layout make_layout(int rank, std::size_t elem, const idx* count, std::mt19937& rng,
                    bool allow_gap) {
-  std::array<int, max_copy_rank> perm{};
+  std::array<int, max_copy_dims> perm{};
   std::iota(perm.begin(), perm.begin() + rank, 0);
   std::shuffle(perm.begin(), perm.begin() + rank, rng);
   layout l;
@@ -41,7 +41,7 @@ layout make_layout(int rank, std::size_t elem, const idx* count, std::mt19937& r
 
 void naive(const std::byte* src, std::byte* dst, int rank, std::size_t elem, const idx* count,
            const idx* ss, const idx* ds) {
-  std::array<idx, max_copy_rank> i{};
+  std::array<idx, max_copy_dims> i{};
   for (int k = 0; k < rank; ++k)
     if (count[k] == 0) return;
   for (;;) {
@@ -55,8 +55,8 @@ void naive(const std::byte* src, std::byte* dst, int rank, std::size_t elem, con
 }
 
 void one_case(std::mt19937& rng, std::size_t elem, bool allow_zero) {
-  const int rank = 1 + int(rng() % max_copy_rank);
-  idx count[max_copy_rank];
+  const int rank = 1 + int(rng() % max_copy_dims);
+  idx count[max_copy_dims];
   for (int k = 0; k < rank; ++k) {
     const auto r = rng() % 10;
     count[k] = r < 3 ? 1 : idx(1 + rng() % 5);
@@ -74,8 +74,8 @@ void one_case(std::mt19937& rng, std::size_t elem, bool allow_zero) {
   naive(src.data(), ref.data() + pad, rank, elem, count, ls.stride.data(), ld.stride.data());
   const copy_op op = halox::detail::make_copy_op(src.data(), dst.data() + pad, rank, elem, count,
                                                  ls.stride.data(), ld.stride.data(), order);
-  CHECK(op.rank >= 0);
-  CHECK(op.rank <= rank);
+  CHECK(op.ndims >= 0);
+  CHECK(op.ndims <= rank);
   halox::detail::run(op);
   std::string shape;
   for (int k = 0; k < rank; ++k)
@@ -101,7 +101,7 @@ TEST_CASE("strided copy: contiguous blocks merge into one run") {
   const auto op = halox::detail::make_copy_op(reinterpret_cast<const std::byte*>(a.data()),
                                               reinterpret_cast<std::byte*>(b.data()), 3, 8, count,
                                               s, s, loop_order::by_src);
-  CHECK(op.rank == 1);
+  CHECK(op.ndims == 1);
   CHECK(op.count[0] == 60);
   halox::detail::run(op);
   CHECK(a == b);
@@ -116,7 +116,7 @@ TEST_CASE("strided copy: unit dimensions are dropped and transposes work") {
   const auto op = halox::detail::make_copy_op(reinterpret_cast<const std::byte*>(a.data()),
                                               reinterpret_cast<std::byte*>(b.data()), 4, 4, count,
                                               ss, ds, loop_order::by_dst);
-  CHECK(op.rank == 2);
+  CHECK(op.ndims == 2);
   halox::detail::run(op);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 4; ++j) CHECK(b[std::size_t(j * 3 + i)] == a[std::size_t(i * 4 + j)]);

@@ -19,7 +19,7 @@ namespace {
 
 using gpu::check;
 
-constexpr int max_dims = max_copy_rank - 1;  // spatial dimensions; the last loop: components
+constexpr int max_dims = max_copy_dims - 1;  // spatial dimensions; the last loop: components
 constexpr int threads = 256;
 
 // A fill as the kernel reads it: loops outermost first, the smallest destination stride
@@ -27,11 +27,11 @@ constexpr int threads = 256;
 struct dev_fill {
   std::byte* dst;
   const std::byte* src;
-  long long count[max_copy_rank], dst_stride[max_copy_rank], src_stride[max_copy_rank];
+  long long count[max_copy_dims], dst_stride[max_copy_dims], src_stride[max_copy_dims];
   long long total;                 // elements
   unsigned long long first_block;  // within its launch
   long long elem, word, constant, signs;
-  int rank, comp_loop, type, has_signs;
+  int ndims, comp_loop, type, has_signs;
 };
 
 __device__ void copy_words(std::byte* d, const std::byte* s, long long elem, long long word) {
@@ -72,7 +72,7 @@ __global__ void fill_kernel(const dev_fill* fills, int n, const std::byte* data)
   long long t = (long long)(blockIdx.x - f.first_block) * blockDim.x + threadIdx.x;
   if (t >= f.total) return;
   long long od = 0, os = 0, comp = 0;
-  for (int i = f.rank - 1; i >= 0; --i) {
+  for (int i = f.ndims - 1; i >= 0; --i) {
     const long long k = t % f.count[i];
     t /= f.count[i];
     od += k * f.dst_stride[i];
@@ -129,17 +129,17 @@ dev_fill lower(const fill_op& op) {
   f.signs = (long long)op.signs;
   f.type = op.type;
   f.has_signs = op.has_signs ? 1 : 0;
-  f.rank = op.rank;
+  f.ndims = op.ndims;
   // Loops by decreasing destination stride (a fill writes every element once and reads none
   // of them, so any order gives the same result).
-  std::vector<int> order(std::size_t(op.rank));
+  std::vector<int> order(std::size_t(op.ndims));
   std::iota(order.begin(), order.end(), 0);
   auto mag = [](index v) { return v < 0 ? -v : v; };
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return mag(op.dst_stride[std::size_t(a)]) > mag(op.dst_stride[std::size_t(b)]);
   });
   f.total = 1;
-  for (int i = 0; i < op.rank; ++i) {
+  for (int i = 0; i < op.ndims; ++i) {
     const auto k = std::size_t(order[std::size_t(i)]);
     f.count[i] = op.count[k];
     f.dst_stride[i] = op.dst_stride[k];

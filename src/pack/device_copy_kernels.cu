@@ -16,7 +16,7 @@ namespace halox::detail {
 
 namespace {
 
-constexpr int max_rank = max_copy_rank;
+constexpr int max_rank = max_copy_dims;
 
 // n / count[k] by the multiply and shifts set_divisor() precomputed.
 __device__ unsigned divide(const copy_descriptor& op, int k, unsigned n) {
@@ -61,7 +61,7 @@ __device__ void locate_small(const copy_descriptor& op, unsigned e, const unsign
   d = op.dst;
 #pragma unroll
   for (int k = max_rank - 1; k > 0; --k) {
-    if (k >= op.rank) continue;
+    if (k >= op.ndims) continue;
     const unsigned q = divide(op, k, e), i = e - q * unsigned(op.count[k]);
     e = q;
     s += i * op.src_stride[k];
@@ -78,7 +78,7 @@ __device__ void locate_strided(const copy_descriptor& op, long long e, const uns
   s = op.src;
   d = op.dst;
   long long rem = e;
-  for (int k = op.rank - 1; k > 0; --k) {
+  for (int k = op.ndims - 1; k > 0; --k) {
     const long long c = op.count[k], i = rem % c;
     rem /= c;
     s += i * op.src_stride[k];

@@ -15,7 +15,7 @@ namespace {
 int unit_of(const copy_op& op) {
   std::uint64_t bits = op.elem | reinterpret_cast<std::uintptr_t>(op.src) |
                        reinterpret_cast<std::uintptr_t>(op.dst) | 16;
-  for (int k = 0; k < op.rank; ++k)
+  for (int k = 0; k < op.ndims; ++k)
     bits |= std::uint64_t(op.src_stride[k]) | std::uint64_t(op.dst_stride[k]);
   return int(bits & (~bits + 1));  // lowest set bit
 }
@@ -28,7 +28,7 @@ int unit_of(const gather_op& op) {
 
 // Every dimension's divisor (strided copies of fewer than 2^32 elements).
 void set_divisors(copy_descriptor& d) {
-  for (int k = 0; k < d.rank; ++k)
+  for (int k = 0; k < d.ndims; ++k)
     set_divisor(d, k, std::uint64_t(std::max<long long>(1, d.count[k])));
 }
 
@@ -36,7 +36,7 @@ void set_divisors(copy_descriptor& d) {
 // in the widest words (<= 16 B) that divide the row, both bases and every outer stride: rows of
 // doubles at 16-byte-aligned offsets move as uint4, one word per element of the kernel.
 void as_wide_words(const copy_op& op, copy_descriptor& d) {
-  const int in = op.rank - 1;
+  const int in = op.ndims - 1;
   const auto elem = index(op.elem);
   if (op.src_stride[in] != elem || op.dst_stride[in] != elem) return;
   const index row = op.count[in] * elem;
@@ -57,9 +57,9 @@ copy_descriptor lower_copy(const copy_op& op) {
   copy_descriptor d{};
   d.src = reinterpret_cast<const unsigned char*>(op.src);
   d.dst = reinterpret_cast<unsigned char*>(op.dst);
-  d.rank = op.rank;
+  d.ndims = op.ndims;
   d.total = 1;
-  for (int k = 0; k < op.rank; ++k) {
+  for (int k = 0; k < op.ndims; ++k) {
     d.count[k] = op.count[k];
     d.src_stride[k] = op.src_stride[k];
     d.dst_stride[k] = op.dst_stride[k];
@@ -134,19 +134,19 @@ std::vector<tile_entry> order_tiles(const std::vector<copy_descriptor>& copies) 
 
 // Copies whose rows are narrower than a 32-byte sector (see pair_adjacent()).
 bool narrow_rows(const copy_descriptor& d) {
-  const int in = d.rank - 1;
+  const int in = d.ndims - 1;
   const bool contiguous = d.src_stride[in] == d.unit && d.dst_stride[in] == d.unit;
   return (contiguous ? d.count[in] * d.unit : d.unit) < 32;
 }
 
 // Copies of one shape: rank, word, extents and strides (a stride counts only where its extent
 // is above one).
-using shape_key = std::array<long long, 2 + 3 * max_copy_rank>;
+using shape_key = std::array<long long, 2 + 3 * max_copy_dims>;
 shape_key shape_of(const copy_descriptor& d) {
   shape_key k{};
-  k[0] = d.rank;
+  k[0] = d.ndims;
   k[1] = d.unit;
-  for (int i = 0; i < d.rank; ++i) {
+  for (int i = 0; i < d.ndims; ++i) {
     k[std::size_t(2 + 3 * i)] = d.count[i];
     k[std::size_t(3 + 3 * i)] = d.count[i] > 1 ? d.src_stride[i] : 0;
     k[std::size_t(4 + 3 * i)] = d.count[i] > 1 ? d.dst_stride[i] : 0;
@@ -166,10 +166,10 @@ bool near(const unsigned char* a, const unsigned char* b) {
 // Makes `a` copy `b` too, in a dimension of two (its strides: the distance between the two).
 // False where `a` has no dimension left for it.
 bool merge_pair(copy_descriptor& a, const copy_descriptor& b) {
-  int in = a.rank - 1;  // the pair dimension: the innermost if it has one element
+  int in = a.ndims - 1;  // the pair dimension: the innermost if it has one element
   if (a.count[in] != 1) {
-    if (a.rank == max_copy_rank) return false;
-    in = a.rank++;
+    if (a.ndims == max_copy_dims) return false;
+    in = a.ndims++;
   }
   a.count[in] = 2;
   a.src_stride[in] = distance(b.src, a.src);
@@ -241,7 +241,7 @@ copy_table lower(const std::vector<copy_op>& list, const std::vector<gather_op>&
   copy_table t;
   lower_gathers(gathers, gather_as, t);
   for (const auto& op : list)
-    if (op.rank != 0) t.copies.push_back(lower_copy(op));  // (rank 0: an empty copy)
+    if (op.ndims != 0) t.copies.push_back(lower_copy(op));  // ((no dimension: an empty copy))
   t.pairs = pair_adjacent(t.copies);
   for (const auto& d : t.copies) t.bytes += std::size_t(d.total) * std::size_t(d.unit * d.words);
   t.plain = std::all_of(t.copies.begin(), t.copies.end(), plain_copy);

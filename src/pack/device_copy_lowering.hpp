@@ -17,25 +17,25 @@ constexpr long long tile_elems = block_threads;  // one element per thread
 // What a descriptor copies: a strided block, or an index-list gather or scatter.
 enum copy_kind : int { strided_kind = 0, gather_kind = 1, scatter_kind = 2 };
 
-// A copy_op or gather_op as the kernel reads it. Strided: `rank` dimensions of `count` with byte
+// A copy_op or gather_op as the kernel reads it. Strided: `ndims` dimensions of `count` with byte
 // strides. Gather/scatter: element e is component e % ncomp of entity idx[e / ncomp] of the
 // field (`src` for gather, `dst` for scatter), and element e of the contiguous buffer.
 struct copy_descriptor {
   const unsigned char* src;
   unsigned char* dst;
   long long total;  // elements
-  long long count[max_copy_rank], src_stride[max_copy_rank], dst_stride[max_copy_rank];
+  long long count[max_copy_dims], src_stride[max_copy_dims], dst_stride[max_copy_dims];
   const long long* idx;
   long long ncomp, entity_stride, comp_stride, elem;
   int kind;
   int red_op, red_type;  // device_reduce: combine into dst instead of copying
-  int rank;
+  int ndims;
   int words;  // words of `unit` bytes per element
   int unit;   // 1, 2, 4, 8 or 16
   // Strided copies of fewer than 2^32 elements: division by count[k] as a multiply and shifts,
   // precomputed (see set_divisor()).
-  unsigned magic[max_copy_rank];
-  unsigned char shift1[max_copy_rank], shift2[max_copy_rank];
+  unsigned magic[max_copy_dims];
+  unsigned char shift1[max_copy_dims], shift2[max_copy_dims];
 };
 
 // One tile of a table: its descriptor and its place in that descriptor (tile `tile` covers

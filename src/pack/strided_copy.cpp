@@ -5,25 +5,25 @@
 
 namespace halox::detail {
 
-copy_op make_copy_op(const std::byte* src, std::byte* dst, int rank, std::size_t elem,
+copy_op make_copy_op(const std::byte* src, std::byte* dst, int ndims, std::size_t elem,
                      const index* count, const index* src_stride, const index* dst_stride,
                      loop_order order) {
   copy_op op;
   op.src = src;
   op.dst = dst;
   op.elem = elem;
-  std::array<int, max_copy_rank> dims{};
+  std::array<int, max_copy_dims> dims{};
   int n = 0;
   bool empty = false;
-  for (int k = 0; k < rank; ++k) {
+  for (int k = 0; k < ndims; ++k) {
     if (count[k] == 0) empty = true;
     if (count[k] > 1) dims[n++] = k;
   }
-  if (empty) return op;  // rank 0 with count 0: nothing to copy
+  if (empty) return op;  // no dimension, or a count of 0: nothing to copy
   const index* key = order == loop_order::by_src ? src_stride : dst_stride;
   std::stable_sort(dims.begin(), dims.begin() + n, [&](int a, int b) { return key[a] > key[b]; });
-  // A single element (all counts 1) is a rank-1 copy of one element.
-  op.rank = 1;
+  // A single element (all counts 1) is a one-dimensional copy of one element.
+  op.ndims = 1;
   op.count[0] = 1;
   op.src_stride[0] = op.dst_stride[0] = index(elem);
   int r = 0;
@@ -45,7 +45,7 @@ copy_op make_copy_op(const std::byte* src, std::byte* dst, int rank, std::size_t
     op.dst_stride[r] = dst_stride[k];
     ++r;
   }
-  if (r > 0) op.rank = r;
+  if (r > 0) op.ndims = r;
   return op;
 }
 
@@ -55,11 +55,11 @@ namespace {
 // plain loop, the rest an odometer.
 template <class Row>
 inline void for_rows(const copy_op& op, Row&& row) {
-  const int outer = op.rank - 1;
+  const int outer = op.ndims - 1;
   if (outer == 0) return row(op.src, op.dst);
   const int last = outer - 1;
   const index n = op.count[last], ss = op.src_stride[last], ds = op.dst_stride[last];
-  std::array<index, max_copy_rank> i{};
+  std::array<index, max_copy_dims> i{};
   for (;;) {
     const std::byte* s = op.src;
     std::byte* d = op.dst;
@@ -88,8 +88,8 @@ inline void rows_strided(const copy_op& op, index n, index ss, index ds) {
 }  // namespace
 
 void run(const copy_op& op) noexcept {
-  if (op.rank == 0) return;
-  const int k = op.rank - 1;
+  if (op.ndims == 0) return;
+  const int k = op.ndims - 1;
   const index n = op.count[k], ss = op.src_stride[k], ds = op.dst_stride[k];
   const std::size_t e = op.elem;
   if (op.reduce) {

@@ -127,8 +127,8 @@ struct region_msg {
   unsigned long long alloc_offset;  // of the step's first element in the allocation
   unsigned long long buf_offset;    // of the step's first element in the message
   unsigned long long elem;
-  long long rank;
-  long long count[max_copy_rank], buf_stride[max_copy_rank], field_stride[max_copy_rank];
+  long long ndims;
+  long long count[max_copy_dims], buf_stride[max_copy_dims], field_stride[max_copy_dims];
 };
 
 // The allocation holding device pointer `p` (start), through the driver's cuMemGetAddressRange.
@@ -156,7 +156,7 @@ std::vector<region_msg> direct_regions(const exchange_program& prog, const std::
     if (in(g.buf)) return {};
   std::vector<region_msg> out;
   for (const auto& op : prog.device_unpack) {
-    if (op.rank == 0 || !in(op.src)) continue;  // (rank 0: an empty copy)
+    if (op.ndims == 0 || !in(op.src)) continue;  // ((no dimension: an empty copy))
     const std::byte* start = nullptr;
     region_msg r{};
     if (op.dev_reduce.op != 0 || !allocation_start(op.dst, start) ||
@@ -167,8 +167,8 @@ std::vector<region_msg> direct_regions(const exchange_program& prog, const std::
     r.alloc_offset = std::uint64_t(op.dst - start);
     r.buf_offset = std::uint64_t(op.src - (buf + m.offset));
     r.elem = op.elem;
-    r.rank = op.rank;
-    for (int k = 0; k < op.rank; ++k) {
+    r.ndims = op.ndims;
+    for (int k = 0; k < op.ndims; ++k) {
       r.count[k] = op.count[k];
       r.buf_stride[k] = op.src_stride[k];
       r.field_stride[k] = op.dst_stride[k];
@@ -190,15 +190,15 @@ std::vector<copy_op> fuse_regions(const exchange_program& prog, const std::byte*
     if (in(g.buf)) return {};
   std::vector<copy_op> out;
   for (const auto& op : prog.device_pack) {
-    if (op.rank == 0 || !in(op.dst)) continue;
+    if (op.ndims == 0 || !in(op.dst)) continue;
     const auto at = std::uint64_t(op.dst - (buf + m.offset));
     auto r = std::find_if(regions.begin(), regions.end(),
                           [&](const region_msg& x) { return x.buf_offset == at; });
-    if (r == regions.end() || op.dev_reduce.op != 0 || r->elem != op.elem || r->rank != op.rank)
+    if (r == regions.end() || op.dev_reduce.op != 0 || r->elem != op.elem || r->ndims != op.ndims)
       return {};
     copy_op fused = op;
     fused.dst = field[std::size_t(r - regions.begin())] + r->alloc_offset;
-    for (int k = 0; k < op.rank; ++k) {
+    for (int k = 0; k < op.ndims; ++k) {
       if (r->count[k] != op.count[k] || r->buf_stride[k] != op.dst_stride[k]) return {};
       fused.dst_stride[k] = r->field_stride[k];
     }

@@ -167,7 +167,7 @@ fill_op device_fill(const boundary_copy<T, D>& op, int dim, std::vector<std::byt
   f.dst = reinterpret_cast<std::byte*>(op.dst);
   f.src = reinterpret_cast<const std::byte*>(op.src);
   f.dim = dim;
-  f.rank = D + 1;
+  f.ndims = D + 1;
   f.comp_loop = D;
   f.elem = sizeof(T);
   f.word = std::min<std::size_t>(alignof(T), 8);

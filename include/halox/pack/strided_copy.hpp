@@ -15,7 +15,7 @@ enum class loop_order { by_src, by_dst };
 
 /// Normalises a copy: drops unit dimensions, orders loops by the chosen side's strides
 /// (largest outermost), and merges dimensions that are contiguous on both sides.
-copy_op make_copy_op(const std::byte* src, std::byte* dst, int rank, std::size_t elem,
+copy_op make_copy_op(const std::byte* src, std::byte* dst, int ndims, std::size_t elem,
                      const index* count, const index* src_stride, const index* dst_stride,
                      loop_order order);
 

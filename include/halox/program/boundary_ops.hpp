@@ -15,7 +15,7 @@
 
 namespace halox::detail {
 
-/// One built-in rule on one block of a device field: `count[0] x ... x count[rank-1]` elements
+/// One built-in rule on one block of a device field: `count[0] x ... x count[ndims-1]` elements
 /// of `elem` bytes written at `dst` (byte strides `dst_stride`), each read from `src` (byte
 /// strides `src_stride`) or, where `src` is null, the constant at byte `constant` of the fill
 /// data. Loop `comp_loop` runs over the components; with `has_signs`, component c is multiplied
@@ -27,7 +27,7 @@ struct fill_op {
   std::byte* dst = nullptr;
   const std::byte* src = nullptr;
   int dim = 0;  ///< the dimension of the face: fills run dimension by dimension
-  int rank = 0;
+  int ndims = 0;
   int comp_loop = 0;
   std::size_t elem = 0;
   std::size_t word = 1;
@@ -35,9 +35,9 @@ struct fill_op {
   bool has_signs = false;
   std::size_t constant = 0;
   std::size_t signs = 0;
-  std::array<index, max_copy_rank> count{};
-  std::array<index, max_copy_rank> dst_stride{};
-  std::array<index, max_copy_rank> src_stride{};
+  std::array<index, max_copy_dims> count{};
+  std::array<index, max_copy_dims> dst_stride{};
+  std::array<index, max_copy_dims> src_stride{};
 };
 
 /// A user callback on one block and face of a device field, given the stream it must order its

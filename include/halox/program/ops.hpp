@@ -13,18 +13,18 @@
 namespace halox::detail {
 
 /// Up to 4 spatial dimensions plus the component dimension.
-inline constexpr int max_copy_rank = 5;
+inline constexpr int max_copy_dims = 5;
 
-/// A copy of `count[0] x ... x count[rank-1]` elements of `elem` bytes each; byte strides per
-/// dimension on both sides; dimension `rank-1` is the innermost loop.
+/// A copy of `count[0] x ... x count[ndims-1]` elements of `elem` bytes each; byte strides per
+/// dimension on both sides; dimension `ndims-1` is the innermost loop.
 struct copy_op {
   const std::byte* src = nullptr;
   std::byte* dst = nullptr;
-  int rank = 0;
+  int ndims = 0;
   std::size_t elem = 0;
-  std::array<index, max_copy_rank> count{};
-  std::array<index, max_copy_rank> src_stride{};
-  std::array<index, max_copy_rank> dst_stride{};
+  std::array<index, max_copy_dims> count{};
+  std::array<index, max_copy_dims> src_stride{};
+  std::array<index, max_copy_dims> dst_stride{};
   reduce_fn reduce = nullptr;  ///< combine into dst instead of overwriting it (reverse exchange)
   device_reduce dev_reduce;    ///< the same, for the GPU kernels
 };
