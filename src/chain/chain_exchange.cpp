@@ -383,6 +383,60 @@ struct chain_state {
     context_count += in.count;
   }
 
+  // Where a gather stands after its rounds so far: my context size before the last round's
+  // data arrived, and the elements that round delivered.
+  struct gather_progress {
+    std::size_t before_last = 0, last = 0;
+  };
+
+  // What my neighbour on the far side still lacks after round k-1, from the elements k hops
+  // from it: all of its context so far came through me.
+  chain_bytes onward(chain_bytes mine, std::size_t w, bool from_left, int k,
+                     gather_progress g) const {
+    chain_bytes out;
+    if (k == 0) {
+      out.count = std::min(w, mine.count);
+      out.data = from_left ? mine.data + (mine.count - out.count) * elem : mine.data;
+      return out;
+    }
+    const std::size_t theirs = std::min(w, g.before_last + mine.count);
+    out.count = std::min(w - theirs, g.last);
+    const std::size_t seg = from_left ? context_first : context_first + context_count - g.last;
+    const std::size_t at = from_left ? seg + g.last - out.count : seg;
+    out.data = context.get() + at * elem;
+    return out;
+  }
+
+  // Collective: whether any rank still needs more (`more` is this rank's say). Also checks that
+  // every rank passed the same w (all throw if not).
+  bool any_needs_more(bool more, std::size_t w, int from) {
+    const long long wl = (long long)std::min<std::size_t>(w, LLONG_MAX);
+    long long in[4] = {more ? 1 : 0, wl, -wl, 0}, out[4];
+    check(MPI_Allreduce(in, out, 4, MPI_LONG_LONG, MPI_MAX, raw), "MPI_Allreduce(gather)", -1);
+    require(out[1] == -out[2],
+            "rank {}: gather_{} with w = {}, but w ranges from {} to {} across ranks; every rank "
+            "must pass the same w",
+            rank, side_name[from], w, -out[2], out[1]);
+    return out[0] != 0;
+  }
+
+  // One blocking round of a gather, sending `onward` away from `from`. Every rank learns whether
+  // any failed, so none is left waiting in the next round: then all throw.
+  void gather_round(chain_bytes onward, int from, int k) {
+    std::string failed;
+    try {
+      start(from == 0 ? chain_bytes{} : onward, from == 0 ? onward : chain_bytes{}, nullptr);
+      finish(true, nullptr);
+    } catch (const error& e) {
+      failed = e.what();
+    }
+    long long bad = failed.empty() ? 0 : 1, any = 0;
+    check(MPI_Allreduce(&bad, &any, 1, MPI_LONG_LONG, MPI_MAX, raw), "MPI_Allreduce(gather)", -1);
+    if (!failed.empty()) throw error(failed.substr(std::string("halox: ").size()));
+    require(any == 0, "rank {}: gather_{} stopped in round {} because another rank failed", rank,
+            side_name[from], k);
+  }
+
   chain_bytes gather(chain_bytes mine, std::size_t w, bool from_left) {
     require(!in_flight,
             "rank {}: gather started while chain round {} is still in flight; wait() on its "
@@ -393,51 +447,18 @@ struct chain_state {
     const int reach = opt.periodic ? size - 1 : (from_left ? rank : size - 1 - rank);
     context_count = 0;
     context_first = 0;
-    std::size_t before_last = 0;  // my context size before the last round's data arrived
-    std::size_t last = 0;         // elements the last round delivered
-    const long long wl = (long long)std::min<std::size_t>(w, LLONG_MAX);
+    gather_progress g;
     for (int k = 0;; ++k) {
-      std::string failed;
-      // What my neighbour on the far side still lacks after the rounds so far, from the
-      // elements k hops from it: all of its context so far came through me.
-      chain_bytes onward;
-      if (k == 0) {
-        onward.count = std::min(w, mine.count);
-        onward.data = from_left ? mine.data + (mine.count - onward.count) * elem : mine.data;
-      } else {
-        const std::size_t theirs = std::min(w, before_last + mine.count);
-        onward.count = std::min(w - theirs, last);
-        const std::size_t seg = from_left ? context_first : context_first + context_count - last;
-        const std::size_t at = from_left ? seg + last - onward.count : seg;
-        onward.data = context.get() + at * elem;
-      }
-      const bool more = context_count < w && k < reach;
-      long long in[4] = {more ? 1 : 0, wl, -wl, 0}, out[4];
-      check(MPI_Allreduce(in, out, 4, MPI_LONG_LONG, MPI_MAX, raw), "MPI_Allreduce(gather)", -1);
-      require(out[1] == -out[2],
-              "rank {}: gather_{} with w = {}, but w ranges from {} to {} across ranks; every "
-              "rank must pass the same w",
-              rank, side_name[from], w, -out[2], out[1]);
-      if (!out[0]) break;
-      try {
-        start(from_left ? chain_bytes{} : onward, from_left ? onward : chain_bytes{}, nullptr);
-        finish(true, nullptr);
-      } catch (const error& e) {
-        failed = e.what();
-      }
-      // Every rank learns whether any failed, so none is left waiting in the next round.
-      long long bad = failed.empty() ? 0 : 1, any = 0;
-      check(MPI_Allreduce(&bad, &any, 1, MPI_LONG_LONG, MPI_MAX, raw), "MPI_Allreduce(gather)", -1);
-      if (!failed.empty()) throw error(failed.substr(std::string("halox: ").size()));
-      require(any == 0, "rank {}: gather_{} stopped in round {} because another rank failed", rank,
-              side_name[from], k);
+      const chain_bytes out = onward(mine, w, from_left, k, g);
+      if (!any_needs_more(context_count < w && k < reach, w, from)) break;
+      gather_round(out, from, k);
       chain_bytes got = received(from);
       if (side[from].peer < 0 || k >= reach) got.count = 0;
       got.count = std::min(got.count, w - context_count);
       if (from_left) got.data += (received(from).count - got.count) * elem;
-      before_last = context_count;
+      g.before_last = context_count;
       extend_context(got, from_left);
-      last = got.count;
+      g.last = got.count;
     }
     if (gpu) gpu->synchronize();
     return {context.get() ? context.get() + context_first * elem : nullptr, context_count};
