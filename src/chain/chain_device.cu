@@ -2,10 +2,9 @@
 // memory and the pointer query, each call through the one check.
 #include <cuda_runtime.h>
 
-#include <cstring>
-
 #include "../gpu/check.hpp"
 #include "../gpu/event.hpp"
+#include "../gpu/pinned.hpp"
 #include "../gpu/stream.hpp"
 #include "halox/chain/chain_device.hpp"
 #include "halox/core/error.hpp"
@@ -19,13 +18,7 @@ bool is_device_pointer(const void* p, int rank) {
 }
 
 std::shared_ptr<std::byte> allocate_pinned(std::size_t bytes, int rank) {
-  void* p = nullptr;
-  const std::size_t n = bytes == 0 ? 64 : bytes;
-  gpu::check(cudaHostAlloc(&p, n, cudaHostAllocMapped | cudaHostAllocPortable),
-             "cudaHostAlloc(chain staging)", rank);
-  std::memset(p, 0, n);
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
-                                    [](std::byte* q) { (void)cudaFreeHost(q); });
+  return gpu::allocate_mapped(bytes, "chain staging", rank);
 }
 
 struct chain_stream::impl {
