@@ -18,7 +18,6 @@
 #include "halox/chain/chain_device.hpp"
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
-#include "halox/pack/device_copy.hpp"
 
 namespace halox::detail {
 
@@ -59,12 +58,12 @@ struct growing {
   std::shared_ptr<std::byte> p;
   std::size_t cap = 0;
   std::byte* get() const { return p.get(); }
-  // True when it had to allocate.
-  bool reserve(std::size_t bytes, memory_space space, bool pinned) {
+  // True when it had to allocate. `pinned`: page-locked host memory (device chains' staging).
+  bool reserve(std::size_t bytes, memory_space space, bool pinned, int rank) {
     if (bytes <= cap) return false;
     const std::size_t n = std::max(bytes, cap * 2);
     p.reset();  // free first: the old contents are not needed
-    p = pinned ? allocate_mapped(n) : allocate(space, n);
+    p = pinned ? allocate_pinned(n, rank) : allocate(space, n);
     cap = n;
     return true;
   }
@@ -95,9 +94,9 @@ struct chain_state {
   std::size_t elem = 1;
   chain_side side[2];  // 0: left, 1: right
   MPI_Request size_recv[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  std::unique_ptr<device_copier> gpu;  // device chains: staging copies on halox's stream
-  bool delivery_enqueued = false;      // this round's host-to-device copies are enqueued
-  bool delivery_pending = false;       // ... and may still be reading the pinned staging
+  std::unique_ptr<chain_stream> gpu;  // device chains: staging copies on halox's stream
+  bool delivery_enqueued = false;     // this round's host-to-device copies are enqueued
+  bool delivery_pending = false;      // ... and may still be reading the pinned staging
   std::uint64_t generation = 0;
   bool in_flight = false;
   std::string neighbor_error;  // a neighbour rejected its payload this round
@@ -151,9 +150,7 @@ struct chain_state {
               "rank {}: device chain requested but this halox was built without CUDA "
               "(HALOX_ENABLE_CUDA=OFF)",
               rank);
-      if (opt.space == memory_space::device)
-        gpu = std::make_unique<device_copier>(std::vector<copy_op>{}, std::vector<gather_op>{},
-                                              std::vector<copy_op>{}, std::vector<gather_op>{});
+      if (opt.space == memory_space::device) gpu = std::make_unique<chain_stream>(rank);
     });
   }
 
@@ -194,7 +191,7 @@ struct chain_state {
     const chain_bytes out[2] = {to_left, to_right};
     std::string bad = reject_reason(out[0], 0);
     if (bad.empty()) bad = reject_reason(out[1], 1);
-    if (gpu && delivery_pending) gpu->synchronize(rank);  // the last delivery read the staging
+    if (gpu && delivery_pending) gpu->synchronize();  // the last delivery read the staging
     delivery_pending = delivery_enqueued = false;
     ++generation;
     in_flight = true;
@@ -231,19 +228,19 @@ struct chain_state {
   // Points each side's send at host memory: the user's span, or (device) its pinned copy.
   void stage_sends(const chain_bytes* out, stream_t after) {
     // Also orders this round's deliveries after the stream's reads of the last round's data.
-    if (gpu && after) gpu->wait_for(after, rank);
+    if (gpu && after) gpu->wait_for(after);
     bool copied = false;
     for (int s = 0; s < 2; ++s) {
       auto& d = side[s];
       d.send_from = out[s].data;
       if (!gpu || d.peer < 0 || out[s].count == 0) continue;
       const std::size_t bytes = out[s].count * elem;
-      d.send_stage.reserve(bytes, memory_space::host, true);
-      gpu->copy(d.send_stage.get(), out[s].data, bytes, rank);
+      d.send_stage.reserve(bytes, memory_space::host, true, rank);
+      gpu->copy(d.send_stage.get(), out[s].data, bytes);
       d.send_from = d.send_stage.get();
       copied = true;
     }
-    if (copied) gpu->synchronize(rank);
+    if (copied) gpu->synchronize();
   }
 
   void send_data(chain_side& d) {
@@ -275,8 +272,8 @@ struct chain_state {
             rank, side_name[s], d.peer, d.recv_count, opt.max_elements);
     if (d.recv_count == 0) return;
     const std::size_t bytes = d.recv_count * elem;
-    d.recv_host.reserve(bytes, memory_space::host, device());
-    if (device()) d.recv_dev.reserve(bytes, memory_space::device, false);
+    d.recv_host.reserve(bytes, memory_space::host, device(), rank);
+    if (device()) d.recv_dev.reserve(bytes, memory_space::device, false, rank);
     d.data_recv.resize(pieces(bytes));
     for (std::size_t k = 0; k < d.data_recv.size(); ++k)
       check(MPI_Irecv(d.recv_host.get() + k * piece_bytes, piece_size(bytes, k), MPI_BYTE, d.peer,
@@ -330,18 +327,17 @@ struct chain_state {
   bool deliver(bool block, stream_t before) {
     if (!delivery_enqueued) {
       for (auto& d : side)
-        if (d.recv_count > 0)
-          gpu->copy(d.recv_dev.get(), d.recv_host.get(), d.recv_count * elem, rank);
-      gpu->launch_unpack(rank);  // an empty launch list: only records the completion event
+        if (d.recv_count > 0) gpu->copy(d.recv_dev.get(), d.recv_host.get(), d.recv_count * elem);
+      gpu->record();  // for the polls of test()
       delivery_enqueued = delivery_pending = true;
     }
     if (before) {
-      gpu->signal(before, rank);  // the user's stream waits; the host does not
+      gpu->signal(before);  // the user's stream waits; the host does not
       return true;
     }
     if (block)
-      gpu->synchronize(rank);
-    else if (!gpu->ready(rank))
+      gpu->synchronize();
+    else if (!gpu->done())
       return false;
     delivery_pending = false;
     return true;
@@ -355,7 +351,7 @@ struct chain_state {
   void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
     if (n == 0) return;
     if (gpu)
-      gpu->copy(dst, src, n, rank);
+      gpu->copy(dst, src, n);
     else
       std::memcpy(dst, src, n);
   }
@@ -367,12 +363,12 @@ struct chain_state {
     const std::size_t need = (context_count + in.count) * elem;
     if (need > context.cap) {
       growing bigger;
-      bigger.reserve(std::max(need, 2 * context.cap), opt.space, false);
+      bigger.reserve(std::max(need, 2 * context.cap), opt.space, false, rank);
       // Left contexts are kept at the end of the buffer so they grow towards the front.
       const std::size_t first = front ? bigger.cap / elem - context_count : 0;
       copy_bytes(bigger.get() + first * elem, context.get() + context_first * elem,
                  context_count * elem);
-      if (gpu) gpu->synchronize(rank);  // before the old buffer is freed
+      if (gpu) gpu->synchronize();  // before the old buffer is freed
       context = std::move(bigger);
       context_first = first;
     } else if (front && context_count == 0) {
@@ -387,6 +383,60 @@ struct chain_state {
     context_count += in.count;
   }
 
+  // Where a gather stands after its rounds so far: my context size before the last round's
+  // data arrived, and the elements that round delivered.
+  struct gather_progress {
+    std::size_t before_last = 0, last = 0;
+  };
+
+  // What my neighbour on the far side still lacks after round k-1, from the elements k hops
+  // from it: all of its context so far came through me.
+  chain_bytes onward(chain_bytes mine, std::size_t w, bool from_left, int k,
+                     gather_progress g) const {
+    chain_bytes out;
+    if (k == 0) {
+      out.count = std::min(w, mine.count);
+      out.data = from_left ? mine.data + (mine.count - out.count) * elem : mine.data;
+      return out;
+    }
+    const std::size_t theirs = std::min(w, g.before_last + mine.count);
+    out.count = std::min(w - theirs, g.last);
+    const std::size_t seg = from_left ? context_first : context_first + context_count - g.last;
+    const std::size_t at = from_left ? seg + g.last - out.count : seg;
+    out.data = context.get() + at * elem;
+    return out;
+  }
+
+  // Collective: whether any rank still needs more (`more` is this rank's say). Also checks that
+  // every rank passed the same w (all throw if not).
+  bool any_needs_more(bool more, std::size_t w, int from) {
+    const long long wl = (long long)std::min<std::size_t>(w, LLONG_MAX);
+    long long in[4] = {more ? 1 : 0, wl, -wl, 0}, out[4];
+    check(MPI_Allreduce(in, out, 4, MPI_LONG_LONG, MPI_MAX, raw), "MPI_Allreduce(gather)", -1);
+    require(out[1] == -out[2],
+            "rank {}: gather_{} with w = {}, but w ranges from {} to {} across ranks; every rank "
+            "must pass the same w",
+            rank, side_name[from], w, -out[2], out[1]);
+    return out[0] != 0;
+  }
+
+  // One blocking round of a gather, sending `onward` away from `from`. Every rank learns whether
+  // any failed, so none is left waiting in the next round: then all throw.
+  void gather_round(chain_bytes onward, int from, int k) {
+    std::string failed;
+    try {
+      start(from == 0 ? chain_bytes{} : onward, from == 0 ? onward : chain_bytes{}, nullptr);
+      finish(true, nullptr);
+    } catch (const error& e) {
+      failed = e.what();
+    }
+    long long bad = failed.empty() ? 0 : 1, any = 0;
+    check(MPI_Allreduce(&bad, &any, 1, MPI_LONG_LONG, MPI_MAX, raw), "MPI_Allreduce(gather)", -1);
+    if (!failed.empty()) throw error(failed.substr(std::string("halox: ").size()));
+    require(any == 0, "rank {}: gather_{} stopped in round {} because another rank failed", rank,
+            side_name[from], k);
+  }
+
   chain_bytes gather(chain_bytes mine, std::size_t w, bool from_left) {
     require(!in_flight,
             "rank {}: gather started while chain round {} is still in flight; wait() on its "
@@ -397,53 +447,20 @@ struct chain_state {
     const int reach = opt.periodic ? size - 1 : (from_left ? rank : size - 1 - rank);
     context_count = 0;
     context_first = 0;
-    std::size_t before_last = 0;  // my context size before the last round's data arrived
-    std::size_t last = 0;         // elements the last round delivered
-    const long long wl = (long long)std::min<std::size_t>(w, LLONG_MAX);
+    gather_progress g;
     for (int k = 0;; ++k) {
-      std::string failed;
-      // What my neighbour on the far side still lacks after the rounds so far, from the
-      // elements k hops from it: all of its context so far came through me.
-      chain_bytes onward;
-      if (k == 0) {
-        onward.count = std::min(w, mine.count);
-        onward.data = from_left ? mine.data + (mine.count - onward.count) * elem : mine.data;
-      } else {
-        const std::size_t theirs = std::min(w, before_last + mine.count);
-        onward.count = std::min(w - theirs, last);
-        const std::size_t seg = from_left ? context_first : context_first + context_count - last;
-        const std::size_t at = from_left ? seg + last - onward.count : seg;
-        onward.data = context.get() + at * elem;
-      }
-      const bool more = context_count < w && k < reach;
-      long long in[4] = {more ? 1 : 0, wl, -wl, 0}, out[4];
-      check(MPI_Allreduce(in, out, 4, MPI_LONG_LONG, MPI_MAX, raw), "MPI_Allreduce(gather)", -1);
-      require(out[1] == -out[2],
-              "rank {}: gather_{} with w = {}, but w ranges from {} to {} across ranks; every "
-              "rank must pass the same w",
-              rank, side_name[from], w, -out[2], out[1]);
-      if (!out[0]) break;
-      try {
-        start(from_left ? chain_bytes{} : onward, from_left ? onward : chain_bytes{}, nullptr);
-        finish(true, nullptr);
-      } catch (const error& e) {
-        failed = e.what();
-      }
-      // Every rank learns whether any failed, so none is left waiting in the next round.
-      long long bad = failed.empty() ? 0 : 1, any = 0;
-      check(MPI_Allreduce(&bad, &any, 1, MPI_LONG_LONG, MPI_MAX, raw), "MPI_Allreduce(gather)", -1);
-      if (!failed.empty()) throw error(failed.substr(std::string("halox: ").size()));
-      require(any == 0, "rank {}: gather_{} stopped in round {} because another rank failed", rank,
-              side_name[from], k);
+      const chain_bytes out = onward(mine, w, from_left, k, g);
+      if (!any_needs_more(context_count < w && k < reach, w, from)) break;
+      gather_round(out, from, k);
       chain_bytes got = received(from);
       if (side[from].peer < 0 || k >= reach) got.count = 0;
       got.count = std::min(got.count, w - context_count);
       if (from_left) got.data += (received(from).count - got.count) * elem;
-      before_last = context_count;
+      g.before_last = context_count;
       extend_context(got, from_left);
-      last = got.count;
+      g.last = got.count;
     }
-    if (gpu) gpu->synchronize(rank);
+    if (gpu) gpu->synchronize();
     return {context.get() ? context.get() + context_first * elem : nullptr, context_count};
   }
 };
