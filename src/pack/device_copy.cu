@@ -17,6 +17,7 @@
 #include "../gpu/cuda_driver.hpp"
 #include "../gpu/event.hpp"
 #include "../gpu/memory.hpp"
+#include "../gpu/pinned.hpp"
 #include "../gpu/stream.hpp"
 #include "device_copy_kernels.cuh"
 #include "device_copy_lowering.hpp"
@@ -360,13 +361,7 @@ std::string device_copier::summary() const {
 }
 
 std::shared_ptr<std::byte> allocate_mapped(std::size_t bytes) {
-  void* p = nullptr;
-  const std::size_t n = bytes == 0 ? 64 : bytes;
-  check(cudaHostAlloc(&p, n, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc(mapped)",
-        -1);
-  std::memset(p, 0, n);
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
-                                    [](std::byte* q) { (void)cudaFreeHost(q); });
+  return gpu::allocate_mapped(bytes, "mapped", -1);
 }
 
 }  // namespace halox::detail
