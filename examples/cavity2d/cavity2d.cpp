@@ -3,12 +3,22 @@
 // walls and moving lid come from halox (centerings and boundary rules); rank 0 repeats the run
 // on one rank and compares every owned value of u, v and p bit for bit.
 //
+// With --device (a CUDA build) u, v and p are device fields, the sweeps are CUDA kernels
+// (cavity2d_device.cu) on one stream, in stream order with the exchanges (schedule_exchange /
+// schedule_wait), and the walls and lid are the app's own kernels run after each exchange (one
+// kernel for all four walls, rather than halox's device rules and a lid callback). The
+// reference is then a 1-rank --device run; rank 0
+// also compares with the 1-rank CPU run and prints how many values differ.
+//
 //   mpirun -np 4 ./cavity2d [--n 48] [--steps 300] [--jacobi 40] [--re 100] [--progress 50]
+//                           [--device]
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <utility>
 #include <vector>
 
 #include <boost/mpi.hpp>
@@ -17,6 +27,11 @@
 
 #include "../common/app.hpp"
 #include "../common/cli.hpp"
+
+#ifdef HALOX_CAVITY2D_DEVICE
+#include "../common/select_gpu.hpp"
+#include "cavity2d_device.hpp"
+#endif
 
 namespace mpi = boost::mpi;
 using idx = halox::index;
@@ -31,7 +46,17 @@ struct options {
   int jacobi = 40;  // pressure iterations per step
   double re = 100;  // Reynolds number (lid speed 1, side 1)
   int progress = 50;
+  bool device = false;
 };
+
+// The solver's constants; both runs (CPU and --device) take them from here.
+struct constants {
+  double h, nu, dt;
+};
+constants constants_of(const options& o) {
+  const double h = 1.0 / double(o.n), nu = 1.0 / o.re;
+  return {h, nu, 0.5 * std::min(0.25 * h * h / nu, h)};
+}
 
 constexpr auto st = halox::stencil<2>::star(1);
 
@@ -58,8 +83,7 @@ struct state {
 // Runs the solver on `dom`; returns the final fields.
 state run(const halox::cartesian<2>& dom, const options& o, const mpi::communicator& comm) {
   const idx n = o.n;
-  const double h = 1.0 / double(n), nu = 1.0 / o.re;
-  const double dt = 0.5 * std::min(0.25 * h * h / nu, h);
+  const auto [h, nu, dt] = constants_of(o);
   auto u = dom.make_field<double>(st, halox::host, halox::centering::face(0));
   auto v = dom.make_field<double>(st, halox::host, halox::centering::face(1));
   auto us = dom.make_field<double>(st, halox::host, halox::centering::face(0));
@@ -130,6 +154,125 @@ state run(const halox::cartesian<2>& dom, const options& o, const mpi::communica
   return {u, v, p};
 }
 
+#ifdef HALOX_CAVITY2D_DEVICE
+cavity2d_device::grid grid_of(const grid_field& f) {
+  cavity2d_device::grid g;
+  g.base = f.data();
+  const auto a = f.allocated_box();
+  for (int d = 0; d < 2; ++d) g.lo[d] = a.lo[d], g.stride[d] = f.strides()[d];
+  return g;
+}
+
+cavity2d_device::box box_of(const halox::box<2>& b) {
+  return {{b.lo[0], b.lo[1]}, {b.hi[0], b.hi[1]}};
+}
+
+// The same solver with its fields in device memory: the sweeps as kernels on one stream, the
+// exchanges stream-ordered on it, the walls and lid by the app's kernels after each exchange
+// (the values halox's rules in run() give every point the solver reads). Returns the final
+// u, v, p copied into host fields of the same layouts.
+state run_device(const halox::cartesian<2>& dom, const options& o, const mpi::communicator& comm) {
+  namespace dev = cavity2d_device;
+  const idx n = o.n;
+  const auto [h, nu, dt] = constants_of(o);
+  const dev::constants c{h, dt, nu};
+  auto face = [&](int d, halox::memory_space space) {
+    return dom.make_field<double>(st, space, halox::centering::face(d));
+  };
+  auto u = face(0, halox::device), v = face(1, halox::device);
+  auto us = face(0, halox::device), vs = face(1, halox::device);
+  auto p = dom.make_field<double>(st, halox::device),
+       rhs = dom.make_field<double>(st, halox::device);
+  auto q = dom.make_field<double>(st, halox::device);
+  state out{face(0, halox::host), face(1, halox::host), dom.make_field<double>(st)};
+  // The host copies have the device fields' layouts, so whole allocations copy as they are.
+  const std::array<std::pair<grid_field*, grid_field*>, 3> copies{
+      {{&out.u, &u}, {&out.v, &v}, {&out.p, &p}}};
+  for (const auto& [dst, src] : copies)
+    if (dst->allocated_box() != src->allocated_box() || dst->strides() != src->strides())
+      throw halox::error("cavity2d: device and host fields differ in layout");
+
+  // No boundary rules here: dev::velocity_walls and dev::pressure_walls follow each exchange,
+  // one launch for every wall.
+  auto ex_vel = halox::make_exchange(dom, halox::halo(st, u), halox::halo(st, v));
+  auto ex_star = halox::make_exchange(dom, st, us, vs);
+  auto ex_p = halox::make_exchange(dom, st, p);
+  auto ex_q = halox::make_exchange(dom, st, q);
+
+  const auto gu = grid_of(u), gv = grid_of(v), gus = grid_of(us), gvs = grid_of(vs),
+             gp = grid_of(p), gq = grid_of(q), grhs = grid_of(rhs);
+  const auto iu_h = interior(u, 0, n);
+  const auto iu = box_of(iu_h), iv = box_of(interior(v, 1, n)), cells = box_of(p.owned_box()),
+             u_pts = box_of(u.owned_box()), v_pts = box_of(v.owned_box());
+  // A CUDA failure below ends the job from inside this scope: unwinding would destroy an
+  // exchange in flight, whose destructor waits for messages that may never come.
+  try {
+    CUstream_st* const stream = example_gpu::create_stream();
+    auto velocity = [&] {
+      ex_vel.schedule_exchange(stream);
+      ex_vel.schedule_wait(stream);
+      dev::velocity_walls(gu, u_pts, gv, v_pts, n, stream);
+    };
+    for (int s = 0; s < o.steps; ++s) {
+      velocity();
+      dev::predict_u(gu, gv, gus, iu, c, stream);
+      dev::predict_v(gu, gv, gvs, iv, c, stream);
+      ex_star.schedule_exchange(stream);  // the shared face copies of u*, v*
+      ex_star.schedule_wait(stream);
+      dev::divergence(gus, gvs, grhs, cells, c, stream);
+      for (int k = 0; k < o.jacobi; ++k) {
+        const bool even = k % 2 == 0;
+        auto& ex = even ? ex_p : ex_q;
+        ex.schedule_exchange(stream);
+        ex.schedule_wait(stream);
+        dev::pressure_walls(even ? gp : gq, cells, n, stream);
+        dev::jacobi(even ? gp : gq, even ? gq : gp, grhs, cells, c, stream);
+      }
+      ex_p.schedule_exchange(stream);
+      ex_p.schedule_wait(stream);
+      dev::pressure_walls(gp, cells, n, stream);
+      dev::correct(gus, gp, gu, 0, iu, c, stream);
+      dev::correct(gvs, gp, gv, 1, iv, c, stream);
+      if (o.progress > 0 && (s + 1) % o.progress == 0 && comm.rank() == 0) {
+        double centre = 0;
+        example_gpu::synchronize(stream);
+        example_gpu::copy_to_host(&centre,
+                                  u.pointer({iu_h.lo[0] + (iu_h.hi[0] - iu_h.lo[0]) / 2,
+                                             iu_h.lo[1] + (iu_h.hi[1] - iu_h.lo[1]) / 2}),
+                                  sizeof(double));
+        std::printf("step %d: u at the centre of rank 0's box %.6f\n", s + 1, centre);
+        std::fflush(stdout);
+      }
+    }
+    velocity();
+    example_gpu::synchronize(stream);
+    example_gpu::destroy_stream(stream);
+    for (const auto& [dst, src] : copies)
+      example_gpu::copy_to_host(dst->data(), src->data(),
+                                std::size_t(src->allocated_box().volume()) * sizeof(double));
+  } catch (const std::exception& e) {
+    example_app::abort_run("cavity2d", comm, e);
+  }
+  return out;
+}
+
+int select_gpu(const mpi::communicator& world) {
+  return example_gpu::select_gpu(world, "cavity2d");
+}
+#else
+state run_device(const halox::cartesian<2>&, const options&, const mpi::communicator&) {
+  throw halox::error("cavity2d: built without CUDA");
+}
+
+int select_gpu(const mpi::communicator& world) {
+  if (world.rank() == 0)
+    std::fprintf(stderr,
+                 "cavity2d: --device needs a build with CUDA (configure with "
+                 "-DHALOX_ENABLE_CUDA=ON); this one has none\n");
+  return 2;
+}
+#endif
+
 // This rank's owned values of u, v, p, each preceded by its field (0, 1, 2) and global point.
 std::vector<double> owned_values(const state& s) {
   std::vector<double> out;
@@ -164,6 +307,7 @@ int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   example_app::add_progress(app, o.progress);
+  example_app::add_device(app, o.device);
   return example_app::parse(world, app, argc, argv);
 }
 
@@ -179,11 +323,17 @@ int main(int argc, char** argv) {
     return code;
   o.jacobi += o.jacobi % 2;
 
+  auto solve = [&](const halox::cartesian<2>& dom, const options& opt,
+                   const mpi::communicator& comm) {
+    return o.device ? run_device(dom, opt, comm) : run(dom, opt, comm);
+  };
   std::vector<double> mine;
   halox::process_grid<2> grid{};
   try {
+    if (o.device)
+      if (const int code = select_gpu(world); code != 0) return code;
     const halox::cartesian<2> dom(world, {o.n, o.n});
-    mine = owned_values(run(dom, o, world));
+    mine = owned_values(solve(dom, o, world));
     grid = dom.grid();
   } catch (const std::exception& e) {
     example_app::abort_run("cavity2d", world, e);
@@ -192,40 +342,49 @@ int main(int argc, char** argv) {
   mpi::gather(world, mine, all, 0);
   int status = 0;
   if (world.rank() == 0) {
-    // The reference: the same solver on one rank.
+    // The reference: the same solver on one rank (with --device, on the GPU; the CPU run
+    // besides, for the count of values that differ from it).
     options quiet = o;
     quiet.progress = 0;
     const mpi::communicator self(MPI_COMM_SELF, mpi::comm_attach);
     const halox::cartesian<2> one(self, {o.n, o.n});
-    const state ref = run(one, quiet, self);
-    long long values = 0, differ = 0;
+    const state ref = solve(one, quiet, self);
+    const state cpu = o.device ? run(one, quiet, self) : ref;
+    long long values = 0, differ = 0, differ_cpu = 0;
     double ke = 0, umin = 0;
     for (const auto& part : all)
       for (std::size_t k = 0; k < part.size(); k += 4) {
         const int field = int(part[k]);
         const idx i = idx(part[k + 1]), j = idx(part[k + 2]);
         const double got = part[k + 3];
-        const grid_field& f = field == 0 ? ref.u : field == 1 ? ref.v : ref.p;
-        const double want = f.at({i, j});
+        auto differs = [&](const state& r) {
+          const grid_field& f = field == 0 ? r.u : field == 1 ? r.v : r.p;
+          const double want = f.at({i, j});
+          return std::memcmp(&want, &got, sizeof(double)) != 0;
+        };
         ++values;
-        if (std::memcmp(&want, &got, sizeof(double)) != 0) ++differ;
+        differ += differs(ref);
+        differ_cpu += differs(cpu);
         if (field == 0 && j == o.n / 2) umin = std::min(umin, got);
         if (field < 2) ke += 0.5 * got * got;
       }
     std::printf(
         "cavity2d: %lldx%lld cells, Re %g, %d steps, %d Jacobi iterations, %d ranks, "
-        "process grid %dx%d\n",
+        "process grid %dx%d%s\n",
         static_cast<long long>(o.n), static_cast<long long>(o.n), o.re, o.steps, o.jacobi,
-        world.size(), grid.dims[0], grid.dims[1]);
+        world.size(), grid.dims[0], grid.dims[1],
+        o.device ? ", device fields, stream-ordered exchanges" : "");
     std::printf("kinetic energy %.9g, smallest u on the horizontal centre line %.6f\n",
                 ke / double(o.n * o.n), umin);
-    std::printf("values differing from the 1-rank run: %lld of %lld\n", differ, values);
+    const char* against = o.device ? "the 1-rank --device run" : "the 1-rank run";
+    std::printf("values differing from %s: %lld of %lld\n", against, differ, values);
+    if (o.device)
+      std::printf("values differing from the 1-rank CPU run: %lld of %lld\n", differ_cpu, values);
     if (differ == 0 && values == 2 * o.n * (o.n + 1) + o.n * o.n) {
-      std::printf("verified: u, v and p identical to the 1-rank run bit for bit (%lld values)\n",
+      std::printf("verified: u, v and p identical to %s bit for bit (%lld values)\n", against,
                   values);
     } else {
-      std::printf("FAILED: %lld values differ from the 1-rank run (%lld compared)\n", differ,
-                  values);
+      std::printf("FAILED: %lld values differ from %s (%lld compared)\n", differ, against, values);
       status = 1;
     }
     std::fflush(stdout);

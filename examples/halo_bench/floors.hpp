@@ -64,15 +64,17 @@ inline double memcpy_gbps(const mpi::communicator& comm, std::size_t bytes, int 
   return mpi::all_reduce(comm, mine, mpi::minimum<double>());
 }
 
-/// CPU rows: the halo bytes copied once at the same run's host memcpy bandwidth for a copy of
-/// that size (the slowest rank's).
-inline floor_of_row host_floor(const mpi::communicator& comm, const setup& s) {
-  const std::size_t bytes = s.halo_bytes();
+/// CPU rows: `bytes` (this rank's halo bytes) copied once at the same run's host memcpy
+/// bandwidth for a copy of that size (the slowest rank's).
+inline floor_of_row host_floor(const mpi::communicator& comm, std::size_t bytes) {
   const double gbps = memcpy_gbps(comm, bytes, 50);
   const double us = mpi::all_reduce(comm, double(bytes) / (gbps * 1e3), mpi::maximum<double>());
   return {us, json_piece(",\"floor_counts\":\"halo bytes copied once at host memcpy\","
                          "\"floor_bytes\":%zu,\"memcpy_GBps\":%.1f,\"floor_us\":%.3f",
                          bytes, gbps, us)};
+}
+inline floor_of_row host_floor(const mpi::communicator& comm, const setup& s) {
+  return host_floor(comm, s.halo_bytes());
 }
 
 #ifdef HALOX_BENCH_CUDA
@@ -195,9 +197,9 @@ inline double empty_launch_us(int iters) {
 /// rank's. For ranks of one node: the peer link measured is NVLink or PCIe, not a network.
 /// Where rank 0 sees no second GPU with peer access (ranks sharing a GPU), all the halo bytes
 /// count at D2D, and `floor_counts` says so.
-inline floor_of_row device_floor(const mpi::communicator& comm, const setup& s,
+/// `peer`: this rank's halo bytes from other ranks, `local`: from itself (periodic images).
+inline floor_of_row device_floor(const mpi::communicator& comm, std::size_t peer, std::size_t local,
                                  const gpu_rates& r) {
-  const std::size_t peer = s.peer_bytes(), local = s.halo_bytes() - peer;
   const std::size_t most_peer = mpi::all_reduce(comm, peer, mpi::maximum<std::size_t>());
   double peer_gbps = 0;
   if (most_peer > 0) {
@@ -222,6 +224,10 @@ inline floor_of_row device_floor(const mpi::communicator& comm, const setup& s,
                          "\"launch_us\":%.2f,\"floor_copy_us\":%.3f,\"floor_us\":%.3f",
                          counts, peer + local, peer, local, r.d2d_gbps, peer_gbps, r.launch_us,
                          copy_us, us)};
+}
+inline floor_of_row device_floor(const mpi::communicator& comm, const setup& s,
+                                 const gpu_rates& r) {
+  return device_floor(comm, s.peer_bytes(), s.halo_bytes() - s.peer_bytes(), r);
 }
 #endif
 

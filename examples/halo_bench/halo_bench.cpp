@@ -2,12 +2,15 @@
 //
 //   mpirun -np 2 halo_bench [--sizes 8,64,128] [--widths 1,2] [--fields 3]
 //                           [--impls halox,mpi_manual,mpi_types] [--iters N] [--warmup N]
+//                           [--mac] [--device]
 //
 // Every case: a periodic 3-D domain of `local`^3 cells per rank on the automatic process grid,
 // a box stencil of width `w` (26 neighbour directions), `fields` double fields. Each
 // implementation is checked once against the global coordinates encoded in the data, then timed:
 // per exchange, the slowest rank's time; the median (and minimum) over the timed exchanges.
 // Every row also carries its floor, measured in the same run (floors.hpp), and the ratio to it.
+// With --mac, the case is a MAC grid instead (three face fields and a cell field with their own
+// stencils, one exchange object next to one per field: mac_case.hpp).
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -24,7 +27,9 @@
 
 #include "../common/cli.hpp"
 #include "floors.hpp"
+#include "mac_case.hpp"
 #include "setup.hpp"
+#include "timing.hpp"
 #ifdef HALOX_BENCH_CUDA
 #include <cuda_runtime.h>
 
@@ -43,6 +48,7 @@ struct options {
   int iters = 0;  // 0: chosen per case
   int warmup = 10;
   bool device = false;
+  bool mac = false;    // --mac: the MAC grid case (mac_case.hpp) instead of the box cases
   bool sweep = false;  // --sweep: message sizes between two GPUs, peer_ipc vs host_staged
   // --sweep: host_staged once per chunk size (KiB; 0: messages in one piece, as mapped pinned
   // memory); empty: 0 and the default of exchange_options.
@@ -164,49 +170,7 @@ class mpi_types {
   std::vector<MPI_Request> reqs_;
 };
 
-// Median and minimum over `iters` exchanges of the slowest rank's time, in microseconds.
-std::pair<double, double> time_it(const mpi::communicator& comm, int warmup, int iters,
-                                  const std::function<void()>& run) {
-  for (int k = 0; k < warmup; ++k) run();
-  std::vector<double> t;
-  for (int k = 0; k < iters; ++k) {
-    comm.barrier();
-    const double t0 = MPI_Wtime();
-    run();
-    const double mine = MPI_Wtime() - t0;
-    t.push_back(mpi::all_reduce(comm, mine, mpi::maximum<double>()) * 1e6);
-  }
-  std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t.front()};
-}
-
 #ifdef HALOX_BENCH_CUDA
-
-// Per-iteration time of a loop of `iters` scheduled exchanges on one stream, as a solver's
-// time steps run them (no host synchronisation inside the loop; CUDA events; slowest rank).
-double scheduled_loop_us(const mpi::communicator& world, halox::halo_exchange& ex, int iters) {
-  cudaStream_t st;
-  cuda_check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
-  for (int k = 0; k < 10; ++k) ex.schedule_exchange(st), ex.schedule_wait(st);
-  cuda_check(cudaStreamSynchronize(st));
-  world.barrier();
-  cuda_check(cudaEventRecord(t0, st));
-  for (int k = 0; k < iters; ++k) {
-    ex.schedule_exchange(st);
-    ex.schedule_wait(st);
-  }
-  cuda_check(cudaEventRecord(t1, st));
-  cuda_check(cudaEventSynchronize(t1));
-  float ms = 0;
-  cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-  cuda_check(cudaEventDestroy(t0));
-  cuda_check(cudaEventDestroy(t1));
-  cuda_check(cudaStreamDestroy(st));
-  return mpi::all_reduce(world, double(ms) * 1e3 / iters, mpi::maximum<double>());
-}
 
 // How rank 0's message to rank 1 travels, from describe() ("peer_ipc (...)", "host_staged
 // (...)"), so that each row says which path it measured; quotes and backslashes dropped.
@@ -270,7 +234,7 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
       all_ok = all_ok && ok;
       const int iters = bytes >= (std::size_t(8) << 20) ? 100 : 500;
       const auto [median, best] = time_it(world, o.warmup, iters, [&] { ex.exchange(); });
-      const double loop_us = scheduled_loop_us(world, ex, iters);
+      const double loop_us = scheduled_loop_us(world, scheduled(ex), iters);
       const double copy_us = ceiling > 0 ? double(bytes) / (ceiling * 1e3)
                                          : 2 * double(bytes) / (rates.d2d_gbps * 1e3);
       const floor_of_row floor{
@@ -327,6 +291,11 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   example_app::add_device(app, o.device);
+  app.add_flag("--mac", o.mac,
+               "the MAC grid case instead of the box cases: u, v, w on x-, y-, z-faces with "
+               "box(2), p in cells with star(1), one exchange object for all four (one message "
+               "per peer) next to one object per field; per size of --sizes (--widths, --fields "
+               "and --impls do not apply)");
   app.add_flag("--sweep", o.sweep,
                "2 ranks, one GPU each (or sharing one): one double field, one message per "
                "direction of 8 KB .. 64 MB, peer_ipc vs host_staged, blocking and in a loop of "
@@ -375,6 +344,16 @@ int main(int argc, char** argv) {
 #ifdef HALOX_BENCH_CUDA
   if (o.sweep) return sweep(world, o, rates) ? 0 : 1;
 #endif
+  if (o.mac) {
+    mac_options mo{o.sizes, o.iters, o.warmup, o.device, {}};
+    mo.floor = [&](std::size_t peer, std::size_t local) {
+#ifdef HALOX_BENCH_CUDA
+      if (o.device) return device_floor(world, peer, local, rates);
+#endif
+      return host_floor(world, peer + local);
+    };
+    return mac_rows(world, mo) ? 0 : 1;
+  }
   bool all_ok = true;
   for (int L : o.sizes)
     for (int w : o.widths) {
@@ -493,7 +472,7 @@ int main(int argc, char** argv) {
                   json_piece(",\"median_ratio_to_floor\":%.3f", median / floor.us);
         }
         if (hx && o.device && world.size() > 1) {
-          const double loop = scheduled_loop_us(world, *hx, iters);
+          const double loop = scheduled_loop_us(world, scheduled(*hx), iters);
           phases += ",\"loop_us\":" + std::to_string(loop);
           ratio += json_piece(",\"loop_ratio_to_floor\":%.3f", loop / floor.us);
         }

@@ -1,0 +1,69 @@
+// How halo_bench times a row: the slowest rank's time per blocking exchange, and (CUDA builds)
+// the per-iteration time of a loop of stream-ordered exchanges.
+#pragma once
+#include <algorithm>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include <mpi.h>
+
+#include "setup.hpp"
+#ifdef HALOX_BENCH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace halo_bench {
+
+// Median and minimum over `iters` exchanges of the slowest rank's time, in microseconds.
+inline std::pair<double, double> time_it(const mpi::communicator& comm, int warmup, int iters,
+                                         const std::function<void()>& run) {
+  for (int k = 0; k < warmup; ++k) run();
+  std::vector<double> t;
+  for (int k = 0; k < iters; ++k) {
+    comm.barrier();
+    const double t0 = MPI_Wtime();
+    run();
+    const double mine = MPI_Wtime() - t0;
+    t.push_back(mpi::all_reduce(comm, mine, mpi::maximum<double>()) * 1e6);
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t.front()};
+}
+
+#ifdef HALOX_BENCH_CUDA
+// Per-iteration time of a loop of `iters` stream-ordered exchanges (`enqueue`: schedule_exchange
+// then schedule_wait on the stream) as a solver's time steps run them: no host synchronisation
+// inside the loop; CUDA events; the slowest rank's.
+inline double scheduled_loop_us(const mpi::communicator& world,
+                                const std::function<void(cudaStream_t)>& enqueue, int iters) {
+  cudaStream_t st;
+  cuda_check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  cudaEvent_t t0, t1;
+  cuda_check(cudaEventCreate(&t0));
+  cuda_check(cudaEventCreate(&t1));
+  for (int k = 0; k < 10; ++k) enqueue(st);
+  cuda_check(cudaStreamSynchronize(st));
+  world.barrier();
+  cuda_check(cudaEventRecord(t0, st));
+  for (int k = 0; k < iters; ++k) enqueue(st);
+  cuda_check(cudaEventRecord(t1, st));
+  cuda_check(cudaEventSynchronize(t1));
+  float ms = 0;
+  cuda_check(cudaEventElapsedTime(&ms, t0, t1));
+  cuda_check(cudaEventDestroy(t0));
+  cuda_check(cudaEventDestroy(t1));
+  cuda_check(cudaStreamDestroy(st));
+  return mpi::all_reduce(world, double(ms) * 1e3 / iters, mpi::maximum<double>());
+}
+
+// One stream-ordered exchange of `ex` on a stream, for scheduled_loop_us and kernel_us.
+inline std::function<void(cudaStream_t)> scheduled(halox::halo_exchange& ex) {
+  return [&ex](cudaStream_t s) {
+    ex.schedule_exchange(s);
+    ex.schedule_wait(s);
+  };
+}
+#endif
+
+}  // namespace halo_bench
