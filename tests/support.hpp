@@ -42,6 +42,14 @@ void grids(int size, int dim, std::array<int, D>& cur, const halox::extents<D>& 
 }
 }  // namespace detail
 
+/// Periodicity from the bits of `m`: dimension i is periodic where bit i is set.
+template <int D>
+halox::periodic<D> periodic_mask(int m) {
+  halox::periodic<D> p;
+  for (int i = 0; i < D; ++i) p.flags[i] = (m >> i) & 1;
+  return p;
+}
+
 /// Every process grid of `size` ranks that fits `n` (each rank owns at least one cell).
 template <int D>
 std::vector<halox::process_grid<D>> all_grids(int size, const halox::extents<D>& n) {

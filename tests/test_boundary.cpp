@@ -153,13 +153,6 @@ void run_case(const Dom& dom, const halox::stencil<D>& st, int ncomp, const rule
   }
 }
 
-template <int D>
-halox::periodic<D> periodic_mask(int m) {
-  halox::periodic<D> p;
-  for (int i = 0; i < D; ++i) p.flags[i] = (m >> i) & 1;
-  return p;
-}
-
 }  // namespace
 
 TEST_CASE("boundary rules: a 4x4 table computed by hand, corners included, every grid") {
@@ -210,7 +203,7 @@ TEST_CASE("boundary rules: every kind, 2-D and 3-D, every grid and periodicity, 
                                               halox::stencil<2>::star(2),
                                               halox::stencil<2>::box(1)};
   for (int m = 0; m < 4; ++m) {
-    const auto per = periodic_mask<2>(m);
+    const auto per = hxt::periodic_mask<2>(m);
     for (const auto& grid : hxt::all_grids<2>(world.size(), {6, 5})) {
       const halox::cartesian<2> dom(world, {6, 5}, per, grid);
       rules_t<2> rules;

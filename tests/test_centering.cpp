@@ -23,13 +23,6 @@ using idx = halox::index;
 
 namespace {
 
-template <int D>
-halox::periodic<D> periodic_mask(int m) {
-  halox::periodic<D> p;
-  for (int i = 0; i < D; ++i) p.flags[i] = (m >> i) & 1;
-  return p;
-}
-
 // Every centering of a D-dimensional field.
 template <int D>
 std::vector<centering> all_centerings() {
@@ -85,7 +78,7 @@ TEST_CASE("centering: 2-D, every centering, grid and periodicity") {
   for (int m = 0; m < 4; ++m)
     for (const auto& grid : hxt::all_grids<2>(world.size(), {7, 6})) {
       INFO("periodic mask " << m << " grid " << grid.dims[0] << "x" << grid.dims[1]);
-      const halox::cartesian<2> dom(world, {7, 6}, periodic_mask<2>(m), grid);
+      const halox::cartesian<2> dom(world, {7, 6}, hxt::periodic_mask<2>(m), grid);
       every_centering<2>(dom);
     }
 }
@@ -94,7 +87,7 @@ TEST_CASE("centering: 3-D, every centering") {
   mpi::communicator world;
   for (int m : {0, 5, 7}) {
     INFO("periodic mask " << m);
-    const halox::cartesian<3> dom(world, {5, 4, 6}, periodic_mask<3>(m));
+    const halox::cartesian<3> dom(world, {5, 4, 6}, hxt::periodic_mask<3>(m));
     every_centering<3>(dom);
   }
 }
@@ -108,7 +101,7 @@ TEST_CASE("centering: box list with several blocks per rank, one rank along a di
       boxes.push_back({box<2>{{x, y}, {x + 3, y + 4}}, owner++ % world.size()});
   for (int m = 0; m < 4; ++m) {
     INFO("periodic mask " << m);
-    const halox::box_list<2> dom(world, {9, 8}, periodic_mask<2>(m), boxes);
+    const halox::box_list<2> dom(world, {9, 8}, hxt::periodic_mask<2>(m), boxes);
     every_centering<2>(dom);
   }
 }
@@ -117,7 +110,7 @@ TEST_CASE("centering: a MAC grid in one exchange, each field with its stencil") 
   mpi::communicator world;
   for (int m = 0; m < 8; ++m) {
     INFO("periodic mask " << m);
-    const halox::cartesian<3> dom(world, {6, 5, 4}, periodic_mask<3>(m));
+    const halox::cartesian<3> dom(world, {6, 5, 4}, hxt::periodic_mask<3>(m));
     const auto s_vel = halox::stencil<3>::box(1), s_p = halox::stencil<3>::star(2);
     const auto s_w = halox::stencil<3>::star({0, 1, 1}, {2, 0, 1});
     auto u = dom.make_field<double>(s_vel, halox::host, centering::face(0));
@@ -189,13 +182,13 @@ TEST_CASE("centering: reverse sum of shared copies into their owners") {
   for (int m = 0; m < 4; ++m)
     for (const auto& grid : hxt::all_grids<2>(world.size(), {7, 6})) {
       INFO("periodic mask " << m << " grid " << grid.dims[0] << "x" << grid.dims[1]);
-      const halox::cartesian<2> dom(world, {7, 6}, periodic_mask<2>(m), grid);
+      const halox::cartesian<2> dom(world, {7, 6}, hxt::periodic_mask<2>(m), grid);
       for (const auto at : all_centerings<2>()) {
         reverse_sum<2>(dom, halox::stencil<2>::box(1), at);
         reverse_sum<2>(dom, halox::stencil<2>::star({0, 1}, {1, 0}), at);
       }
     }
-  const halox::cartesian<3> dom3(world, {4, 5, 3}, periodic_mask<3>(2));
+  const halox::cartesian<3> dom3(world, {4, 5, 3}, hxt::periodic_mask<3>(2));
   for (const auto at : all_centerings<3>()) reverse_sum<3>(dom3, halox::stencil<3>::box(1), at);
 }
 

@@ -24,13 +24,6 @@ std::string per_str(const halox::periodic<D>& p) {
   return s;
 }
 
-template <int D>
-halox::periodic<D> periodic_mask(int m) {
-  halox::periodic<D> p;
-  for (int i = 0; i < D; ++i) p.flags[i] = (m >> i) & 1;
-  return p;
-}
-
 // One field of T made by the domain, filled, exchanged once, checked.
 template <class T = double, class Dom, int D>
 hxt::result exchange_once(const Dom& dom, const halox::stencil<D>& st,
@@ -75,7 +68,7 @@ TEST_CASE("2-D exchanges: star, box, asymmetric widths, every periodicity") {
       halox::stencil<2>::star(1), halox::stencil<2>::box(1), halox::stencil<2>::box({0, 0}, {2, 2}),
       halox::stencil<2>::star({2, 1}, {0, 3}), halox::stencil<2>::from_offsets({{1, -1}, {-2, 0}})};
   for (int m = 0; m < 4; ++m) {
-    const auto per = periodic_mask<2>(m);
+    const auto per = hxt::periodic_mask<2>(m);
     halox::cartesian<2> dom(world, {9, 7}, per);
     for (std::size_t s = 0; s < stencils.size(); ++s) {
       INFO("periodic " << per_str(per) << " stencil #" << s);
@@ -105,7 +98,7 @@ TEST_CASE("3-D exchanges: star, box, asymmetric widths, every periodicity") {
       halox::stencil<3>::box({0, 1, 2}, {2, 0, 1}), halox::stencil<3>::star({0, 0, 0}, {2, 2, 2}),
       halox::stencil<3>::star(0)};  // no neighbours: nothing may change
   for (int m = 0; m < 8; ++m) {
-    const auto per = periodic_mask<3>(m);
+    const auto per = hxt::periodic_mask<3>(m);
     halox::cartesian<3> dom(world, {6, 5, 7}, per);
     for (std::size_t s = 0; s < stencils.size(); ++s) {
       INFO("periodic " << per_str(per) << " stencil #" << s);
@@ -120,7 +113,7 @@ TEST_CASE("a stencil fixed at compile time builds the same plan and exchange") {
   mpi::communicator world;
   constexpr auto st = halox::stencil<3>::star({2, 1, 0}, {1, 0, 2});
   for (int m = 0; m < 8; ++m) {
-    const auto per = periodic_mask<3>(m);
+    const auto per = hxt::periodic_mask<3>(m);
     INFO("periodic " << per_str(per));
     halox::cartesian<3> dom(world, {9, 7, 6}, per);
     const auto a = halox::make_plan<st>(dom), b = halox::make_plan(dom, st);
@@ -520,7 +513,7 @@ TEST_CASE("box_list: 12 unequal boxes assigned round-robin") {
       halox::stencil<2>::star(1), halox::stencil<2>::box(1), halox::stencil<2>::box({2, 0}, {1, 3}),
       halox::stencil<2>::star(4)};
   for (int m = 0; m < 4; ++m) {
-    const auto per = periodic_mask<2>(m);
+    const auto per = hxt::periodic_mask<2>(m);
     halox::box_list<2> dom(world, {12, 10}, per, boxes);
     int mine = 0;
     for (std::size_t k = 0; k < boxes.size(); ++k) mine += boxes[k].owner == world.rank();

@@ -21,13 +21,6 @@ using idx = halox::index;
 
 namespace {
 
-template <int D>
-halox::periodic<D> periodic_mask(int m) {
-  halox::periodic<D> p;
-  for (int i = 0; i < D; ++i) p.flags[i] = (m >> i) & 1;
-  return p;
-}
-
 // The number of peers this rank sends to: the union over the fields' own plans.
 template <int D, class Dom>
 std::size_t union_peers(const Dom& dom, std::initializer_list<halox::stencil<D>> sts) {
@@ -72,7 +65,7 @@ TEST_CASE("per-field halos: 2-D, every grid and periodicity") {
   for (int m = 0; m < 4; ++m)
     for (const auto& grid : hxt::all_grids<2>(world.size(), {7, 6})) {
       INFO("periodic mask " << m << " grid " << grid.dims[0] << "x" << grid.dims[1]);
-      const halox::cartesian<2> dom(world, {7, 6}, periodic_mask<2>(m), grid);
+      const halox::cartesian<2> dom(world, {7, 6}, hxt::periodic_mask<2>(m), grid);
       three_fields<2>(dom, sa, sb, sc);
     }
 }
@@ -81,7 +74,7 @@ TEST_CASE("per-field halos: 3-D, mixed periodicity") {
   mpi::communicator world;
   for (int m : {0, 5, 7}) {
     INFO("periodic mask " << m);
-    const halox::cartesian<3> dom(world, {6, 5, 4}, periodic_mask<3>(m));
+    const halox::cartesian<3> dom(world, {6, 5, 4}, hxt::periodic_mask<3>(m));
     three_fields<3>(dom, halox::stencil<3>::box(1), halox::stencil<3>::star({2, 0, 1}, {1, 0, 2}),
                     halox::stencil<3>::box({0, 1, 1}, {1, 1, 0}));
   }
@@ -96,7 +89,7 @@ TEST_CASE("per-field halos: box list with several blocks per rank") {
       boxes.push_back({box<2>{{x, y}, {x + 3, y + 4}}, owner++ % world.size()});
   for (int m = 0; m < 4; ++m) {
     INFO("periodic mask " << m);
-    const halox::box_list<2> dom(world, {9, 8}, periodic_mask<2>(m), boxes);
+    const halox::box_list<2> dom(world, {9, 8}, hxt::periodic_mask<2>(m), boxes);
     three_fields<2>(dom, halox::stencil<2>::box(2), halox::stencil<2>::star({1, 0}, {0, 3}),
                     halox::stencil<2>::box({1, 1}, {0, 0}));
   }
