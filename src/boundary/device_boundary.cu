@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "../gpu/check.hpp"
+#include "../gpu/event.hpp"
+#include "../gpu/memory.hpp"
 
 namespace halox::detail {
 
@@ -102,23 +104,6 @@ __global__ void fill_kernel(const dev_fill* fills, int n, const std::byte* data)
   }
 }
 
-template <class T>
-struct device_array {
-  T* p = nullptr;
-  device_array() = default;
-  device_array(const device_array&) = delete;
-  device_array& operator=(const device_array&) = delete;
-  ~device_array() {
-    if (p) (void)cudaFree(p);
-  }
-  void upload(const T* host, std::size_t n, const char* what, int rank) {
-    if (n == 0) return;
-    check(cudaMalloc(&p, n * sizeof(T)), std::string("cudaMalloc(") + what + ")", rank);
-    check(cudaMemcpy(p, host, n * sizeof(T), cudaMemcpyHostToDevice),
-          std::string("cudaMemcpy(") + what + ")", rank);
-  }
-};
-
 dev_fill lower(const fill_op& op) {
   dev_fill f{};
   f.dst = op.dst;
@@ -158,16 +143,16 @@ struct device_boundary::impl {
   // Launch of dimension d: fills [begin[d], begin[d + 1]) of the table, `blocks[d]` blocks.
   std::array<std::size_t, max_dims + 1> begin{};
   std::array<unsigned long long, max_dims> blocks{};
-  device_array<dev_fill> table;
-  device_array<std::byte> data;
-  cudaEvent_t done = nullptr;
+  gpu::device_array<dev_fill> table;
+  gpu::device_array<std::byte> data;
+  gpu::event done;
   int first_callback_dim = max_dims;  // dimensions up to here run after the unpack
 
   void launch(int d, cudaStream_t s, int rank) const {
     const auto b = blocks[std::size_t(d)];
     if (b == 0) return;
     const auto n = int(begin[std::size_t(d) + 1] - begin[std::size_t(d)]);
-    fill_kernel<<<unsigned(b), threads, 0, s>>>(table.p + begin[std::size_t(d)], n, data.p);
+    fill_kernel<<<unsigned(b), threads, 0, s>>>(table.get() + begin[std::size_t(d)], n, data.get());
     check(cudaGetLastError(), "boundary fill kernel launch", rank);
   }
 };
@@ -194,9 +179,8 @@ device_boundary::device_boundary(device_rules rules, stream_t halox_stream, int 
     p_->blocks[std::size_t(d)] = blocks;
   }
   p_->begin[max_dims] = host.size();
-  p_->table.upload(host.data(), host.size(), "boundary fill table", rank);
-  p_->data.upload(rules.data.data(), rules.data.size(), "boundary fill values", rank);
-  check(cudaEventCreateWithFlags(&p_->done, cudaEventDisableTiming), "cudaEventCreate", rank);
+  p_->table = gpu::device_array<dev_fill>::upload(host, "boundary fill table", rank);
+  p_->data = gpu::device_array<std::byte>::upload(rules.data, "boundary fill values", rank);
   p_->callbacks = std::move(rules.callbacks);
   std::stable_sort(
       p_->callbacks.begin(), p_->callbacks.end(),
@@ -207,18 +191,17 @@ device_boundary::device_boundary(device_rules rules, stream_t halox_stream, int 
 device_boundary::~device_boundary() {
   if (!p_) return;
   // The tables may still be read by a launch in flight.
-  if (p_->done) (void)cudaEventSynchronize(p_->done);
+  (void)cudaEventSynchronize(p_->done.get());
   if (p_->halox) (void)cudaStreamSynchronize(p_->halox);
-  if (p_->done) (void)cudaEventDestroy(p_->done);
 }
 
 void device_boundary::launch_after_unpack(int rank) {
   for (int d = 0; d < max_dims && d <= p_->first_callback_dim; ++d) p_->launch(d, p_->halox, rank);
-  check(cudaEventRecord(p_->done, p_->halox), "cudaEventRecord(boundary fills)", rank);
+  check(cudaEventRecord(p_->done.get(), p_->halox), "cudaEventRecord(boundary fills)", rank);
 }
 
 bool device_boundary::ready(int rank) const {
-  const cudaError_t rc = cudaEventQuery(p_->done);
+  const cudaError_t rc = cudaEventQuery(p_->done.get());
   if (rc == cudaErrorNotReady) return false;
   check(rc, "cudaEventQuery(boundary fills)", rank);
   return true;
@@ -236,7 +219,7 @@ void device_boundary::complete(stream_t stream, int rank) {
     for (int e = d + 1; e <= next; ++e) p_->launch(e, s, rank);
   }
   // The destructor waits for this before it frees the tables.
-  check(cudaEventRecord(p_->done, s), "cudaEventRecord(boundary callbacks)", rank);
+  check(cudaEventRecord(p_->done.get(), s), "cudaEventRecord(boundary callbacks)", rank);
   if (!stream) check(cudaStreamSynchronize(s), "cudaStreamSynchronize(boundary callbacks)", rank);
 }
 
