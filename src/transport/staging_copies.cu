@@ -7,10 +7,14 @@
 #include <algorithm>
 
 #include "../gpu/check.hpp"
+#include "../gpu/event.hpp"
+#include "../gpu/stream.hpp"
 
 namespace halox::detail {
 
 struct staging_copies::impl {
+  explicit impl(int r)
+      : rank(r), in_stream(cudaStreamNonBlocking, r), in_done(cudaEventDisableTiming, r) {}
   std::vector<stage> out;
   std::vector<piece> in;
   bool in_pieces = false;
@@ -19,19 +23,13 @@ struct staging_copies::impl {
   std::byte* device_recv = nullptr;
   const std::byte* recv = nullptr;
   int rank = 0;
-  cudaStream_t in_stream = nullptr;  // copies in: beside the copies out, on the other engine
-  std::vector<cudaEvent_t> copied;   // one per stage out
-  cudaEvent_t in_done = nullptr;
+  gpu::stream in_stream;            // copies in: beside the copies out, on the other engine
+  std::vector<gpu::event> copied;  // one per stage out
+  gpu::event in_done;
 
-  ~impl() {
-    // (A destructor cannot report a failure.)
-    for (auto e : copied) (void)cudaEventDestroy(e);
-    if (in_done) (void)cudaEventDestroy(in_done);
-    if (in_stream) (void)cudaStreamDestroy(in_stream);
-  }
   void copy_in(const piece& p) {
     gpu::check(cudaMemcpyAsync(device_recv + p.offset, recv + p.offset, p.bytes,
-                               cudaMemcpyHostToDevice, in_stream),
+                               cudaMemcpyHostToDevice, in_stream.get()),
                "cudaMemcpyAsync (host staging, in)", rank);
   }
 };
@@ -39,7 +37,7 @@ struct staging_copies::impl {
 staging_copies::staging_copies(std::vector<stage> out, std::vector<piece> in, bool in_pieces,
                                const std::byte* device_send, std::byte* send,
                                std::byte* device_recv, const std::byte* recv, int rank)
-    : p_(std::make_unique<impl>()) {
+    : p_(std::make_unique<impl>(rank)) {
   auto& d = *p_;
   d.out = std::move(out);
   d.in = std::move(in);
@@ -48,18 +46,8 @@ staging_copies::staging_copies(std::vector<stage> out, std::vector<piece> in, bo
   d.send = send;
   d.device_recv = device_recv;
   d.recv = recv;
-  d.rank = rank;
-  gpu::check(cudaStreamCreateWithFlags(&d.in_stream, cudaStreamNonBlocking),
-             "cudaStreamCreateWithFlags (host staging)", rank);
-  gpu::check(cudaEventCreateWithFlags(&d.in_done, cudaEventDisableTiming),
-             "cudaEventCreateWithFlags (host staging)", rank);
   d.copied.reserve(d.out.size());
-  for (std::size_t s = 0; s < d.out.size(); ++s) {
-    cudaEvent_t e = nullptr;
-    gpu::check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
-               "cudaEventCreateWithFlags (host staging)", rank);
-    d.copied.push_back(e);
-  }
+  for (std::size_t s = 0; s < d.out.size(); ++s) d.copied.emplace_back(cudaEventDisableTiming, rank);
 }
 
 staging_copies::~staging_copies() = default;
@@ -73,12 +61,12 @@ void staging_copies::copy_out(void* stream) {
       gpu::check(cudaMemcpyAsync(d.send + st.offset, d.device_send + st.offset, st.bytes,
                                  cudaMemcpyDeviceToHost, s),
                  "cudaMemcpyAsync (host staging, out)", d.rank);
-    gpu::check(cudaEventRecord(d.copied[k], s), "cudaEventRecord (host staging)", d.rank);
+    gpu::check(cudaEventRecord(d.copied[k].get(), s), "cudaEventRecord (host staging)", d.rank);
   }
 }
 
 bool staging_copies::copied_out(std::size_t s) {
-  const cudaError_t rc = cudaEventQuery(p_->copied[s]);
+  const cudaError_t rc = cudaEventQuery(p_->copied[s].get());
   if (rc == cudaErrorNotReady) return false;
   gpu::check(rc, "cudaEventQuery (host staging)", p_->rank);
   return true;
@@ -99,8 +87,9 @@ void staging_copies::join(void* stream) {
     }
     if (hi > lo) d.copy_in({0, lo, hi - lo});
   }
-  gpu::check(cudaEventRecord(d.in_done, d.in_stream), "cudaEventRecord (host staging)", d.rank);
-  gpu::check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), d.in_done, 0),
+  gpu::check(cudaEventRecord(d.in_done.get(), d.in_stream.get()), "cudaEventRecord (host staging)",
+             d.rank);
+  gpu::check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), d.in_done.get(), 0),
              "cudaStreamWaitEvent (host staging)", d.rank);
 }
 
