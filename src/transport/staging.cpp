@@ -36,7 +36,9 @@ const char* to_string(staging s) noexcept {
 namespace detail {
 
 bool mpi_cuda_aware() noexcept {
-#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+  // Asked at run time even where the headers halox was built with say 0: the library loaded
+  // at run time (a cluster's CUDA-aware Open MPI of the same ABI) is what moves the data.
   return MPIX_Query_cuda_support() == 1;
 #elif defined(MPIX_GPU_SUPPORT_CUDA)
   int yes = 0;
