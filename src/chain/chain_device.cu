@@ -11,10 +11,19 @@
 
 namespace halox::detail {
 
-bool is_device_pointer(const void* p, int rank) {
+bool is_device_pointer(const void* p, int rank, int* device) {
   cudaPointerAttributes a{};
   gpu::check(cudaPointerGetAttributes(&a, p), "cudaPointerGetAttributes", rank);
+  if (device != nullptr) *device = a.type == cudaMemoryTypeDevice ? a.device : -1;
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+std::string current_gpu_bus_id(int rank) {
+  int dev = 0;
+  char bus[32] = {};
+  gpu::check(cudaGetDevice(&dev), "cudaGetDevice", rank);
+  gpu::check(cudaDeviceGetPCIBusId(bus, sizeof bus, dev), "cudaDeviceGetPCIBusId", rank);
+  return bus;
 }
 
 std::shared_ptr<std::byte> allocate_pinned(std::size_t bytes, int rank) {
@@ -71,6 +80,10 @@ void chain_stream::signal(stream_t user) {
   record();
   gpu::check(cudaStreamWaitEvent(user, p_->done.get(), 0), "cudaStreamWaitEvent(user stream)",
              p_->rank);
+}
+
+stream_t chain_stream::get() const {
+  return p_->s();
 }
 
 }  // namespace halox::detail

@@ -5,8 +5,12 @@
 
 namespace halox::detail {
 
-bool is_device_pointer(const void*, int rank) {
+bool is_device_pointer(const void*, int rank, int*) {
   fail("rank {}: device chain payload checked but this halox was built without CUDA", rank);
+}
+
+std::string current_gpu_bus_id(int rank) {
+  fail("rank {}: GPU of a device chain asked for but this halox was built without CUDA", rank);
 }
 
 std::shared_ptr<std::byte> allocate_pinned(std::size_t, int rank) {
@@ -30,5 +34,8 @@ bool chain_stream::done() {
 void chain_stream::synchronize() {}
 void chain_stream::wait_for(stream_t) {}
 void chain_stream::signal(stream_t) {}
+stream_t chain_stream::get() const {
+  return nullptr;
+}
 
 }  // namespace halox::detail

@@ -1,5 +1,6 @@
 // The untyped core of halox::chain<T>: one round = sizes to both neighbours, then the data,
-// over plain MPI on a duplicated communicator; device payloads staged through pinned memory.
+// over plain MPI on a duplicated communicator; device payloads staged through pinned memory, or
+// (staging nccl) sizes and data as NCCL groups between device buffers on the chain's stream.
 #include "halox/chain/chain_exchange.hpp"
 
 #include <algorithm>
@@ -18,6 +19,9 @@
 #include "halox/chain/chain_device.hpp"
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
+#include "halox/transport/locality.hpp"
+#include "halox/transport/nccl_comm.hpp"
+#include "halox/transport/staging.hpp"
 
 namespace halox::detail {
 
@@ -94,6 +98,11 @@ struct chain_state {
   std::size_t elem = 1;
   chain_side side[2];  // 0: left, 1: right
   MPI_Request size_recv[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  // Staging nccl: the communicator shared over these ranks; declared before `gpu`, so that the
+  // stream has drained before the last user lets it go.
+  std::shared_ptr<nccl_comm> nccl;
+  growing sizes_host, sizes_dev;      // nccl: pinned and device [send left, send right, recv l, r]
+  bool sizes_pending = false;         // nccl: this round's size group is enqueued, not yet read
   std::unique_ptr<chain_stream> gpu;  // device chains: staging copies on halox's stream
   bool delivery_enqueued = false;     // this round's host-to-device copies are enqueued
   bool delivery_pending = false;      // ... and may still be reading the pinned staging
@@ -109,7 +118,8 @@ struct chain_state {
     raw = MPI_Comm(comm);
     rank = comm.rank();
     size = comm.size();
-    agree_on_setup(type_name);
+    bool want_nccl = false;
+    agree_on_setup(type_name, want_nccl);
     if (opt.max_elements == 0) opt.max_elements = (std::size_t(1) << 40) / elem;
     check(MPI_Comm_set_errhandler(raw, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
     const bool ends = !opt.periodic;
@@ -121,6 +131,7 @@ struct chain_state {
     side[1].send_size_tag = tag_size_rightward;
     side[1].send_data_tag = tag_data_rightward;
     side[1].recv_data_tag = tag_data_leftward;
+    agree_on_nccl(want_nccl);
   }
 
   ~chain_state() {
@@ -135,7 +146,7 @@ struct chain_state {
   }
 
   // Every rank checks its element type and options against rank 0's; all throw if one differs.
-  void agree_on_setup(const char* type_name) {
+  void agree_on_setup(const char* type_name, bool& want_nccl) {
     std::string ref = fmt::format(
         "{} ({} bytes), periodic = {}, max_elements = {}", readable(type_name), elem, opt.periodic,
         opt.max_elements == 0 ? std::string("default") : std::to_string(opt.max_elements));
@@ -150,8 +161,57 @@ struct chain_state {
               "rank {}: device chain requested but this halox was built without CUDA "
               "(HALOX_ENABLE_CUDA=OFF)",
               rank);
+      want_nccl = wants_nccl();
       if (opt.space == memory_space::device) gpu = std::make_unique<chain_stream>(rank);
     });
+  }
+
+  // This rank's staging choice: the option, overridden by HALOX_STAGING for device chains.
+  bool wants_nccl() const {
+    const staging asked = opt.device_staging;
+    require(asked == staging::automatic || asked == staging::host_staged || asked == staging::nccl,
+            "rank {}: chain_options::device_staging = '{}'; a chain moves device buffers through "
+            "pinned host memory (auto, host_staged) or NCCL (nccl)",
+            rank, to_string(asked));
+    require(asked != staging::nccl || device(),
+            "rank {}: chain_options::device_staging = 'nccl' on a host chain; NCCL moves device "
+            "memory only: give the chain {{.space = halox::device}} or leave the staging at auto",
+            rank);
+    if (!device()) return false;
+    exchange_options o;
+    o.device_staging = asked;
+    return with_environment(o).device_staging == staging::nccl;  // any other: pinned staging
+  }
+
+  // Collective: NCCL where this rank asks for it, after every rank has agreed that all ask for
+  // it, that halox has NCCL and that no two ranks of a node share a GPU; otherwise every rank
+  // throws. Ranks that do not want NCCL anywhere do one all-reduce and nothing else.
+  void agree_on_nccl(bool want) {
+    int in[2] = {want ? 1 : 0, want ? -1 : 0}, out[2] = {0, 0};
+    check(MPI_Allreduce(in, out, 2, MPI_INT, MPI_MIN, raw), "MPI_Allreduce(staging)", -1);
+    const bool all = out[0] != 0, any = out[1] != 0;
+    if (!any) return;
+    agree(comm, [&] {
+      require(all,
+              "rank {}: chain staging 'nccl' needs every rank to ask for it (a device chain with "
+              "device_staging = nccl, or HALOX_STAGING=nccl), but {} did not",
+              rank, want ? "another rank" : "this rank");
+      require(nccl_built(),
+              "rank {}: chain staging 'nccl': this halox was built without NCCL "
+              "(HALOX_ENABLE_NCCL)",
+              rank);
+    });
+    const locality here = locality::discover(raw, 0, current_gpu_bus_id(rank));
+    agree(comm, [&] {
+      require(!here.gpu_shared(),
+              "rank {}: chain staging 'nccl' needs one GPU per rank, but ranks of this "
+              "communicator on one node share a GPU, which NCCL does not allow; run one rank per "
+              "GPU or use staging auto",
+              rank);
+      sizes_host.reserve(4 * sizeof(std::uint64_t), memory_space::host, true, rank);
+      sizes_dev.reserve(4 * sizeof(std::uint64_t), memory_space::device, false, rank);
+    });
+    nccl = nccl_comm::shared(raw);  // collective; fails on every rank together
   }
 
   void check(int rc, const char* call, int peer) const {
@@ -175,11 +235,18 @@ struct chain_state {
     if (b.count > 0 && b.data == nullptr)
       return fmt::format("rank {}: payload for the {} neighbour has {} elements but a null pointer",
                          rank, side_name[s], b.count);
-    if (device() && b.count > 0 && side[s].peer >= 0 && !is_device_pointer(b.data, rank))
+    if (!device() || b.count == 0 || side[s].peer < 0) return {};
+    int gpu_of = -1;
+    if (!is_device_pointer(b.data, rank, &gpu_of))
       return fmt::format(
           "rank {}: payload for the {} neighbour is not device memory, but this chain's space "
           "is device",
           rank, side_name[s]);
+    if (nccl && gpu_of >= 0 && gpu_of != nccl->device())
+      return fmt::format(
+          "rank {}: payload for the {} neighbour (rank {}) is memory of GPU {}, but this chain's "
+          "NCCL communicator is on GPU {}",
+          rank, side_name[s], side[s].peer, gpu_of, nccl->device());
     return {};
   }
 
@@ -191,11 +258,32 @@ struct chain_state {
     const chain_bytes out[2] = {to_left, to_right};
     std::string bad = reject_reason(out[0], 0);
     if (bad.empty()) bad = reject_reason(out[1], 1);
-    if (gpu && delivery_pending) gpu->synchronize();  // the last delivery read the staging
+    // The last delivery read the pinned staging (NCCL has none: its stream keeps the order).
+    if (gpu && delivery_pending && !nccl) gpu->synchronize();
     delivery_pending = delivery_enqueued = false;
     ++generation;
     in_flight = true;
     neighbor_error.clear();
+    if (nccl) {
+      post_sizes_nccl(out, bad, after);
+    } else {
+      post_sizes_mpi(out, bad);
+    }
+    if (!bad.empty()) {
+      // Nothing of the data goes out; the neighbours learn of it from the size and fail this
+      // round too instead of waiting. Complete the round so that the object stays usable.
+      try {
+        finish(true, nullptr);
+      } catch (const error&) {
+      }
+      throw error(bad);
+    }
+    if (nccl) return;  // the data group follows the sizes, in finish()
+    stage_sends(out, after);
+    for (int s = 0; s < 2; ++s) send_data(side[s]);
+  }
+
+  void post_sizes_mpi(const chain_bytes* out, const std::string& bad) {
     for (int s = 0; s < 2; ++s) {
       auto& d = side[s];
       d.size_arrived = d.peer < 0;
@@ -212,17 +300,94 @@ struct chain_state {
       check(MPI_Isend(&d.send_count, 1, MPI_UINT64_T, d.peer, d.send_size_tag, raw, &d.size_send),
             "MPI_Isend(size)", d.peer);
     }
-    if (!bad.empty()) {
-      // Nothing of the data goes out; the neighbours learn of it from the size and fail this
-      // round too instead of waiting. Complete the round so that the object stays usable.
-      try {
-        finish(true, nullptr);
-      } catch (const error&) {
-      }
-      throw error(bad);
+  }
+
+  // NCCL sends and receives go in one group per step, in one order on every rank: to the left
+  // then to the right; from the right (what moves leftwards) then from the left. So the k-th
+  // message between two ranks meets the k-th receive even when the left and the right
+  // neighbour are the same rank (two ranks, periodic) or this rank itself (one rank).
+  static constexpr int recv_order[2] = {1, 0};
+
+  std::uint64_t* sizes_at(std::size_t k) const {
+    return reinterpret_cast<std::uint64_t*>(sizes_host.get()) + k;
+  }
+
+  // Staging nccl: the sizes go device to device as a group, after the work on `after`; their
+  // copy back to pinned memory is read once the stream has passed it (finish_nccl).
+  void post_sizes_nccl(const chain_bytes* out, const std::string& bad, stream_t after) {
+    nccl_call sends[2], recvs[2];
+    std::size_t ns = 0, nr = 0;
+    auto* dev = reinterpret_cast<std::uint64_t*>(sizes_dev.get());
+    for (int s = 0; s < 2; ++s) {
+      auto& d = side[s];
+      d.size_arrived = d.peer < 0;
+      d.recv_count = 0;
+      d.send_count = bad.empty() ? out[s].count : rejected;
+      d.send_from = out[s].data;
+      *sizes_at(std::size_t(s)) = d.send_count;
+      if (d.peer >= 0)
+        sends[ns++] = {d.peer, reinterpret_cast<std::byte*>(dev + s), sizeof(std::uint64_t)};
     }
-    stage_sends(out, after);
-    for (int s = 0; s < 2; ++s) send_data(side[s]);
+    for (int s : recv_order)
+      if (side[s].peer >= 0)
+        recvs[nr++] = {side[s].peer, reinterpret_cast<std::byte*>(dev + 2 + s),
+                       sizeof(std::uint64_t)};
+    if (after) gpu->wait_for(after);
+    if (ns + nr == 0) return;
+    gpu->copy(dev, sizes_at(0), 2 * sizeof(std::uint64_t));
+    nccl->enqueue_group(gpu->get(), sends, ns, recvs, nr);
+    gpu->copy(sizes_at(2), dev + 2, 2 * sizeof(std::uint64_t));
+    gpu->record();
+    sizes_pending = true;
+  }
+
+  // Staging nccl: true once the work recorded last has run; with `block`, waits for it. Polls
+  // NCCL's asynchronous errors meanwhile, so that a failed peer is an error, not a hang.
+  bool settle(bool block) {
+    while (!gpu->done()) {
+      nccl->check_async();
+      if (!block) return false;
+    }
+    return true;
+  }
+
+  // Staging nccl: sizes read, then the data group (receiving straight into the device buffers),
+  // then completion: on the host, or by making `before` wait for the chain's stream.
+  bool finish_nccl(bool block, stream_t before) {
+    if (sizes_pending) {
+      if (!settle(block)) return false;
+      sizes_pending = false;
+      for (int s = 0; s < 2; ++s) {
+        if (side[s].peer < 0) continue;
+        side[s].recv_count = *sizes_at(2 + std::size_t(s));
+        on_size(s);
+      }
+      nccl_call sends[2], recvs[2];
+      std::size_t ns = 0, nr = 0;
+      for (int s = 0; s < 2; ++s) {
+        const auto& d = side[s];
+        if (d.peer >= 0 && d.send_count != rejected && d.send_count > 0)
+          sends[ns++] = {d.peer, const_cast<std::byte*>(d.send_from), d.send_count * elem};
+      }
+      for (int s : recv_order) {
+        const auto& d = side[s];
+        if (d.peer >= 0 && d.recv_count > 0)
+          recvs[nr++] = {d.peer, d.recv_dev.get(), d.recv_count * elem};
+      }
+      nccl->enqueue_group(gpu->get(), sends, ns, recvs, nr);
+      gpu->record();  // for the polls of test()
+      delivery_enqueued = delivery_pending = true;
+    }
+    if (before) {
+      gpu->signal(before);  // the user's stream waits; the host does not
+    } else {
+      if (!settle(block)) return false;
+      delivery_pending = false;
+    }
+    nccl->check_async();
+    in_flight = false;
+    if (!neighbor_error.empty()) throw error(neighbor_error);
+    return true;
   }
 
   // Points each side's send at host memory: the user's span, or (device) its pinned copy.
@@ -272,8 +437,9 @@ struct chain_state {
             rank, side_name[s], d.peer, d.recv_count, opt.max_elements);
     if (d.recv_count == 0) return;
     const std::size_t bytes = d.recv_count * elem;
-    d.recv_host.reserve(bytes, memory_space::host, device(), rank);
     if (device()) d.recv_dev.reserve(bytes, memory_space::device, false, rank);
+    if (nccl) return;  // NCCL receives straight into the device buffer
+    d.recv_host.reserve(bytes, memory_space::host, device(), rank);
     d.data_recv.resize(pieces(bytes));
     for (std::size_t k = 0; k < d.data_recv.size(); ++k)
       check(MPI_Irecv(d.recv_host.get() + k * piece_bytes, piece_size(bytes, k), MPI_BYTE, d.peer,
@@ -295,6 +461,7 @@ struct chain_state {
   // (after completing) if a neighbour rejected its payload.
   bool finish(bool block, stream_t before) {
     if (!in_flight) return true;
+    if (nccl) return finish_nccl(block, before);
     while (!side[0].size_arrived || !side[1].size_arrived) {
       int idx = MPI_UNDEFINED, flag = 1;
       if (block)
@@ -509,6 +676,9 @@ bool chain_core::periodic() const {
 }
 memory_space chain_core::space() const {
   return s_->opt.space;
+}
+bool chain_core::uses_nccl() const {
+  return s_->nccl != nullptr;
 }
 
 }  // namespace halox::detail

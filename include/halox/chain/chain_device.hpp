@@ -6,13 +6,18 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "halox/core/stream.hpp"
 
 namespace halox::detail {
 
 /// Whether `p` points into CUDA device (or managed) memory. `rank` is for error messages.
-bool is_device_pointer(const void* p, int rank);
+/// `device` (optional): the GPU it belongs to, or -1 for managed memory (any GPU reaches it).
+bool is_device_pointer(const void* p, int rank, int* device = nullptr);
+
+/// The PCI bus id of the current GPU, for the check that no two ranks share one (NCCL).
+std::string current_gpu_bus_id(int rank);
 
 /// Pinned host memory for the chain's staging (mapped and portable, zero-initialised); the
 /// returned pointer frees itself. `rank` is for error messages.
@@ -42,6 +47,8 @@ class chain_stream {
   void wait_for(stream_t user);
   /// Makes `user` wait for everything enqueued here so far (no host wait).
   void signal(stream_t user);
+  /// The stream itself, for NCCL groups enqueued on it.
+  stream_t get() const;
 
  private:
   struct impl;

@@ -23,6 +23,7 @@
 #include <boost/mpi/communicator.hpp>
 
 #include "halox/core/error.hpp"
+#include "halox/core/options.hpp"
 #include "halox/core/stream.hpp"
 #include "halox/field/memory.hpp"
 
@@ -40,6 +41,14 @@ struct chain_options {
   /// Largest payload, in elements, that one message may carry; a larger payload is an error.
   /// 0 (the default): 2^40 bytes' worth of elements.
   std::size_t max_elements = 0;
+  /// Device chains: how sizes and payloads travel. `automatic` (the default) and `host_staged`:
+  /// through pinned host memory and MPI. `nccl`: NCCL sends and receives between device buffers
+  /// on halox's stream, over the NCCL communicator shared with every exchange object and chain
+  /// on the same ranks; needs a build with NCCL, every rank asking for it and one GPU per rank
+  /// (otherwise every rank throws halox::error at construction). Other values, and `nccl` on a
+  /// host chain, are errors. `HALOX_STAGING` overrides it for device chains (`nccl`: NCCL; any
+  /// other policy: pinned host memory); host chains ignore the variable.
+  staging device_staging = staging::automatic;
 };
 
 namespace detail {
@@ -77,6 +86,7 @@ class chain_core {
   int neighbor(int side) const;
   bool periodic() const;
   memory_space space() const;
+  bool uses_nccl() const;
 
  private:
   std::unique_ptr<chain_state> s_;
@@ -176,12 +186,17 @@ class chain {
   }
   /// Stream-ordered round, step one (device chains): the payload copies wait for the work
   /// already on `stream` (an event), the host waits for those copies, then posts the messages.
+  /// Over NCCL: enqueues the size messages after the work on `stream` and returns without a
+  /// host wait; the payloads are read by the step two's NCCL group, so work enqueued on
+  /// `stream` between the two steps must not write them.
   void schedule_exchange(stream_t stream, std::span<const T> to_left, std::span<const T> to_right) {
     core_.start(detail::untyped(to_left), detail::untyped(to_right), stream);
   }
   /// Stream-ordered round, step two: waits for the messages, enqueues the copies into the
   /// chain's device buffers and makes `stream` wait for them; returns without waiting. Sizes
   /// in the result are final; the data is valid for work enqueued on `stream` afterwards.
+  /// Over NCCL: the host waits for the sizes (so for the work on `stream` before step one),
+  /// then enqueues the payloads' NCCL group and makes `stream` wait for it.
   chain_result<T> schedule_wait(stream_t stream) {
     core_.wait(stream);
     return result();
@@ -209,6 +224,12 @@ class chain {
   int right() const { return core_.neighbor(1); }
   bool periodic() const { return core_.periodic(); }
   memory_space space() const { return core_.space(); }
+  /// How this chain's messages travel: `staging::nccl` or `staging::host_staged` for device
+  /// chains (after `HALOX_STAGING`), `staging::automatic` for host chains (plain MPI).
+  staging device_staging() const {
+    if (core_.space() == memory_space::host) return staging::automatic;
+    return core_.uses_nccl() ? staging::nccl : staging::host_staged;
+  }
 
  private:
   friend class chain_handle<T>;
