@@ -719,6 +719,15 @@ TEST_CASE("a sender two exchanges ahead of a receiver that never sends back") {
   CAPTURE(policy);
   auto ex = halox::make_exchange(dom, st, progress_options(policy), u.dev);
   INFO(ex.describe());
+  // A sender that completes an exchange its receiver has not started is beyond MPI's own
+  // guarantee: a CUDA-aware MPI may complete a send of device memory only once the receive is
+  // posted (rendezvous). halox's node-local paths and small host-staged messages allow it; a
+  // gpu_aware exchange (HALOX_STAGING, or auto under a CUDA-aware MPI) is left out.
+  const int mpi_device = ex.describe().find("via gpu_aware") != std::string::npos;
+  if (boost::mpi::all_reduce(world, mpi_device, std::plus<int>()) > 0) {
+    WARN("skipped: gpu_aware hands device memory to MPI, whose sends may wait for their receiver");
+    return;
+  }
   std::vector<hxt::result> results;  // checked together at the end (the checks are collective)
   auto fill = [&](int salt) {
     hxt::fill(u.host, n, {1, salt});
