@@ -18,14 +18,6 @@ bool is_device_pointer(const void* p, int rank, int* device) {
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
-std::string current_gpu_bus_id(int rank) {
-  int dev = 0;
-  char bus[32] = {};
-  gpu::check(cudaGetDevice(&dev), "cudaGetDevice", rank);
-  gpu::check(cudaDeviceGetPCIBusId(bus, sizeof bus, dev), "cudaDeviceGetPCIBusId", rank);
-  return bus;
-}
-
 std::shared_ptr<std::byte> allocate_pinned(std::size_t bytes, int rank) {
   return gpu::allocate_mapped(bytes, "chain staging", rank);
 }

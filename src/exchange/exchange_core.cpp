@@ -121,7 +121,7 @@ exchange_core::exchange_core(const boost::mpi::communicator& c, exchange_program
       prog(std::move(p)),
       agreed((check_peer_agreement(MPI_Comm(comm), prog), true)),
       here(locality::discover(MPI_Comm(comm), prog.options.node_size,
-                              prog.has_device_fields ? peer_ipc::current_gpu() : "")),
+                              prog.has_device_fields ? current_gpu_bus_id() : "")),
       nccl_usable(agree_on_nccl(MPI_Comm(comm), prog, here)),
       chunk(agree_on_chunk(MPI_Comm(comm), prog)),
       ipc(peer_ipc::attach(MPI_Comm(comm), prog, here, transport_problem)),

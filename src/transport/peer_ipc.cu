@@ -542,14 +542,6 @@ class ipc_setup {
 
 }  // namespace
 
-std::string peer_ipc::current_gpu() {
-  int dev = 0;
-  char bus[32] = {};
-  gpu::check(cudaGetDevice(&dev), "cudaGetDevice", -1);
-  gpu::check(cudaDeviceGetPCIBusId(bus, sizeof bus, dev), "cudaDeviceGetPCIBusId", -1);
-  return bus;
-}
-
 std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, const exchange_program& prog,
                                            const locality& here, std::string& problem) {
   // The same on every rank (the peers agreed on their fields): decides who joins the

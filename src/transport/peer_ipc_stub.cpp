@@ -5,9 +5,6 @@ namespace halox::detail {
 
 struct peer_ipc::impl {};
 
-std::string peer_ipc::current_gpu() {
-  return {};
-}
 std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, const exchange_program&, const locality&,
                                            std::string&) {
   return nullptr;

@@ -16,9 +16,6 @@ namespace halox::detail {
 /// `device` (optional): the GPU it belongs to, or -1 for managed memory (any GPU reaches it).
 bool is_device_pointer(const void* p, int rank, int* device = nullptr);
 
-/// The PCI bus id of the current GPU, for the check that no two ranks share one (NCCL).
-std::string current_gpu_bus_id(int rank);
-
 /// Pinned host memory for the chain's staging (mapped and portable, zero-initialised); the
 /// returned pointer frees itself. `rank` is for error messages.
 std::shared_ptr<std::byte> allocate_pinned(std::size_t bytes, int rank);

@@ -39,4 +39,8 @@ class locality {
   std::map<int, std::string> node_;  // rank -> GPU bus id, every rank of this node
 };
 
+/// The PCI bus id of this process's current GPU, which locality::discover compares between
+/// ranks (empty in a build without CUDA). `rank` is for error messages.
+std::string current_gpu_bus_id(int rank = -1);
+
 }  // namespace halox::detail

@@ -34,8 +34,6 @@ class peer_ipc {
   /// receiver's plan sets `problem`, for the caller to raise on every rank once set-up is complete.
   static std::unique_ptr<peer_ipc> attach(MPI_Comm comm, const exchange_program& prog,
                                           const locality& here, std::string& problem);
-  /// The PCI bus id of this process's current GPU, for locality::discover (empty without CUDA).
-  static std::string current_gpu();
   ~peer_ipc();
   peer_ipc(const peer_ipc&) = delete;
   peer_ipc& operator=(const peer_ipc&) = delete;

@@ -1,0 +1,21 @@
+// The locality decision's GPU side (see halox/transport/locality.hpp): which GPU this process
+// uses. Alone in its file so that anything that decides locality (exchanges, chains) can link it
+// without the transports.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "../gpu/check.hpp"
+#include "halox/transport/locality.hpp"
+
+namespace halox::detail {
+
+std::string current_gpu_bus_id(int rank) {
+  int dev = 0;
+  char bus[32] = {};
+  gpu::check(cudaGetDevice(&dev), "cudaGetDevice", rank);
+  gpu::check(cudaDeviceGetPCIBusId(bus, sizeof bus, dev), "cudaDeviceGetPCIBusId", rank);
+  return bus;
+}
+
+}  // namespace halox::detail

@@ -1,0 +1,10 @@
+// Builds without CUDA: no GPU takes part in the locality decision.
+#include "halox/transport/locality.hpp"
+
+namespace halox::detail {
+
+std::string current_gpu_bus_id(int) {
+  return {};
+}
+
+}  // namespace halox::detail
