@@ -47,10 +47,13 @@ void require_refused(Make&& make, std::initializer_list<std::string> texts) {
   for (const auto& t : texts) CHECK_THAT(what, Catch::Contains(t));
 }
 
-// The host transport under test: shared memory where possible (the default) or MPI only.
-halox::exchange_options host_transport(bool shared) {
+// The host transports under test: shared memory where possible with one copy straight into
+// the halos (the default), shared memory through a shared buffer (two copies), or MPI only.
+enum transport { one_copy, two_copies, mpi_only };
+halox::exchange_options host_transport(transport t) {
   halox::exchange_options o;
-  o.host_shared_memory = shared;
+  o.host_shared_memory = t != mpi_only;
+  o.shm_into_fields = t == one_copy;
   return o;
 }
 
@@ -60,7 +63,7 @@ TEST_CASE("ranks that declare different exchanges fail together at make_exchange
   mpi::communicator world;
   const int P = world.size(), me = world.rank();
   if (P < 2) return;  // one rank has no peer to disagree with
-  const bool shared = GENERATE(true, false);
+  const auto shared = GENERATE(one_copy, two_copies, mpi_only);
   CAPTURE(shared);
   const auto opts = host_transport(shared);
   const halox::cartesian<2> dom(world, {8, 8}, halox::periodic{true, true});
@@ -132,7 +135,7 @@ TEST_CASE("ranks that declare different exchanges fail together at make_exchange
 TEST_CASE("eight fields against one, with 32 KiB faces, fail together") {
   mpi::communicator world;
   if (world.size() < 2) return;
-  const bool shared = GENERATE(true, false);
+  const auto shared = GENERATE(one_copy, two_copies, mpi_only);
   CAPTURE(shared);
   const auto opts = host_transport(shared);
   // Split along dimension 0 only: faces of 4096 doubles (32 KiB).
@@ -225,7 +228,7 @@ TEST_CASE("the transports check message sizes themselves; a failed exchange leav
 TEST_CASE("start() never waits for a peer's progress (every host transport)") {
   mpi::communicator world;
   const int me = world.rank();
-  const bool shared = GENERATE(true, false);
+  const auto shared = GENERATE(one_copy, two_copies, mpi_only);
   CAPTURE(shared);
   const auto opts = host_transport(shared);
   const halox::cartesian<2> dom(world, {16, 12}, halox::periodic{true, true});
@@ -278,7 +281,7 @@ TEST_CASE("a collective between start() and wait() on some ranks, after wait() o
   // completed: each rank's wait() may depend only on its peers having started.
   mpi::communicator world;
   const int me = world.rank();
-  const bool shared = GENERATE(true, false);
+  const auto shared = GENERATE(one_copy, two_copies, mpi_only);
   CAPTURE(shared);
   const auto opts = host_transport(shared);
   const halox::cartesian<2> dom(world, {14, 10}, halox::periodic{true, true});
@@ -303,7 +306,7 @@ TEST_CASE("a collective between start() and wait() on some ranks, after wait() o
 
 TEST_CASE("test() polling loops complete and stay correct on oversubscribed ranks") {
   mpi::communicator world;
-  const bool shared = GENERATE(true, false);
+  const auto shared = GENERATE(one_copy, two_copies, mpi_only);
   CAPTURE(shared);
   const auto opts = host_transport(shared);
   const halox::cartesian<3> dom(world, {12, 10, 8}, halox::periodic{true, true, true});
@@ -330,13 +333,16 @@ TEST_CASE("transport switches that differ between ranks: each pair takes what bo
     const char* what;
     halox::exchange_options rank0, others;
   };
-  halox::exchange_options mpi_only, pair01, only1;
-  mpi_only.host_shared_memory = false;
+  halox::exchange_options mpi_only_options, pair01, only1, buffer_only;
+  mpi_only_options.host_shared_memory = false;
+  buffer_only.shm_into_fields = false;
   pair01.peer_shm_ranks = std::vector{0, 1};
   only1.peer_shm_ranks = std::vector{1};
   const auto m =
-      GENERATE_COPY(mode{"rank 0 MPI only", mpi_only, {}}, mode{"others MPI only", {}, mpi_only},
-                    mode{"rank lists differ", pair01, only1});
+      GENERATE_COPY(mode{"rank 0 MPI only", mpi_only_options, {}},
+                    mode{"others MPI only", {}, mpi_only_options},
+                    mode{"rank lists differ", pair01, only1},
+                    mode{"rank 0 one copy, the others two", {}, buffer_only});
   CAPTURE(m.what);
   const auto opts = me == 0 ? m.rank0 : m.others;
   const halox::cartesian<3> dom(world, {9, 8, 7}, halox::periodic{true, false, true});
@@ -356,6 +362,8 @@ TEST_CASE("transport switches that differ between ranks: each pair takes what bo
   const bool refused = (m.rank0.host_shared_memory == false && me == 0) ||
                        (m.others.host_shared_memory == false && m.rank0.host_shared_memory);
   if (P > 1 && refused) CHECK(d.find("via shared memory") == std::string::npos);
+  // Third mode: only rank 0 allows one copy, so every pair keeps two.
+  if (!m.others.shm_into_fields) CHECK(d.find("one copy") == std::string::npos);
 }
 
 TEST_CASE("an empty rank list is an input error on every rank") {

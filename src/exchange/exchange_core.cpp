@@ -181,7 +181,7 @@ void exchange_core::describe_routes() {
     if (shm->send_shared(m)) direct_send_peers.push_back(prog.sends[m].peer);
   for (std::size_t m = 0; m < prog.recvs.size(); ++m)
     if (shm->recv_shared(m)) direct_recv_peers.push_back(prog.recvs[m].peer);
-  if (!direct_send_peers.empty() || !direct_recv_peers.empty()) direct_path = shm_mailbox::path();
+  if (!direct_send_peers.empty() || !direct_recv_peers.empty()) direct_path = shm->path();
 }
 
 bool exchange_core::has_device_steps() const {

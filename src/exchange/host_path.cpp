@@ -1,9 +1,14 @@
 // Host fields only: messages through MPI and, between ranks of one node, shared memory.
 //
-// start() posts the MPI receives, packs and sends each MPI message, packs each shared-memory
-// message whose receiver has consumed the copy of the buffer it reuses (the others later, in
-// wait()/test()), and runs the local copies. wait()/test() unpack messages as they arrive,
-// from either transport, and pack the deferred shared-memory messages.
+// start() says (in shared memory) that this rank has started: its owned cells may be read and
+// its halos written by the direct messages' other rank. It posts the MPI receives, packs and
+// sends each MPI message, packs each shared-memory message whose receiver has consumed the copy
+// of the buffer it reuses (the others later, in wait()/test()), and runs the local copies: it
+// copies no direct message, so that a peer already in its wait() copies them while this rank
+// computes. wait()/test() unpack messages as they arrive, from either transport, pack the
+// deferred shared-memory messages, copy the direct messages into this rank's halos whose
+// senders have started, and, where a receiver has started but not copied yet, copy its message
+// for it: a rank's completion never waits for a peer to reach its wait().
 #include "exchange_core.hpp"
 
 #include <algorithm>
@@ -17,14 +22,19 @@ namespace {
 class host_path final : public exchange_path {
  public:
   explicit host_path(exchange_core& c)
-      : exchange_path(c), taken_(c.prog.recvs.size(), 0), send_pending_(c.prog.sends.size(), 0) {
-  }
+      : exchange_path(c),
+        taken_(c.prog.recvs.size(), 0),
+        send_pending_(c.prog.sends.size(), 0),
+        in_direct_(c.prog.recvs.size(), 0),
+        out_direct_(c.prog.sends.size(), 0) {}
   const char* name() const override { return "host"; }
 
   void start(stream_t) override {
     const auto& prog = c_.prog;
+    announce();
     c_.channels.start_recvs();
     for (std::size_t m = 0, k = 0; m < prog.sends.size(); ++m) {
+      if (c_.shm && c_.shm->send_direct(m)) continue;  // copied by either rank, see announce()
       if (c_.shm && c_.shm->send_shared(m)) {  // packed as soon as its receiver is done
         send_pending_[m] = 1;
         ++sends_pending_;
@@ -55,9 +65,70 @@ class host_path final : public exchange_path {
   void abandon() override {
     std::fill(send_pending_.begin(), send_pending_.end(), 0);
     sends_pending_ = 0;
+    std::fill(in_direct_.begin(), in_direct_.end(), 0);
+    std::fill(out_direct_.begin(), out_direct_.end(), 0);
+    in_direct_left_ = out_direct_left_ = 0;
   }
 
  private:
+  // Direct messages: this rank's owned cells hold exchange g's values (`ready`) and its halos
+  // may be written (`started`). Before anything else in start(), so that peers go on at once.
+  void announce() {
+    if (!c_.shm || (c_.shm->direct_send_count() + c_.shm->direct_recv_count()) == 0) return;
+    const std::uint64_t g = c_.generation;
+    for (std::size_t m = 0; m < out_direct_.size(); ++m)
+      if (c_.shm->send_direct(m)) {
+        c_.shm->post_ready(m, g);
+        out_direct_[m] = 1;
+        ++out_direct_left_;
+      }
+    for (std::size_t m = 0; m < in_direct_.size(); ++m)
+      if (c_.shm->recv_direct(m)) {
+        c_.shm->post_started(m, g);
+        in_direct_[m] = 1;
+        ++in_direct_left_;
+      }
+  }
+
+  // Direct messages into this rank's halos whose senders have started: copies each one not
+  // taken yet (or sees the sender's copy done). True when any finished.
+  bool pull_direct() {
+    bool moved = false;
+    const std::uint64_t g = c_.generation;
+    for (std::size_t m = 0; in_direct_left_ > 0 && m < in_direct_.size(); ++m) {
+      if (!in_direct_[m]) continue;
+      if (!c_.shm->copied_recv(m, g)) {
+        if (!c_.shm->ready(m, g) || !c_.shm->claim_recv(m, g)) continue;
+        for (const auto& op : c_.shm->pull_copies(m)) run(op);
+        c_.shm->post_consumed(m, g);
+      }
+      in_direct_[m] = 0;
+      --in_direct_left_;
+      moved = true;
+    }
+    return moved;
+  }
+
+  // Direct messages out of this rank's owned cells: done once copied (by either rank); with
+  // `copy`, this rank copies those whose receivers have started but not taken them. True when
+  // any finished.
+  bool push_direct(bool copy) {
+    bool moved = false;
+    const std::uint64_t g = c_.generation;
+    for (std::size_t m = 0; out_direct_left_ > 0 && m < out_direct_.size(); ++m) {
+      if (!out_direct_[m]) continue;
+      if (!c_.shm->copied_send(m, g)) {
+        if (!copy || !c_.shm->receiver_started(m, g) || !c_.shm->claim_send(m, g)) continue;
+        for (const auto& op : c_.shm->push_copies(m)) run(op);
+        c_.shm->post_copied_send(m, g);
+      }
+      out_direct_[m] = 0;
+      --out_direct_left_;
+      moved = true;
+    }
+    return moved;
+  }
+
   // Packs the shared-memory messages of this exchange whose receivers have unpacked the last
   // one; true when any was packed. Never waits: start() must not depend on a peer's progress.
   bool push_sends() {
@@ -79,7 +150,9 @@ class host_path final : public exchange_path {
     const auto& prog = c_.prog;
     bool moved = false;
     for (std::size_t m = 0; shm_arrived_ < shared_ && m < prog.recvs.size(); ++m) {
-      if (!c_.shm->recv_shared(m) || taken_[m] || !c_.shm->ready(m, c_.generation)) continue;
+      if (!c_.shm->recv_shared(m) || c_.shm->recv_direct(m) || taken_[m] ||
+          !c_.shm->ready(m, c_.generation))
+        continue;
       if (!prog.ordered_unpack) {
         c_.unpack(m, c_.unpack_steps());
         c_.shm->post_consumed(m, c_.generation);
@@ -99,8 +172,13 @@ class host_path final : public exchange_path {
     for (int spins = 0;;) {
       bool moved = push_sends();
       moved = take_shared() || moved;
+      // Copies into this rank's halos first; copies for receivers only when none was possible
+      // (each rank of a pair then usually copies its own halos, both at once).
+      moved = pull_direct() || moved;
+      moved = push_direct(!moved) || moved;
       const std::size_t before = c_.arrived;
-      const bool shm_done = shm_arrived_ == shared_ && sends_pending_ == 0;
+      const bool shm_done = shm_arrived_ == shared_ && sends_pending_ == 0 &&
+                            in_direct_left_ == 0 && out_direct_left_ == 0;
       // Block in MPI only when nothing else is left to poll.
       const bool mpi_done = c_.receive_mpi(block && shm_done);
       moved = moved || c_.arrived != before;
@@ -121,11 +199,15 @@ class host_path final : public exchange_path {
         if (c_.shm->recv_shared(m)) c_.shm->post_consumed(m, c_.generation);
   }
 
-  const std::size_t shared_ = c_.shm ? c_.shm->shared_recv_count() : 0;
+  // shared-memory receives through the buffers (the direct ones are counted apart)
+  const std::size_t shared_ =
+      c_.shm ? c_.shm->shared_recv_count() - c_.shm->direct_recv_count() : 0;
   std::vector<char> taken_;         // shared-memory receives of this exchange already seen
   std::size_t shm_arrived_ = 0;     // shared-memory receive messages complete so far
   std::vector<char> send_pending_;  // shared-memory sends not packed yet this exchange
   std::size_t sends_pending_ = 0;   // (their receivers were still reading the last one)
+  std::vector<char> in_direct_, out_direct_;  // direct messages of this exchange not done yet
+  std::size_t in_direct_left_ = 0, out_direct_left_ = 0;
 };
 
 }  // namespace

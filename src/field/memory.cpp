@@ -1,6 +1,13 @@
 #include "halox/field/memory.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <map>
+#include <mutex>
 #include <new>
 
 #include "halox/core/error.hpp"
@@ -23,6 +30,62 @@ std::shared_ptr<std::byte> allocate_host(std::size_t bytes) {
   std::memset(p, 0, n);
   return std::shared_ptr<std::byte>(
       p, [](std::byte* q) { ::operator delete (q, std::align_val_t{64}); });
+}
+
+namespace {
+
+// Every live allocate_shareable() block, by its first byte.
+struct shareable_registry {
+  std::mutex lock;
+  std::map<const std::byte*, shareable_block> blocks;
+};
+shareable_registry& registry() {
+  static auto* r = new shareable_registry();  // (never destroyed: fields may outlive statics)
+  return *r;
+}
+
+}  // namespace
+
+std::shared_ptr<std::byte> allocate_shareable(std::size_t bytes) {
+  const auto page = std::size_t(sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096);
+  const std::size_t n = (std::max<std::size_t>(bytes, 1) + page - 1) / page * page;
+  const int fd = memfd_create("halox-field", MFD_CLOEXEC);
+  if (fd < 0) return allocate_host(bytes);
+  void* p = ftruncate(fd, off_t(n)) == 0
+                ? mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                : MAP_FAILED;
+  if (p == MAP_FAILED) {
+    close(fd);
+    return allocate_host(bytes);
+  }
+  (void)madvise(p, n, MADV_HUGEPAGE);  // where the system allows huge pages in shared memory
+  auto* base = static_cast<std::byte*>(p);  // (a new memfd reads as zeros)
+  {
+    auto& r = registry();
+    const std::lock_guard<std::mutex> hold(r.lock);
+    r.blocks[base] = shareable_block{fd, base, n};
+  }
+  return std::shared_ptr<std::byte>(base, [fd, n](std::byte* q) {
+    {
+      auto& r = registry();
+      const std::lock_guard<std::mutex> hold(r.lock);
+      r.blocks.erase(q);
+    }
+    munmap(q, n);
+    close(fd);
+  });
+}
+
+bool find_shareable(const void* p, shareable_block& out) {
+  const auto* b = static_cast<const std::byte*>(p);
+  auto& r = registry();
+  const std::lock_guard<std::mutex> hold(r.lock);
+  auto it = r.blocks.upper_bound(b);
+  if (it == r.blocks.begin()) return false;
+  --it;
+  if (b >= it->second.base + it->second.size) return false;
+  out = it->second;
+  return true;
 }
 
 #ifdef HALOX_ENABLE_CUDA

@@ -16,13 +16,17 @@
 #include <fmt/format.h>
 
 #include "halox/core/error.hpp"
+#include "halox/field/memory.hpp"
 
 namespace halox::detail {
 
 namespace {
 
-enum : int { tag_offer = 20, tag_reply = 21 };
-constexpr std::size_t slot_bytes = 128;  // ready at +0, consumed at +64: separate cache lines
+enum : int { tag_offer = 20, tag_reply = 21, tag_regions = 22, tag_sources = 23, tag_direct = 24 };
+// One slot per send message, each counter on its own cache line: ready at +0, consumed at +64,
+// and for direct messages started at +128 and claim at +192 (see shm_mailbox.hpp).
+constexpr std::size_t slot_bytes = 256;
+constexpr std::size_t at_consumed = 8, at_started = 16, at_claim = 24;  // in words
 
 void check_mpi(int rc, const char* call, int rank) {
   if (rc != MPI_SUCCESS) fail("rank {}: {} failed (shared-memory transport set-up)", rank, call);
@@ -76,6 +80,7 @@ void spin_pause(int& spins) {
 struct shm_mailbox::impl {
   std::shared_ptr<std::byte> own;                  // this rank's segment (send buffer inside)
   std::vector<std::shared_ptr<std::byte>> mapped;  // the senders' segments
+  std::map<std::pair<long long, int>, std::shared_ptr<std::byte>> fields;  // peers' fields
 };
 
 namespace testing {
@@ -126,7 +131,231 @@ void swap_per_message(MPI_Comm comm, int me, const std::vector<T>& out,
   check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), what, me);
 }
 
+// One unpack step of a direct message as its receiver describes it to the sender: where it
+// writes (a block of the receiver's field memory, which the sender maps) and where it reads
+// the message.
+struct region_msg {
+  long long pid = 0;
+  int fd = -1, pad = 0;
+  unsigned long long alloc_size = 0, alloc_offset = 0, buf_offset = 0, elem = 0;
+  long long ndims = 0;
+  long long count[max_copy_dims]{}, buf_stride[max_copy_dims]{}, field_stride[max_copy_dims]{};
+};
+
+// The sender's answer, per region: where the matching pack step reads (a block of the sender's
+// field memory, which the receiver maps), with its strides.
+struct source_msg {
+  long long pid = 0;
+  int fd = -1, pad = 0;
+  unsigned long long alloc_size = 0, alloc_offset = 0;
+  long long stride[max_copy_dims]{};
+};
+
+// The non-empty copies of one message's steps; false where it has index-list steps or
+// reductions (such a message keeps two copies).
+bool plain_steps(const exchange_program::steps& st, const exchange_program::op_range& r,
+                 std::vector<const copy_op*>& out) {
+  if (r.gn != 0) return false;
+  for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) {
+    const copy_op& op = st.copies[k];
+    if (op.ndims == 0) continue;  // ((an empty copy))
+    if (op.reduce != nullptr) return false;
+    out.push_back(&op);
+  }
+  return !out.empty();
+}
+
+// A list per message each way (`in` sized by the counts swapped before; empty ones skipped).
+template <class T>
+void swap_lists(MPI_Comm comm, int me, const std::vector<std::vector<T>>& out,
+                const std::vector<message>& to, std::vector<std::vector<T>>& in,
+                const std::vector<message>& from, int tag, const char* what) {
+  std::vector<MPI_Request> reqs;
+  for (std::size_t k = 0; k < to.size(); ++k) {
+    if (out[k].empty()) continue;
+    reqs.emplace_back();
+    check_mpi(MPI_Isend(out[k].data(), int(out[k].size() * sizeof(T)), MPI_BYTE, to[k].peer, tag,
+                        comm, &reqs.back()),
+              "MPI_Isend(shared-memory set-up)", me);
+  }
+  for (std::size_t k = 0; k < from.size(); ++k) {
+    if (in[k].empty()) continue;
+    reqs.emplace_back();
+    check_mpi(MPI_Irecv(in[k].data(), int(in[k].size() * sizeof(T)), MPI_BYTE, from[k].peer, tag,
+                        comm, &reqs.back()),
+              "MPI_Irecv(shared-memory set-up)", me);
+  }
+  check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), what, me);
+}
+
+std::uint64_t* word(std::uint64_t* slot, std::size_t k) {
+  return slot + k;
+}
+
 }  // namespace
+
+// A block of a peer's field memory, mapped here once per (process, descriptor); null where the
+// system does not allow it.
+std::byte* shm_mailbox::map_peer_field(long long pid, int fd, std::size_t size) {
+  auto& at = p_->fields[{pid, fd}];
+  if (!at) {
+    const std::string path = fmt::format("/proc/{}/fd/{}", pid, fd);
+    const int f = testing::deny_peer_segments ? -1 : open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (f < 0) return nullptr;
+    at = map_shared(f, size);
+    close(f);
+  }
+  return at.get();
+}
+
+// One copy instead of two, where both sides' fields allow it: receivers describe their unpack
+// steps, senders match each with the pack step of the same message bytes and map the
+// receiver's memory, receivers map the senders' and say yes. Only messages that go through
+// shared memory take part (both ranks of each pair know which those are).
+void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog, int me) {
+  std::vector<message> sends, recvs;  // the shared-memory ones
+  std::vector<std::size_t> send_at, recv_at;
+  for (std::size_t m = 0; m < prog.sends.size(); ++m)
+    if (send_shared(m)) {
+      sends.push_back(prog.sends[m]);
+      send_at.push_back(m);
+    }
+  for (std::size_t m = 0; m < prog.recvs.size(); ++m)
+    if (recv_shared(m)) {
+      recvs.push_back(prog.recvs[m]);
+      recv_at.push_back(m);
+    }
+  const bool allowed = prog.options.shm_into_fields && !prog.ordered_unpack;
+  const long long pid = getpid();
+
+  // Receivers: the unpack steps, each into halox's own field memory.
+  std::vector<std::vector<const copy_op*>> unpack_ops(recvs.size());
+  std::vector<std::vector<region_msg>> regions_out(recvs.size());
+  for (std::size_t k = 0; k < recvs.size(); ++k) {
+    const std::size_t m = recv_at[k];
+    auto& ops = unpack_ops[k];
+    if (!allowed || !plain_steps(prog.unpack, prog.unpack_range[m], ops)) continue;
+    std::vector<region_msg> regions;
+    for (const copy_op* op : ops) {
+      shareable_block b;
+      if (!find_shareable(op->dst, b)) break;
+      region_msg r;
+      r.pid = pid;
+      r.fd = b.fd;
+      r.alloc_size = b.size;
+      r.alloc_offset = std::uint64_t(op->dst - b.base);
+      r.buf_offset = std::uint64_t(op->src - (prog.recv_buf.get() + prog.recvs[m].offset));
+      r.elem = op->elem;
+      r.ndims = op->ndims;
+      for (int d = 0; d < op->ndims; ++d) {
+        r.count[d] = op->count[std::size_t(d)];
+        r.buf_stride[d] = op->src_stride[std::size_t(d)];
+        r.field_stride[d] = op->dst_stride[std::size_t(d)];
+      }
+      regions.push_back(r);
+    }
+    if (regions.size() == ops.size()) regions_out[k] = std::move(regions);
+  }
+  std::vector<long long> n_out(recvs.size()), n_in(sends.size());
+  for (std::size_t k = 0; k < recvs.size(); ++k) n_out[k] = (long long)regions_out[k].size();
+  swap_per_message(comm, me, n_out, recvs, n_in, sends, tag_regions, "MPI_Waitall(regions)");
+  std::vector<std::vector<region_msg>> regions_in(sends.size());
+  for (std::size_t k = 0; k < sends.size(); ++k) regions_in[k].resize(std::size_t(n_in[k]));
+  swap_lists(comm, me, regions_out, recvs, regions_in, sends, tag_regions,
+             "MPI_Waitall(regions)");
+
+  // Senders: each pack step matched to the region of the same message bytes and shape.
+  push_.assign(prog.sends.size(), {});
+  std::vector<std::vector<source_msg>> sources_out(sends.size());
+  for (std::size_t k = 0; k < sends.size(); ++k) {
+    const std::size_t m = send_at[k];
+    const auto& regions = regions_in[k];
+    std::vector<const copy_op*> ops;
+    if (!allowed || regions.empty() || !plain_steps(prog.pack, prog.pack_range[m], ops) ||
+        ops.size() != regions.size())
+      continue;
+    std::vector<source_msg> sources(regions.size());
+    std::vector<char> matched(regions.size(), 0);
+    std::vector<copy_op> push;
+    for (const copy_op* op : ops) {
+      const auto at = std::uint64_t(op->dst - (prog.send_buf.get() + prog.sends[m].offset));
+      std::size_t r = 0;
+      while (r < regions.size() && (matched[r] || regions[r].buf_offset != at)) ++r;
+      shareable_block b;
+      if (r == regions.size() || regions[r].elem != op->elem || regions[r].ndims != op->ndims ||
+          !find_shareable(op->src, b))
+        break;
+      bool same = true;
+      for (int d = 0; d < op->ndims; ++d)
+        same = same && regions[r].count[d] == op->count[std::size_t(d)] &&
+               regions[r].buf_stride[d] == op->dst_stride[std::size_t(d)];
+      std::byte* peer = same ? map_peer_field(regions[r].pid, regions[r].fd,
+                                              std::size_t(regions[r].alloc_size))
+                             : nullptr;
+      if (peer == nullptr) break;
+      matched[r] = 1;
+      copy_op c = *op;
+      c.dst = peer + regions[r].alloc_offset;
+      source_msg& src = sources[r];
+      src.pid = pid;
+      src.fd = b.fd;
+      src.alloc_size = b.size;
+      src.alloc_offset = std::uint64_t(op->src - b.base);
+      for (int d = 0; d < op->ndims; ++d) {
+        c.dst_stride[std::size_t(d)] = regions[r].field_stride[d];
+        src.stride[d] = op->src_stride[std::size_t(d)];
+      }
+      push.push_back(c);
+    }
+    if (push.size() != regions.size()) continue;
+    push_[m] = std::move(push);
+    sources_out[k] = std::move(sources);
+  }
+  std::vector<long long> s_out(sends.size()), s_in(recvs.size());
+  for (std::size_t k = 0; k < sends.size(); ++k) s_out[k] = (long long)sources_out[k].size();
+  swap_per_message(comm, me, s_out, sends, s_in, recvs, tag_sources, "MPI_Waitall(sources)");
+  std::vector<std::vector<source_msg>> sources_in(recvs.size());
+  for (std::size_t k = 0; k < recvs.size(); ++k)
+    if (s_in[k] > 0) sources_in[k].resize(std::size_t(s_in[k]));
+  swap_lists(comm, me, sources_out, sends, sources_in, recvs, tag_sources,
+             "MPI_Waitall(sources)");
+
+  // Receivers: map the senders' memory, and say yes.
+  pull_.assign(prog.recvs.size(), {});
+  recv_direct_.assign(prog.recvs.size(), 0);
+  std::vector<int> yes_out(recvs.size(), 0), yes_in(sends.size(), 0);
+  for (std::size_t k = 0; k < recvs.size(); ++k) {
+    const auto& sources = sources_in[k];
+    if (sources.empty() || sources.size() != unpack_ops[k].size()) continue;
+    std::vector<copy_op> pull;
+    for (std::size_t r = 0; r < sources.size(); ++r) {
+      std::byte* peer =
+          map_peer_field(sources[r].pid, sources[r].fd, std::size_t(sources[r].alloc_size));
+      if (peer == nullptr) break;
+      copy_op c = *unpack_ops[k][r];
+      c.src = peer + sources[r].alloc_offset;
+      for (int d = 0; d < c.ndims; ++d) c.src_stride[std::size_t(d)] = sources[r].stride[d];
+      pull.push_back(c);
+    }
+    if (pull.size() != sources.size()) continue;
+    const std::size_t m = recv_at[k];
+    pull_[m] = std::move(pull);
+    recv_direct_[m] = 1;
+    yes_out[k] = 1;
+    ++direct_recvs_;
+  }
+  swap_per_message(comm, me, yes_out, recvs, yes_in, sends, tag_direct, "MPI_Waitall(direct)");
+  send_direct_.assign(prog.sends.size(), 0);
+  for (std::size_t k = 0; k < sends.size(); ++k) {
+    const std::size_t m = send_at[k];
+    if (yes_in[k] == 1 && !push_[m].empty()) {
+      send_direct_[m] = 1;
+      ++direct_sends_;
+    } else {
+      push_[m].clear();
+    }
+  }
+}
 
 // The receiver's side of one offer: maps the sender's buffer (or says why not: the plans
 // disagree, or the system forbids opening another process's descriptors) and returns the reply.
@@ -165,7 +394,7 @@ int shm_mailbox::take_offer(std::size_t k, const offer& o, const message& m, int
   recv_data_[k] = base + o.data_at;
   auto* slot = reinterpret_cast<std::uint64_t*>(base + std::size_t(o.slot) * slot_bytes);
   recv_ready_[k] = slot;
-  recv_consumed_[k] = slot + 8;
+  recv_consumed_[k] = slot + at_consumed;
   return reply_shared;
 }
 
@@ -188,7 +417,7 @@ void shm_mailbox::take_reply(std::size_t k, bool offered, int reply, const messa
   send_slot_[k] = int(k);
   auto* slot = reinterpret_cast<std::uint64_t*>(segment + k * slot_bytes);
   send_ready_[k] = slot;
-  send_consumed_[k] = slot + 8;
+  send_consumed_[k] = slot + at_consumed;
 }
 
 std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_program& prog,
@@ -246,6 +475,7 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_p
     else
       ++box->shared_recvs_;
   const bool any = box->mpi_sends_.size() < ns || box->shared_recvs_ > 0;
+  if (any) box->go_direct(comm, prog, me);
   if (!any && box->fallback_.empty()) return nullptr;
   // The send buffer lives in the segment (MPI messages are sent from there too); shared
   // messages are unpacked straight out of their senders' buffers.
@@ -268,11 +498,18 @@ placement shm_mailbox::placed(const exchange_program& prog, int copy) const {
   return where;
 }
 
-const std::string& shm_mailbox::path() {
-  static const std::string p =
-      "shared memory (node-local: packed into a shared send buffer, unpacked straight out of it; "
-      "no MPI message per exchange)";
-  return p;
+std::string shm_mailbox::path() const {
+  const std::size_t shared = (send_slot_.size() - mpi_sends_.size()) + shared_recvs_;
+  const std::size_t direct = direct_sends_ + direct_recvs_;
+  const char* how =
+      direct == 0 ? "packed into a shared send buffer, unpacked straight out of it"
+      : direct == shared
+          ? "one copy, straight from the sender's owned cells into the receiver's halo, by "
+            "whichever of the two ranks gets to it first"
+          : "one copy straight from the sender's owned cells into the receiver's halo where "
+            "both fields are halox's own, else packed into a shared send buffer and unpacked "
+            "out of it";
+  return fmt::format("shared memory (node-local: {}; no MPI message per exchange)", how);
 }
 
 shm_mailbox::~shm_mailbox() = default;
@@ -292,6 +529,38 @@ bool shm_mailbox::ready(std::size_t recv, std::uint64_t g) const {
 }
 void shm_mailbox::post_consumed(std::size_t recv, std::uint64_t g) const {
   store_release(recv_consumed_[recv], g);
+}
+
+namespace {
+// Exchange g's copy of a direct message: taken by exactly one rank (the counter reads g - 1
+// until then: every earlier copy was taken and finished before either rank started g).
+bool take(std::uint64_t* claim, std::uint64_t g) {
+  std::uint64_t expected = g - 1;
+  return std::atomic_ref<std::uint64_t>(*claim).compare_exchange_strong(
+      expected, g, std::memory_order_acq_rel, std::memory_order_acquire);
+}
+}  // namespace
+
+void shm_mailbox::post_started(std::size_t recv, std::uint64_t g) const {
+  store_release(word(recv_ready_[recv], at_started), g);
+}
+bool shm_mailbox::receiver_started(std::size_t send, std::uint64_t g) const {
+  return load_acquire(word(send_ready_[send], at_started)) >= g;
+}
+bool shm_mailbox::claim_send(std::size_t send, std::uint64_t g) const {
+  return take(word(send_ready_[send], at_claim), g);
+}
+bool shm_mailbox::claim_recv(std::size_t recv, std::uint64_t g) const {
+  return take(word(recv_ready_[recv], at_claim), g);
+}
+void shm_mailbox::post_copied_send(std::size_t send, std::uint64_t g) const {
+  store_release(send_consumed_[send], g);
+}
+bool shm_mailbox::copied_send(std::size_t send, std::uint64_t g) const {
+  return load_acquire(send_consumed_[send]) >= g;
+}
+bool shm_mailbox::copied_recv(std::size_t recv, std::uint64_t g) const {
+  return load_acquire(recv_consumed_[recv]) >= g;
 }
 
 }  // namespace halox::detail

@@ -107,6 +107,8 @@ exchange_options with_environment(exchange_options o) {
       env_switch("HALOX_IPC_INTO", "a CUDA IPC target", "field", "buffer", true, o.ipc_into_fields);
   o.host_shared_memory = env_switch("HALOX_HOST_TRANSPORT", "a host transport", "auto", "mpi", true,
                                     o.host_shared_memory);
+  o.shm_into_fields = env_switch("HALOX_SHM_INTO", "a shared-memory target", "field", "buffer",
+                                 true, o.shm_into_fields);
   o.peer_ipc_ranks = rank_list("HALOX_PEER_IPC_RANKS", std::move(o.peer_ipc_ranks));
   o.peer_shm_ranks = rank_list("HALOX_PEER_SHM_RANKS", std::move(o.peer_shm_ranks));
   if (const char* v = std::getenv("HALOX_NODE_SIZE"); v != nullptr && *v != '\0') {

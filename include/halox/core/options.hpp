@@ -37,6 +37,11 @@ struct exchange_options {
   /// Host fields: messages between ranks of one node go through shared memory where the
   /// system allows it; false sends everything through MPI (`HALOX_HOST_TRANSPORT=auto|mpi`).
   bool host_shared_memory = true;
+  /// Shared memory: a message whose fields are halox's own on both ranks (`make_field`, not
+  /// wrapped memory) is copied once, straight from the sender's owned cells into the receiver's
+  /// halo, by whichever rank gets to it first (true); else packed into a shared buffer and
+  /// unpacked out of it (`HALOX_SHM_INTO=field|buffer`).
+  bool shm_into_fields = true;
   /// Treat each block of `node_size` consecutive ranks of the domain's communicator as a node
   /// of its own (inside the real nodes): shared memory and CUDA IPC only inside a block, MPI
   /// between blocks. 0: the real nodes. Tests multi-node paths on one machine

@@ -105,7 +105,8 @@ class domain_base {
       total = *end / 64 * 64;
       s->blocks.push_back(m);
     }
-    s->storage = detail::allocate(space, std::size_t(total));
+    s->storage = space == memory_space::host ? detail::allocate_shareable(std::size_t(total))
+                                             : detail::allocate(space, std::size_t(total));
     for (std::size_t k = 0; k < s->blocks.size(); ++k)
       s->blocks[k].data = s->storage.get() + offsets[k];
     return field<T, D>(std::move(s));

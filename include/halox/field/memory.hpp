@@ -22,6 +22,21 @@ namespace detail {
 /// Allocates `bytes` zero-initialised bytes in `space`, aligned to 64 bytes; the returned
 /// pointer frees itself. Throws halox::error when the space is unavailable or allocation fails.
 std::shared_ptr<std::byte> allocate(memory_space space, std::size_t bytes);
+/// Host memory of an owned field: like allocate(host, bytes), but in a `memfd` mapping that the
+/// other ranks of the node can map too (shared-memory exchanges then copy straight from a
+/// neighbour's interior into the halo). Falls back to allocate(host, bytes) where the system
+/// has no memfd (or no descriptor to spare).
+std::shared_ptr<std::byte> allocate_shareable(std::size_t bytes);
+/// A block of allocate_shareable() memory: its descriptor (valid while the memory lives), its
+/// first byte and its size.
+struct shareable_block {
+  int fd = -1;
+  const std::byte* base = nullptr;
+  std::size_t size = 0;
+};
+/// Whether `p` points into allocate_shareable() memory that is still alive; if so, `out` is its
+/// block.
+bool find_shareable(const void* p, shareable_block& out);
 /// Whether this build of halox can allocate and use device memory.
 bool cuda_enabled() noexcept;
 /// Number of CUDA devices this process can use (0 without CUDA or without a GPU).

@@ -1,16 +1,21 @@
 #pragma once
 /// @file
-/// Node-local transport for host fields: a sender packs each message into a send buffer that
-/// lives in shared memory, and the receiver unpacks straight out of it — two copies (pack,
-/// unpack) where MPI's shared-memory path makes three or four — with two counters per message
-/// in the same shared memory instead of MPI messages: `ready` (the sender packed exchange g)
-/// and `consumed` (the receiver unpacked it, so the slot may be reused).
+/// Node-local transport for host fields. A message goes one of two ways:
 ///
-/// Set-up is collective: each rank's send buffer becomes a `memfd` mapping; its receivers map
-/// it through `/proc/<pid>/fd/<fd>` and say whether that worked, so every message either goes
-/// through shared memory on both sides or through MPI on both. Where a system forbids opening
-/// another process's descriptors (ptrace scope, `hidepid`, containers) the pair falls back to
-/// MPI and describe() says why. No MPI message per exchange for the shared-memory ones.
+/// - **one copy** where the fields on both sides are halox's own (`make_field`: memfd memory,
+///   see allocate_shareable): each rank maps the other's field memory, and the message is
+///   copied straight from the sender's owned cells into the receiver's halo by whichever rank
+///   gets to it first once both have started the exchange (`ready`, `started`, `claim`,
+///   `copied` counters in the sender's segment; see host_path.cpp for who copies when);
+/// - **two copies** otherwise: the sender packs into a send buffer that lives in shared memory
+///   and the receiver unpacks straight out of it, with `ready` (packed) and `consumed`
+///   (unpacked, the slot may be reused).
+///
+/// Either way no MPI message per exchange. Set-up is collective: each rank's send buffer
+/// becomes a `memfd` mapping; its receivers map it through `/proc/<pid>/fd/<fd>` and say
+/// whether that worked, so every message either goes through shared memory on both sides or
+/// through MPI on both. Where a system forbids opening another process's descriptors (ptrace
+/// scope, `hidepid`, containers) the pair falls back to MPI and describe() says why.
 ///
 /// Each send buffer exists twice in the segment and exchanges alternate between the copies
 /// (exchange g uses copy g mod 2), so a sender packs exchange g once its receiver has unpacked
@@ -70,7 +75,7 @@ class shm_mailbox {
   /// message of this rank goes through shared memory.
   std::byte* send_buffer() const { return send_data_; }
   /// How shared-memory messages travel, for describe().
-  static const std::string& path();
+  std::string path() const;
   /// Why messages to or from `peer` go through MPI although it is node-local, or null.
   const std::string* fallback(int peer) const;
   /// Sender: message `send` of exchange `g` is packed.
@@ -80,6 +85,32 @@ class shm_mailbox {
   /// Receiver: message `recv` of exchange `g` is unpacked; the sender may reuse its buffer.
   void post_consumed(std::size_t recv, std::uint64_t g) const;
 
+  /// One copy instead of two: a message whose fields on both sides are halox's own (node-shared)
+  /// memory goes straight from the sender's owned cells into the receiver's halo, copied by
+  /// whichever of the two ranks gets to it first. `ready` then says the sender has started the
+  /// exchange (its owned cells hold this exchange's values), `started` that the receiver has
+  /// (its halo may be written), `claim` which rank copies, and `consumed` that the copy is done.
+  bool send_direct(std::size_t m) const { return !send_direct_.empty() && send_direct_[m]; }
+  bool recv_direct(std::size_t m) const { return !recv_direct_.empty() && recv_direct_[m]; }
+  /// The copies of a direct message as this rank runs them: the sender's from its field into
+  /// the receiver's (mapped here), the receiver's from the sender's field (mapped) into its own.
+  const std::vector<copy_op>& push_copies(std::size_t send) const { return push_[send]; }
+  const std::vector<copy_op>& pull_copies(std::size_t recv) const { return pull_[recv]; }
+  /// Receiver: it has started exchange `g` (its halo may be written).
+  void post_started(std::size_t recv, std::uint64_t g) const;
+  /// Sender: whether the receiver of `send` has started exchange `g`.
+  bool receiver_started(std::size_t send, std::uint64_t g) const;
+  /// Either side: takes the copy of exchange `g` of the message; true for exactly one of the
+  /// two ranks (the other then waits for `consumed`).
+  bool claim_send(std::size_t send, std::uint64_t g) const;
+  bool claim_recv(std::size_t recv, std::uint64_t g) const;
+  /// Either side: the copy of exchange `g` is done.
+  void post_copied_send(std::size_t send, std::uint64_t g) const;
+  bool copied_send(std::size_t send, std::uint64_t g) const;
+  bool copied_recv(std::size_t recv, std::uint64_t g) const;
+  std::size_t direct_send_count() const { return direct_sends_; }
+  std::size_t direct_recv_count() const { return direct_recvs_; }
+
   struct impl;
   struct offer;
 
@@ -88,6 +119,8 @@ class shm_mailbox {
   int take_offer(std::size_t k, const offer& o, const message& m, int me, std::string& problem);
   void take_reply(std::size_t k, bool offered, int reply, const message& m, std::byte* segment,
                   int me, std::string& problem);
+  void go_direct(MPI_Comm comm, const exchange_program& prog, int me);
+  std::byte* map_peer_field(long long pid, int fd, std::size_t size);
   std::unique_ptr<impl> p_;
   std::vector<int> send_slot_, recv_slot_;  // -1: through MPI
   std::size_t send_shift_ = 0;           // from copy 0 of the send buffer to copy 1
@@ -95,6 +128,9 @@ class shm_mailbox {
   std::byte* send_data_ = nullptr;       // copy 0 of the send buffer in this rank's segment
   std::vector<std::byte*> recv_data_;    // copy 0 of each shared receive message
   std::vector<std::uint64_t*> send_ready_, send_consumed_, recv_ready_, recv_consumed_;
+  std::vector<char> send_direct_, recv_direct_;
+  std::vector<std::vector<copy_op>> push_, pull_;
+  std::size_t direct_sends_ = 0, direct_recvs_ = 0;
   std::vector<message> mpi_sends_, mpi_recvs_;
   std::size_t shared_recvs_ = 0;
   std::map<int, std::string> fallback_;
