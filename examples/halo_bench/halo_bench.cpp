@@ -170,8 +170,6 @@ class mpi_types {
   std::vector<MPI_Request> reqs_;
 };
 
-#ifdef HALOX_BENCH_CUDA
-
 // How rank 0's message to rank 1 travels, from describe() ("peer_ipc (...)", "host_staged
 // (...)"), so that each row says which path it measured; quotes and backslashes dropped.
 std::string path_of(const halox::halo_exchange& ex) {
@@ -183,6 +181,8 @@ std::string path_of(const halox::halo_exchange& ex) {
     if (c != '"' && c != '\\') out += c;
   return out;
 }
+
+#ifdef HALOX_BENCH_CUDA
 
 // Two ranks on two GPUs (or sharing one), periodic 2x1x1 grid, one double field, halo width 1
 // in x only: each rank sends the other one message of two y-z faces. For each message size: the
@@ -478,6 +478,7 @@ int main(int argc, char** argv) {
         }
 #endif
         phases += ratio;
+        if (hx) phases += ",\"path\":\"" + path_of(*hx) + "\"";
         if (world.rank() == 0)
           std::printf(
               "{\"impl\":\"%s\",\"case\":\"%d^3 w%d%s\",\"ranks\":%d,\"local\":%d,\"width\":%d,"
