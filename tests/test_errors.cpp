@@ -299,6 +299,8 @@ TEST_CASE("transport environment variables: a bad value is an input error on eve
       {"HALOX_HOST_STAGING", "HALOX_HOST_STAGING='sideways' is not a host staging variant"},
       {"HALOX_IPC_SIGNAL", "HALOX_IPC_SIGNAL='sideways' is not a signalling mode"},
       {"HALOX_IPC_INTO", "HALOX_IPC_INTO='sideways' is not a CUDA IPC target"},
+      {"HALOX_SHM_INTO", "HALOX_SHM_INTO='sideways' is not a shared-memory target"},
+      {"HALOX_SHM_DIRECT_MIN", "HALOX_SHM_DIRECT_MIN='sideways' is not a number of bytes"},
       {"HALOX_PEER_IPC_RANKS", "HALOX_PEER_IPC_RANKS='sideways' is not a comma-separated list"},
       {"HALOX_PEER_SHM_RANKS", "HALOX_PEER_SHM_RANKS='sideways' is not a comma-separated list"},
       {"HALOX_HOST_TRANSPORT", "HALOX_HOST_TRANSPORT='sideways' is not a host transport"},

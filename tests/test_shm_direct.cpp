@@ -1,7 +1,7 @@
 // Shared memory with one copy: messages whose fields are halox's own on both ranks go straight
 // from the sender's owned cells into the receiver's halo, copied by whichever rank gets there
-// first. describe() says which messages go that way (wrapped fields and HALOX_SHM_INTO=buffer
-// keep two copies); a rank's wait() returns only once every reader has copied its owned cells
+// first. describe() says which messages go that way (wrapped fields, HALOX_SHM_INTO=buffer and
+// messages below HALOX_SHM_DIRECT_MIN keep two copies); a rank's wait() returns only once every reader has copied its owned cells
 // (an owner that overwrites them at once must not corrupt a slow neighbour's halo), and no
 // rank writes a halo before its owner has started the exchange (a slow rank's halo keeps the
 // last exchange's values until then). Every exchange is checked against the global coordinates
@@ -37,7 +37,8 @@ int one_copy_lines(const std::string& d) {
 TEST_CASE("one copy: owned fields go straight into the halo, wrapped ones keep two copies") {
   mpi::communicator world;
   const int P = world.size();
-  const halox::cartesian<3> dom(world, {11, 9, 8}, halox::periodic{true, true, false});
+  // Large enough that every rank has a message above the default shm_direct_min_bytes.
+  const halox::cartesian<3> dom(world, {48, 44, 40}, halox::periodic{true, true, false});
   constexpr auto st = halox::stencil<3>::box(2);
   auto a = dom.make_field<double>(st);
   auto b = dom.make_field<float>(st, halox::host, 3);
@@ -48,16 +49,20 @@ TEST_CASE("one copy: owned fields go straight into the halo, wrapped ones keep t
   auto w = dom.wrap<double>(mem.data(), alloc, {2, 2, 2}, {2, 2, 2});
   struct mode {
     const char* what;
-    bool wrapped, buffer_env;
+    bool wrapped;
+    const char* var;
+    const char* value;
   };
-  const auto m = GENERATE(mode{"owned fields", false, false}, mode{"a wrapped field", true, false},
-                          mode{"HALOX_SHM_INTO=buffer", false, true});
+  const auto m = GENERATE(mode{"owned fields", false, "HALOX_SHM_INTO", nullptr},
+                          mode{"a wrapped field", true, "HALOX_SHM_INTO", nullptr},
+                          mode{"HALOX_SHM_INTO=buffer", false, "HALOX_SHM_INTO", "buffer"},
+                          mode{"messages below the threshold", false, "HALOX_SHM_DIRECT_MIN", "1G"});
   CAPTURE(m.what);
-  scoped_env env("HALOX_SHM_INTO", m.buffer_env ? "buffer" : nullptr);
+  scoped_env env(m.var, m.value);
   auto ex = m.wrapped ? halox::make_exchange(dom, st, a, b, w) : halox::make_exchange(dom, st, a, b);
   const std::string d = ex.describe();
   INFO(d);
-  const bool direct = !m.wrapped && !m.buffer_env;
+  const bool direct = !m.wrapped && m.value == nullptr;
   if (P > 1) {
     CHECK((one_copy_lines(d) > 0) == direct);
     CHECK(d.find("via shared memory") != std::string::npos);
@@ -93,6 +98,7 @@ TEST_CASE("one copy: owners overwrite their cells right after wait(), slow ranks
   CAPTURE(buffer);
   halox::exchange_options o;
   o.shm_into_fields = !buffer;
+  o.shm_direct_min_bytes = 0;
   const halox::cartesian<3> dom(world, {96, 40, 40}, halox::periodic{true, true, true},
                                 halox::process_grid<3>{{world.size(), 1, 1}});
   constexpr auto st = halox::stencil<3>::box(2);
@@ -127,7 +133,11 @@ TEST_CASE("one copy: a collective between start() and wait() on one rank, after 
   const halox::cartesian<3> dom(world, {10, 9, 8}, halox::periodic{true, true, true});
   constexpr auto st = halox::stencil<3>::box(1);
   auto a = dom.make_field<double>(st);
-  auto ex = halox::make_exchange(dom, st, a);
+  halox::exchange_options o;
+  o.shm_direct_min_bytes = 0;  // (every message copied once, however small)
+  auto ex = halox::make_exchange(dom, st, o, a);
+  INFO(ex.describe());
+  if (world.size() > 1) CHECK(ex.describe().find(one_copy) != std::string::npos);
   std::vector<hxt::result> results;
   for (int round = 1; round <= 10; ++round) {
     hxt::fill(dom, a, {0, round});

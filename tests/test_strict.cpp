@@ -54,6 +54,7 @@ halox::exchange_options host_transport(transport t) {
   halox::exchange_options o;
   o.host_shared_memory = t != mpi_only;
   o.shm_into_fields = t == one_copy;
+  o.shm_direct_min_bytes = 0;  // (these domains are small: one copy for every message)
   return o;
 }
 

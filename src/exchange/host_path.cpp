@@ -46,6 +46,7 @@ class host_path final : public exchange_path {
     for (const auto& op : prog.local_ops) run(op);
     std::fill(taken_.begin(), taken_.end(), 0);
     shm_arrived_ = 0;
+    idle_ = 0;
     c_.begin_exchange();
     push_sends();
   }
@@ -172,10 +173,12 @@ class host_path final : public exchange_path {
     for (int spins = 0;;) {
       bool moved = push_sends();
       moved = take_shared() || moved;
-      // Copies into this rank's halos first; copies for receivers only when none was possible
-      // (each rank of a pair then usually copies its own halos, both at once).
+      // Copies into this rank's halos first; copies for receivers only after a while with
+      // nothing else to do (a receiver that has just started is about to copy its own: each
+      // rank of a pair then copies its halos, both at once, instead of one rank both ways).
       moved = pull_direct() || moved;
-      moved = push_direct(!moved) || moved;
+      moved = push_direct(!moved && idle_ >= push_patience) || moved;
+      idle_ = moved ? 0 : idle_ + 1;
       const std::size_t before = c_.arrived;
       const bool shm_done = shm_arrived_ == shared_ && sends_pending_ == 0 &&
                             in_direct_left_ == 0 && out_direct_left_ == 0;
@@ -208,6 +211,10 @@ class host_path final : public exchange_path {
   std::size_t sends_pending_ = 0;   // (their receivers were still reading the last one)
   std::vector<char> in_direct_, out_direct_;  // direct messages of this exchange not done yet
   std::size_t in_direct_left_ = 0, out_direct_left_ = 0;
+  // Polls in a row (in wait(), or across test() calls) that moved nothing; a rank copies for a
+  // receiver that has started only after push_patience of them.
+  static constexpr int push_patience = 32;
+  int idle_ = 0;
 };
 
 }  // namespace

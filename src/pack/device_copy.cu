@@ -150,7 +150,8 @@ struct device_copier::impl {
     for (const auto& g : scatter)
       steps.emplace_back(std::vector<copy_op>{}, std::vector{g}, scatter_kind, -1, caps);
   }
-  cudaStream_t local_on = nullptr;  // the user's stream of the last launch_local()
+  cudaStream_t local_on = nullptr;  // the user's stream of the last launch_local() (compared,
+                                    // never used: it may be destroyed since)
   int fold_cap = 1;                 // pack grids up to this size wait for their signals themselves
   // Where the driver supports stream memory operations on 64-bit flags: the gate of a large
   // pack, and the wait of an unpack with nothing to copy, as one batch each instead of a kernel.
@@ -299,10 +300,12 @@ void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
 void device_copier::launch_local(void* user_stream, int rank) {
   const auto s = static_cast<cudaStream_t>(user_stream);
   // After copies on another stream (halox's, or another user stream) this launch waits for
-  // them: launches of a table never overlap, as on a single stream.
+  // them: launches of a table never overlap, as on a single stream. The last launch on a user
+  // stream recorded `done` there already: that stream is never touched again (its owner may
+  // have destroyed it since).
   if (s != p_->local_on) {
-    check(cudaEventRecord(p_->done.get(), p_->local_on ? p_->local_on : p_->s()), "cudaEventRecord",
-          rank);
+    if (p_->local_on == nullptr)
+      check(cudaEventRecord(p_->done.get(), p_->s()), "cudaEventRecord", rank);
     check(cudaStreamWaitEvent(s, p_->done.get(), 0), "cudaStreamWaitEvent(user stream)", rank);
   }
   p_->pack.launch(s, rank, "local copy launch");

@@ -234,7 +234,9 @@ void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog, int me)
   for (std::size_t k = 0; k < recvs.size(); ++k) {
     const std::size_t m = recv_at[k];
     auto& ops = unpack_ops[k];
-    if (!allowed || !plain_steps(prog.unpack, prog.unpack_range[m], ops)) continue;
+    if (!allowed || prog.recvs[m].bytes < prog.options.shm_direct_min_bytes ||
+        !plain_steps(prog.unpack, prog.unpack_range[m], ops))
+      continue;
     std::vector<region_msg> regions;
     for (const copy_op* op : ops) {
       shareable_block b;
@@ -271,8 +273,8 @@ void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog, int me)
     const std::size_t m = send_at[k];
     const auto& regions = regions_in[k];
     std::vector<const copy_op*> ops;
-    if (!allowed || regions.empty() || !plain_steps(prog.pack, prog.pack_range[m], ops) ||
-        ops.size() != regions.size())
+    if (!allowed || regions.empty() || prog.sends[m].bytes < prog.options.shm_direct_min_bytes ||
+        !plain_steps(prog.pack, prog.pack_range[m], ops) || ops.size() != regions.size())
       continue;
     std::vector<source_msg> sources(regions.size());
     std::vector<char> matched(regions.size(), 0);

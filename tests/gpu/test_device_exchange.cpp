@@ -414,6 +414,36 @@ TEST_CASE("a scheduled exchange waited for on another stream") {
   REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>()) == 0);
 }
 
+TEST_CASE("a scheduled exchange on a stream its owner destroys afterwards, then on another") {
+  // The user's stream of one scheduled exchange is gone before the next one, on a stream made
+  // while the first still existed (so the two differ): halox must not touch the old stream
+  // again (compute-sanitizer reports any call on it).
+  boost::mpi::communicator world;
+  const halox::extents<3> n{18, 14, 10};
+  constexpr auto st = halox::stencil<3>::box(1);
+  const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
+  auto u = dom.make_field<double>(st, halox::device);
+  auto ex = halox::make_exchange(dom, st, u);
+  const device_errors errors;
+  const auto g = geom_of(u, n);
+  cudaStream_t old;
+  cuda(cudaStreamCreateWithFlags(&old, cudaStreamNonBlocking));
+  for (int s = 1; s <= 6; ++s) {
+    cudaStream_t next;
+    cuda(cudaStreamCreateWithFlags(&next, cudaStreamNonBlocking));
+    halox_test::stamp(g, s, old);
+    ex.schedule_exchange(old);
+    ex.schedule_wait(old);
+    halox_test::verify(g, s, errors.get(), old);
+    cuda(cudaStreamSynchronize(old));
+    cuda(cudaStreamDestroy(old));
+    old = next;
+  }
+  cuda(cudaStreamDestroy(old));
+  const auto bad = errors.count();
+  REQUIRE(boost::mpi::all_reduce(world, bad, std::plus<unsigned long long>()) == 0);
+}
+
 TEST_CASE("reverse exchanges of device fields match the host's, bit for bit") {
   boost::mpi::communicator world;
   const auto op = GENERATE(halox::reduction::sum, halox::reduction::min, halox::reduction::max,

@@ -38,10 +38,14 @@ struct exchange_options {
   /// system allows it; false sends everything through MPI (`HALOX_HOST_TRANSPORT=auto|mpi`).
   bool host_shared_memory = true;
   /// Shared memory: a message whose fields are halox's own on both ranks (`make_field`, not
-  /// wrapped memory) is copied once, straight from the sender's owned cells into the receiver's
-  /// halo, by whichever rank gets to it first (true); else packed into a shared buffer and
-  /// unpacked out of it (`HALOX_SHM_INTO=field|buffer`).
+  /// wrapped memory) and of at least `shm_direct_min_bytes` is copied once, straight from the
+  /// sender's owned cells into the receiver's halo, by whichever rank gets to it first (true);
+  /// else packed into a shared buffer and unpacked out of it (`HALOX_SHM_INTO=field|buffer`).
   bool shm_into_fields = true;
+  /// Smaller messages take the shared buffer: their cells sit in the sender's caches, and one
+  /// contiguous buffer crosses between cores faster than the scattered rows of a halo region
+  /// (`HALOX_SHM_DIRECT_MIN=bytes`, with an optional K, M or G suffix).
+  std::size_t shm_direct_min_bytes = std::size_t(32) << 10;
   /// Treat each block of `node_size` consecutive ranks of the domain's communicator as a node
   /// of its own (inside the real nodes): shared memory and CUDA IPC only inside a block, MPI
   /// between blocks. 0: the real nodes. Tests multi-node paths on one machine
