@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -212,6 +213,10 @@ struct chain_state {
       sizes_dev.reserve(4 * sizeof(std::uint64_t), memory_space::device, false, rank);
     });
     nccl = nccl_comm::shared(raw);  // collective; fails on every rank together
+    std::vector<int> peers;  // connected now, not in the first round
+    for (const auto& d : side)
+      if (d.peer >= 0) peers.push_back(d.peer);
+    nccl->connect(peers);
   }
 
   void check(int rc, const char* call, int peer) const {

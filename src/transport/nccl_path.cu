@@ -3,11 +3,13 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "halox/core/error.hpp"
 #include "halox/transport/nccl_path.hpp"
 #include "nccl_check.hpp"
+#include "nccl_pieces.hpp"
 
 namespace halox::detail {
 
@@ -37,13 +39,98 @@ std::size_t extent_of(const std::vector<message>& msgs) {
   return e;
 }
 
+// A side of a message as it travels to the peer at set-up: direct, edge count, edges.
+using side_wire = std::array<std::uint64_t, 3 + nccl_max_pieces>;
+constexpr int tag_sender_side = 40, tag_receiver_side = 41;
+
+side_wire to_wire(const nccl_side& s) {
+  side_wire w{};
+  w[0] = s.direct ? 1 : 0;
+  w[1] = s.edges.size();
+  std::copy(s.edges.begin(), s.edges.end(), w.begin() + 2);
+  return w;
+}
+
+nccl_side from_wire(const side_wire& w) {
+  nccl_side s;
+  const std::size_t n = std::min<std::size_t>(w[1], w.size() - 2);
+  s.direct = w[0] != 0 && n >= 2;
+  if (s.direct) s.edges.assign(w.begin() + 2, w.begin() + 2 + std::ptrdiff_t(n));
+  return s;
+}
+
+void check_mpi(int rc, const char* call, int rank) {
+  if (rc != MPI_SUCCESS) fail("rank {}: {} failed (NCCL zero-copy set-up)", rank, call);
+}
+
+// This rank's side of each message, told to each peer; the peer's side of the same message
+// back. Both ranks of a pair then cut it alike.
+struct sides {
+  std::vector<nccl_side> mine_send, mine_recv, theirs_send, theirs_recv;
+  std::vector<std::vector<nccl_direct_step>> steps_send, steps_recv;
+};
+
+sides swap_sides(MPI_Comm comm, const exchange_program& prog, const std::vector<message>& sends,
+                 const std::byte* send_buf, const std::vector<message>& recvs,
+                 const std::byte* recv_buf, int me) {
+  sides s;
+  const std::size_t ns = sends.size(), nr = recvs.size();
+  s.steps_send.resize(ns);
+  s.steps_recv.resize(nr);
+  std::vector<side_wire> out_send(ns), out_recv(nr), in_send(nr), in_recv(ns);
+  for (std::size_t k = 0; k < ns; ++k) {
+    s.mine_send.push_back(
+        describe_side(prog.device_pack, prog.device_gather, true, send_buf, sends[k], s.steps_send[k]));
+    out_send[k] = to_wire(s.mine_send[k]);
+  }
+  for (std::size_t k = 0; k < nr; ++k) {
+    s.mine_recv.push_back(describe_side(prog.device_unpack, prog.device_scatter, false, recv_buf,
+                                        recvs[k], s.steps_recv[k]));
+    out_recv[k] = to_wire(s.mine_recv[k]);
+  }
+  std::vector<MPI_Request> reqs(2 * (ns + nr), MPI_REQUEST_NULL);
+  const int n = int(sizeof(side_wire));
+  std::size_t r = 0;
+  for (std::size_t k = 0; k < ns; ++k) {
+    check_mpi(MPI_Isend(out_send[k].data(), n, MPI_BYTE, sends[k].peer, tag_sender_side, comm,
+                        &reqs[r++]),
+              "MPI_Isend", me);
+    check_mpi(MPI_Irecv(in_recv[k].data(), n, MPI_BYTE, sends[k].peer, tag_receiver_side, comm,
+                        &reqs[r++]),
+              "MPI_Irecv", me);
+  }
+  for (std::size_t k = 0; k < nr; ++k) {
+    check_mpi(MPI_Isend(out_recv[k].data(), n, MPI_BYTE, recvs[k].peer, tag_receiver_side, comm,
+                        &reqs[r++]),
+              "MPI_Isend", me);
+    check_mpi(MPI_Irecv(in_send[k].data(), n, MPI_BYTE, recvs[k].peer, tag_sender_side, comm,
+                        &reqs[r++]),
+              "MPI_Irecv", me);
+  }
+  check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall", me);
+  for (const auto& w : in_recv) s.theirs_recv.push_back(from_wire(w));
+  for (const auto& w : in_send) s.theirs_send.push_back(from_wire(w));
+  return s;
+}
+
+// The calls of one message cut as `cut` says, on this side (`direct`: from the fields).
+std::vector<nccl_call> calls_of(const nccl_cut& cut, bool direct,
+                                const std::vector<nccl_direct_step>& steps, int peer,
+                                std::byte* at) {
+  std::vector<nccl_call> out;
+  for (const auto& p : cut.pieces)
+    out.push_back({peer, piece_address(p, direct, steps, at), std::size_t(p.bytes)});
+  return out;
+}
+
 }  // namespace
 
 std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm comm, bool gpu_shared,
+                                             const exchange_program& prog,
                                              const std::vector<message>& sends,
                                              const std::byte* send_buf,
                                              const std::vector<message>& recvs,
-                                             std::byte* recv_buf) {
+                                             std::byte* recv_buf, bool zero_copy) {
   int me = 0;
   if (MPI_Comm_rank(comm, &me) != MPI_SUCCESS) fail("MPI_Comm_rank failed (NCCL transport)");
   require(!gpu_shared,
@@ -52,8 +139,28 @@ std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm comm, bool gpu_shared,
           "staging policy",
           me);
   // The exchange's buffers hold its messages (the program sized them so).
-  return std::make_unique<nccl_path>(nccl_comm::shared(comm), sends, recvs, send_buf,
-                                     extent_of(sends), recv_buf, extent_of(recvs));
+  auto path = std::make_unique<nccl_path>(nccl_comm::shared(comm), sends, recvs, send_buf,
+                                          extent_of(sends), recv_buf, extent_of(recvs));
+  if (!zero_copy) return path;
+  const sides s = swap_sides(comm, prog, sends, send_buf, recvs, recv_buf, me);
+  auto* sbuf = const_cast<std::byte*>(send_buf);
+  for (std::size_t k = 0; k < sends.size(); ++k) {
+    if (sends[k].bytes == 0) continue;
+    const nccl_cut cut = cut_message(s.mine_send[k], s.theirs_recv[k], sends[k].bytes);
+    path->recut(true, sends[k].peer,
+                calls_of(cut, cut.sender_direct, s.steps_send[k], sends[k].peer,
+                         sbuf + sends[k].offset),
+                cut.sender_direct);
+  }
+  for (std::size_t k = 0; k < recvs.size(); ++k) {
+    if (recvs[k].bytes == 0) continue;
+    const nccl_cut cut = cut_message(s.theirs_send[k], s.mine_recv[k], recvs[k].bytes);
+    path->recut(false, recvs[k].peer,
+                calls_of(cut, cut.receiver_direct, s.steps_recv[k], recvs[k].peer,
+                         recv_buf + recvs[k].offset),
+                cut.receiver_direct);
+  }
+  return path;
 }
 
 nccl_path::nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<message>& sends,
@@ -67,7 +174,7 @@ nccl_path::nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<message>
   auto* send_base = const_cast<std::byte*>(static_cast<const std::byte*>(send_buf));
   auto* recv_base = static_cast<std::byte*>(recv_buf);
   auto prepare = [&](const std::vector<message>& msgs, std::byte* base, std::size_t extent,
-                     const char* what, std::vector<nccl_call>& out) {
+                     const char* what, std::vector<nccl_call>& out, std::vector<route>& routes) {
     out.reserve(msgs.size());
     for (std::size_t i = 0; i < msgs.size(); ++i) {
       const message& m = msgs[i];
@@ -81,12 +188,66 @@ nccl_path::nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<message>
       if (m.bytes == 0) continue;  // dropped on both sides: the sizes agree
       require(base != nullptr, "rank {}: NCCL {} message #{} (peer {}) has no buffer", me, what, i,
               m.peer);
+      routes.push_back({m.peer, out.size(), 1, false});
       out.push_back({m.peer, base + m.offset, m.bytes});
     }
     if (!out.empty()) require_reachable(base, comm_->device(), what, me);
   };
-  prepare(sends, send_base, send_bytes, "send", sends_);
-  prepare(recvs, recv_base, recv_bytes, "receive", recvs_);
+  prepare(sends, send_base, send_bytes, "send", sends_, send_routes_);
+  prepare(recvs, recv_base, recv_bytes, "receive", recvs_, recv_routes_);
+}
+
+const nccl_path::route* nccl_path::find(const std::vector<route>& routes, int peer) {
+  for (const auto& r : routes)
+    if (r.peer == peer) return &r;
+  return nullptr;
+}
+
+void nccl_path::recut(bool send, int peer, std::vector<nccl_call> calls, bool direct) {
+  auto& list = send ? sends_ : recvs_;
+  auto& routes = send ? send_routes_ : recv_routes_;
+  auto it = std::find_if(routes.begin(), routes.end(), [&](const route& r) { return r.peer == peer; });
+  require(it != routes.end() && !calls.empty(),
+          "rank {}: internal error: zero-copy cut of a message to or from rank {} it does not have",
+          comm_->rank(), peer);
+  for (const auto& c : calls)
+    require(c.data != nullptr && c.bytes > 0, "rank {}: internal error: empty zero-copy piece",
+            comm_->rank());
+  if (direct) require_reachable(calls.front().data, comm_->device(), send ? "send" : "receive",
+                                comm_->rank());
+  const std::size_t first = it->first, count = it->count;
+  list.erase(list.begin() + std::ptrdiff_t(first), list.begin() + std::ptrdiff_t(first + count));
+  list.insert(list.begin() + std::ptrdiff_t(first), calls.begin(), calls.end());
+  const std::ptrdiff_t grow = std::ptrdiff_t(calls.size()) - std::ptrdiff_t(count);
+  it->count = calls.size();
+  it->direct = direct;
+  for (auto& r : routes)
+    if (r.first > first) r.first = std::size_t(std::ptrdiff_t(r.first) + grow);
+}
+
+bool nccl_path::send_direct(int peer) const {
+  const route* r = find(send_routes_, peer);
+  return r != nullptr && r->direct;
+}
+bool nccl_path::recv_direct(int peer) const {
+  const route* r = find(recv_routes_, peer);
+  return r != nullptr && r->direct;
+}
+
+std::string nccl_path::note(bool send, int peer) const {
+  const route* r = find(send ? send_routes_ : recv_routes_, peer);
+  if (r == nullptr || (!r->direct && r->count == 1)) return {};
+  if (!r->direct) return format(" (packed, {} NCCL calls cut as the peer's fields lie)", r->count);
+  return format(" (zero-copy: {} NCCL call{} {} the field{} memory, no {} kernel)", r->count,
+                r->count == 1 ? "" : "s", send ? "from" : "into",
+                r->count == 1 ? "'s" : "s'", send ? "pack" : "unpack");
+}
+
+void nccl_path::connect() {
+  std::vector<int> peers;
+  for (const auto& r : send_routes_) peers.push_back(r.peer);
+  for (const auto& r : recv_routes_) peers.push_back(r.peer);
+  comm_->connect(peers);
 }
 
 void nccl_path::enqueue(void* stream) {

@@ -26,6 +26,9 @@ std::shared_ptr<nccl_comm> nccl_comm::create(MPI_Comm, int, int, int) {
 void nccl_comm::enqueue_group(void*, const nccl_call*, std::size_t, const nccl_call*, std::size_t) {
   no_nccl();
 }
+void nccl_comm::connect(const std::vector<int>&) {
+  no_nccl();
+}
 void nccl_comm::check_async() {}
 void nccl_comm::require_usable() const {}
 long nccl_comm::created_count() noexcept {
@@ -35,9 +38,9 @@ long nccl_comm::live_count() noexcept {
   return 0;
 }
 
-std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm, bool, const std::vector<message>&,
-                                             const std::byte*, const std::vector<message>&,
-                                             std::byte*) {
+std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm, bool, const exchange_program&,
+                                             const std::vector<message>&, const std::byte*,
+                                             const std::vector<message>&, std::byte*, bool) {
   no_nccl();
 }
 nccl_path::nccl_path(std::shared_ptr<nccl_comm>, const std::vector<message>&,
@@ -45,6 +48,17 @@ nccl_path::nccl_path(std::shared_ptr<nccl_comm>, const std::vector<message>&,
   no_nccl();
 }
 void nccl_path::enqueue(void*) {}
+void nccl_path::connect() {}
+bool nccl_path::send_direct(int) const {
+  return false;
+}
+bool nccl_path::recv_direct(int) const {
+  return false;
+}
+std::string nccl_path::note(bool, int) const {
+  return {};
+}
+void nccl_path::recut(bool, int, std::vector<nccl_call>, bool) {}
 void nccl_path::check_async() {}
 std::string nccl_path::describe() const {
   return {};

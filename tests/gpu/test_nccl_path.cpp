@@ -25,6 +25,8 @@ using halox::detail::nccl_path;
 
 namespace {
 
+const halox::detail::exchange_program no_program;  // paths built from messages alone
+
 // Runs before Catch's session and before MPI_Init, like gpu_test::skip_without_gpu (which also
 // picks device = node-local rank % GPU count): the node-local rank count comes from the
 // launcher's environment (Open MPI, MPICH/Hydra); without one, a single local rank.
@@ -208,8 +210,8 @@ TEST_CASE("nccl_comm: users over the same ranks share one NCCL communicator", "[
     REQUIRE(MPI_Comm_dup(MPI_COMM_WORLD, &d1) == MPI_SUCCESS);
     REQUIRE(MPI_Comm_dup(MPI_COMM_WORLD, &d2) == MPI_SUCCESS);
     ring ra(2, me, n), rb(3, me, n);
-    auto pa = nccl_path::attach(d1, false, ra.sends, ra.send.p, ra.recvs, ra.recv.p);
-    auto pb = nccl_path::attach(d2, false, rb.sends, rb.send.p, rb.recvs, rb.recv.p);
+    auto pa = nccl_path::attach(d1, false, no_program, ra.sends, ra.send.p, ra.recvs, ra.recv.p, false);
+    auto pb = nccl_path::attach(d2, false, no_program, rb.sends, rb.send.p, rb.recvs, rb.recv.p, false);
     CHECK(&pa->comm() == a.get());
     CHECK(&pb->comm() == a.get());
     CHECK(nccl_comm::created_count() == created0 + 1);
@@ -326,7 +328,7 @@ TEST_CASE("nccl_path: bad messages are errors before anything is sent", "[nccl]"
   CHECK_THAT(what, Catch::Contains("send buffer is neither device memory"));
 
   // The exchange's entry point refuses ranks sharing a GPU (every rank: locality is agreed).
-  what = message_of([&] { nccl_path::attach(MPI_COMM_WORLD, true, none, nullptr, none, nullptr); });
+  what = message_of([&] { nccl_path::attach(MPI_COMM_WORLD, true, no_program, none, nullptr, none, nullptr, false); });
   CHECK_THAT(what, Catch::Contains(rank) && Catch::Contains("share a GPU"));
 
   // A valid path still works after the rejected ones (nothing was enqueued).

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <mpi.h>
 
@@ -75,11 +76,23 @@ class nccl_comm {
   /// Enqueues `ncclGroupStart(); ncclSend(sends)...; ncclRecv(recvs)...; ncclGroupEnd()` on
   /// `stream` (a `cudaStream_t`), after the previous group any user enqueued on this rank (an
   /// event chains them, whatever their streams: every rank issues the groups of all users in
-  /// the same order, so the k-th message between two ranks meets its match). A failed call
-  /// still closes the group. Allocates nothing. Throws halox::error naming the call, the rank
-  /// and the peer.
+  /// the same order, so the k-th message between two ranks meets its match). Under CUDA graph
+  /// capture the chain holds within the capture only (CUDA allows no wait across a capture's
+  /// boundary); the graph's launch stream orders it after earlier groups. A failed call still
+  /// closes the group. Allocates nothing. Throws halox::error naming the call, the rank and
+  /// the peer.
   void enqueue_group(void* stream, const nccl_call* sends, std::size_t n_sends,
                      const nccl_call* recvs, std::size_t n_recvs);
+
+  /// Connects NCCL to `peers` now (this rank's peers of one exchange or chain, either
+  /// direction; itself and repeats ignored): 16 bytes each way in one group, waited for, so
+  /// that the first real group does not pay NCCL's connection set-up. NCCL connects a pair's
+  /// channels on their first send or receive, whatever its size; that costs tens to hundreds of
+  /// milliseconds, which inside a solver's timed loop reads as a slow transport. Pairwise
+  /// collective: each peer calls it with this rank among its peers, at the same point of the
+  /// order of NCCL groups (enqueue_group). Waits yielding the processor (NCCL's proxy thread,
+  /// which makes the connections, may share its core) and polling asynchronous errors.
+  void connect(const std::vector<int>& peers);
 
   /// Throws halox::error if NCCL reported an asynchronous error (a peer failed, a network
   /// error), checked with ncclCommGetAsyncError. The first such error aborts the communicator
@@ -103,6 +116,7 @@ class nccl_comm {
   MPI_Comm key_ = MPI_COMM_NULL;  // private duplicate: the registry compares users' with it
   ::CUevent_st* last_ = nullptr;  // recorded after the latest group of any user
   bool recorded_ = false;
+  unsigned long long last_capture_ = 0;  // the CUDA graph capture `last_` was recorded in (0: none)
   bool counted_ = false;  // in the test hooks' counts (set once fully created)
   std::atomic<bool> aborted_{false};
   std::string failure_;  // the asynchronous error that aborted it

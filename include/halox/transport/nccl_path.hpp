@@ -24,19 +24,25 @@ namespace halox::detail {
 /// communicator; `recvs[i]` lands at its offset in the receive buffer. Between two ranks the
 /// k-th message one sends the other matches the k-th the other receives from it, and the two
 /// must have the same size (halox's peers agree on sizes at set-up); empty messages are dropped
-/// on both sides. The first group with a peer also connects NCCL to it, and may wait until that
-/// peer enqueues its own.
+/// on both sides. A message may travel as several calls (zero-copy pieces), cut alike on both
+/// sides. connect() makes NCCL's connections at set-up.
 class nccl_path {
  public:
   /// Collective over `comm` (every rank calls it, whether or not it has messages): the shared
   /// NCCL communicator for `comm` (nccl_comm::shared) and this rank's messages over the device
-  /// buffers `send_buf`/`recv_buf` at the messages' offsets. Throws halox::error (on every
-  /// rank) when NCCL fails to set up, or when two ranks of `comm` on one node share a GPU
-  /// (`gpu_shared`, which NCCL does not allow).
+  /// buffers `send_buf`/`recv_buf` at the messages' offsets. With `zero_copy`, each pair of
+  /// ranks tells each other how the program's device steps (`prog`) lay out each message, and
+  /// both cut it alike (src/transport/nccl_pieces.hpp): a side whose regions are contiguous in
+  /// its fields hands NCCL the fields' memory, and its pack (unpack) steps of that message are
+  /// dropped (send_direct / recv_direct). Throws halox::error (on every rank) when NCCL fails to
+  /// set up, or when two ranks of `comm` on one node share a GPU (`gpu_shared`, which NCCL does
+  /// not allow).
   static std::unique_ptr<nccl_path> attach(MPI_Comm comm, bool gpu_shared,
+                                           const exchange_program& prog,
                                            const std::vector<message>& sends,
                                            const std::byte* send_buf,
-                                           const std::vector<message>& recvs, std::byte* recv_buf);
+                                           const std::vector<message>& recvs, std::byte* recv_buf,
+                                           bool zero_copy);
 
   /// Local: checks every message (peer inside the communicator, range inside its buffer of
   /// `send_bytes`/`recv_bytes`) and that a buffer with messages is memory the communicator's GPU
@@ -51,6 +57,16 @@ class nccl_path {
   /// stream reaches that point. Throws halox::error naming the NCCL call, its error, the rank and
   /// the peer.
   void enqueue(void* stream);
+  /// Connects NCCL to every peer of this path now (nccl_comm::connect): pairwise collective,
+  /// called at set-up by every rank with a path, in the same order.
+  void connect();
+  /// Whether this rank's side of its message to (from) `peer` uses the fields' memory itself
+  /// (zero-copy): its pack (unpack) steps for that message are not run.
+  bool send_direct(int peer) const;
+  bool recv_direct(int peer) const;
+  /// For describe(): how the message to (from) `peer` travels, e.g. " (zero-copy: 2 NCCL calls
+  /// from the fields' memory)"; empty for a packed message in one call.
+  std::string note(bool send, int peer) const;
   /// Raises an asynchronous NCCL error (a peer that failed, a broken connection) as
   /// halox::error naming this rank, after aborting the communicator (nccl_comm::check_async);
   /// called where an exchange completes.
@@ -62,9 +78,23 @@ class nccl_path {
   std::size_t send_count() const noexcept { return sends_.size(); }
   std::size_t recv_count() const noexcept { return recvs_.size(); }
 
+  /// Replaces the calls of this rank's message to (from) `peer` by `calls` (zero-copy pieces,
+  /// set-up only); `direct`: they point into the fields.
+  void recut(bool send, int peer, std::vector<nccl_call> calls, bool direct);
+
  private:
+  // One message of this path: its peer, its calls (sends_/recvs_[first, first + count)), and
+  // whether this side uses the fields' memory.
+  struct route {
+    int peer = 0;
+    std::size_t first = 0, count = 0;
+    bool direct = false;
+  };
+  static const route* find(const std::vector<route>& routes, int peer);
+
   std::shared_ptr<nccl_comm> comm_;
   std::vector<nccl_call> sends_, recvs_;
+  std::vector<route> send_routes_, recv_routes_;
 };
 
 }  // namespace halox::detail
