@@ -50,6 +50,29 @@ void copy_to_device(void* dst, const void* src, std::size_t bytes) {
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after the upload)");
 }
 
+void begin_capture(CUstream_st* s) {
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+}
+
+CUgraphExec_st* end_capture(CUstream_st* s) {
+  cudaGraph_t graph = nullptr;
+  check(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t rc = cudaGraphInstantiate(&exec, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  check(rc, "cudaGraphInstantiate");
+  check(cudaGraphUpload(exec, s), "cudaGraphUpload");
+  return exec;
+}
+
+void launch_graph(CUgraphExec_st* g, CUstream_st* s) {
+  check(cudaGraphLaunch(g, s), "cudaGraphLaunch");
+}
+
+void destroy_graph(CUgraphExec_st* g) {
+  check(cudaGraphExecDestroy(g), "cudaGraphExecDestroy");
+}
+
 void copy_to_host(void* dst, const void* src, std::size_t bytes) {
   check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (device to host)");
 }

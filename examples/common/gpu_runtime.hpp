@@ -8,7 +8,8 @@
 #include <cstddef>
 #include <string>
 
-struct CUstream_st;  // CUDA's stream type (cudaStream_t is CUstream_st*), as CUDA declares it
+struct CUstream_st;     // CUDA's stream type (cudaStream_t is CUstream_st*), as CUDA declares it
+struct CUgraphExec_st;  // an instantiated CUDA graph (cudaGraphExec_t), as CUDA declares it
 
 namespace example_gpu {
 
@@ -25,6 +26,14 @@ void synchronize(CUstream_st* s);
 /// when cudaMemcpy returns, and the apps' kernels run on non-blocking streams.
 void copy_to_device(void* dst, const void* src, std::size_t bytes);
 void copy_to_host(void* dst, const void* src, std::size_t bytes);
+
+/// --graph: everything enqueued on `s` between begin_capture and end_capture becomes one CUDA
+/// graph (halox's scheduled exchanges included), instantiated and uploaded by end_capture;
+/// launch_graph replays it on `s`.
+void begin_capture(CUstream_st* s);
+CUgraphExec_st* end_capture(CUstream_st* s);
+void launch_graph(CUgraphExec_st* g, CUstream_st* s);
+void destroy_graph(CUgraphExec_st* g);
 
 /// Throws std::runtime_error "`what` failed: NAME (text)" unless `rc` is 0 (cudaSuccess); for
 /// the kernels' launch checks (`check(cudaGetLastError(), ...)`).

@@ -34,6 +34,7 @@
 #include <cuda_runtime.h>
 
 #include "gpu_baselines.hpp"
+#include "raw_baselines.hpp"
 #include "region_kernel.hpp"
 #endif
 
@@ -50,6 +51,7 @@ struct options {
   bool device = false;
   bool mac = false;    // --mac: the MAC grid case (mac_case.hpp) instead of the box cases
   bool sweep = false;  // --sweep: message sizes between two GPUs, peer_ipc vs host_staged
+  bool graph = false;  // --graph: also each exchange captured in a CUDA graph and replayed
   // --sweep: host_staged once per chunk size (KiB; 0: messages in one piece, as mapped pinned
   // memory); empty: 0 and the default of exchange_options.
   std::vector<int> chunks_kib;
@@ -188,8 +190,10 @@ std::string path_of(const halox::halo_exchange& ex) {
 // in x only: each rank sends the other one message of two y-z faces. For each message size: the
 // blocking exchange (median of the slower rank), the per-iteration time of a loop of scheduled
 // exchanges on one stream (no host synchronisation inside the loop; CUDA events), for peer_ipc
-// (auto) and host_staged at each chunk size, and the peer copy bandwidth of the same size on
-// rank 0 as the ceiling (0 with one GPU). The floor: the message over the peer link at that
+// (auto), NCCL between the GPUs as between nodes (two GPUs: staging nccl, HALOX_NODE_SIZE=1) and
+// host_staged at each chunk size; the peer copy bandwidth of the same size on rank 0 as the
+// ceiling (0 with one GPU), and the rows of raw_baselines.hpp (raw NCCL, MPI on pinned host
+// memory, pinned copies). The floor: the message over the peer link at that
 // bandwidth (at D2D where there is none), plus an empty launch.
 bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& rates) {
   if (world.size() != 2) {
@@ -200,7 +204,17 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
     const char* policy;
     std::size_t chunk;  // host_staged: HALOX_STAGING_CHUNK
   };
+  // Two ranks on two GPUs: NCCL forced too (auto picks CUDA IPC on one node), next to raw NCCL.
+  [[maybe_unused]] const bool two_gpus = distinct_gpus(world);
   std::vector<leg> legs{{"auto", halox::exchange_options{}.staging_chunk_bytes}};
+#ifdef HALOX_BENCH_NCCL
+  if (two_gpus) legs.push_back({"nccl", 0});
+  std::unique_ptr<raw_nccl> raw;
+  if (two_gpus) raw = std::make_unique<raw_nccl>(world);
+  void* const raw_ptr = raw.get();
+#else
+  void* const raw_ptr = nullptr;
+#endif
   std::vector<std::size_t> chunks;
   for (int k : o.chunks_kib) chunks.push_back(std::size_t(k) << 10);
   if (chunks.empty()) chunks = {0, halox::exchange_options{}.staging_chunk_bytes};
@@ -217,6 +231,7 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
     const halox::cartesian<3> dom(world, global, halox::periodic<3>::all(),
                                   halox::process_grid<3>{{2, 1, 1}});
     const double ceiling = world.rank() == 0 ? peer_copy_gbps(bytes, 20) : 0;
+    print_raw_rows(world, bytes, bytes >= (std::size_t(8) << 20) ? 100 : 500, raw_ptr);
     for (const auto& [policy, chunk] : legs) {
       setup s{dom, halox::stencil<3>::star({1, 0, 0}, {1, 0, 0}), {}, {}, global, {}};
       s.f.push_back(dom.make_field<double>(s.st, halox::device));
@@ -224,9 +239,13 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
       s.owned = s.f[0].owned_box();
       ::setenv("HALOX_STAGING", policy, 1);
       ::setenv("HALOX_STAGING_CHUNK", std::to_string(chunk).c_str(), 1);
+      // NCCL between the two GPUs: each rank a node of its own (on one node CUDA IPC carries
+      // node-local messages under staging nccl too).
+      if (std::string(policy) == "nccl") ::setenv("HALOX_NODE_SIZE", "1", 1);
       auto ex = halox::make_exchange(dom, s.st, s.f[0]);
       ::unsetenv("HALOX_STAGING");
       ::unsetenv("HALOX_STAGING_CHUNK");
+      ::unsetenv("HALOX_NODE_SIZE");
       const std::string path = path_of(ex);
       s.fill();
       ex.exchange();
@@ -235,6 +254,14 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
       const int iters = bytes >= (std::size_t(8) << 20) ? 100 : 500;
       const auto [median, best] = time_it(world, o.warmup, iters, [&] { ex.exchange(); });
       const double loop_us = scheduled_loop_us(world, scheduled(ex), iters);
+      // --graph: the same exchange captured once and replayed, where its path allows it.
+      const bool capturable = ex.describe().find("CUDA graphs: capturable") != std::string::npos;
+      const double graph_us =
+          o.graph && capturable ? graph_loop_us(world, scheduled(ex), iters) : 0.0;
+      const std::string graph_row =
+          graph_us > 0 ? json_piece(",\"graph_us\":%.2f,\"graph_GBps\":%.1f", graph_us,
+                                    double(bytes) / graph_us / 1e3)
+                       : std::string();
       const double copy_us = ceiling > 0 ? double(bytes) / (ceiling * 1e3)
                                          : 2 * double(bytes) / (rates.d2d_gbps * 1e3);
       const floor_of_row floor{
@@ -253,10 +280,10 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
             "\"case\":\"sweep %zu KiB\",\"ranks\":2,"
             "\"message_bytes\":%zu,\"bytes\":%zu,\"grid\":\"2x1x1\",\"iters\":%d,"
             "\"median_us\":%.2f,\"min_us\":%.2f,\"loop_us\":%.2f,\"GBps\":%.1f,"
-            "\"loop_GBps\":%.1f,\"peer_copy_GBps\":%.1f,\"verified\":%s%s}\n",
+            "\"loop_GBps\":%.1f,\"peer_copy_GBps\":%.1f,\"verified\":%s%s%s}\n",
             policy, chunk, path.c_str(), bytes >> 10, bytes, s.halo_bytes(), iters, median, best,
             loop_us, double(bytes) / median / 1e3, double(bytes) / loop_us / 1e3, ceiling,
-            ok ? "true" : "false", ratio.c_str());
+            ok ? "true" : "false", ratio.c_str(), graph_row.c_str());
       std::fflush(stdout);
     }
   }
@@ -300,6 +327,9 @@ int main(int argc, char** argv) {
                "2 ranks, one GPU each (or sharing one): one double field, one message per "
                "direction of 8 KB .. 64 MB, peer_ipc vs host_staged, blocking and in a loop of "
                "scheduled exchanges, next to the GPUs' peer copy bandwidth (implies --device)");
+  app.add_flag("--graph", o.graph,
+               "--sweep: also each exchange captured once into a CUDA graph and replayed in a "
+               "loop (graph_us), where its path can be captured");
   app.add_option("--chunks", o.chunks_kib,
                  "--sweep: host_staged at each of these chunk sizes in KiB (HALOX_STAGING_CHUNK; "
                  "0: one piece per message); default 0 and the default chunk size")

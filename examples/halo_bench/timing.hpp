@@ -57,6 +57,39 @@ inline double scheduled_loop_us(const mpi::communicator& world,
   return mpi::all_reduce(world, double(ms) * 1e3 / iters, mpi::maximum<double>());
 }
 
+// Per-replay time of `enqueue` (one stream-ordered exchange) captured once into a CUDA graph
+// and replayed `iters` times back to back on one stream (CUDA events; the slowest rank's).
+inline double graph_loop_us(const mpi::communicator& world,
+                            const std::function<void(cudaStream_t)>& enqueue, int iters) {
+  cudaStream_t st;
+  cuda_check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cuda_check(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  enqueue(st);
+  cuda_check(cudaStreamEndCapture(st, &graph));
+  cuda_check(cudaGraphInstantiate(&exec, graph, 0));
+  cuda_check(cudaGraphDestroy(graph));
+  cuda_check(cudaGraphUpload(exec, st));
+  cudaEvent_t t0, t1;
+  cuda_check(cudaEventCreate(&t0));
+  cuda_check(cudaEventCreate(&t1));
+  for (int k = 0; k < 10; ++k) cuda_check(cudaGraphLaunch(exec, st));
+  cuda_check(cudaStreamSynchronize(st));
+  world.barrier();
+  cuda_check(cudaEventRecord(t0, st));
+  for (int k = 0; k < iters; ++k) cuda_check(cudaGraphLaunch(exec, st));
+  cuda_check(cudaEventRecord(t1, st));
+  cuda_check(cudaEventSynchronize(t1));
+  float ms = 0;
+  cuda_check(cudaEventElapsedTime(&ms, t0, t1));
+  cuda_check(cudaEventDestroy(t0));
+  cuda_check(cudaEventDestroy(t1));
+  cuda_check(cudaGraphExecDestroy(exec));
+  cuda_check(cudaStreamDestroy(st));
+  return mpi::all_reduce(world, double(ms) * 1e3 / iters, mpi::maximum<double>());
+}
+
 // One stream-ordered exchange of `ex` on a stream, for scheduled_loop_us and kernel_us.
 inline std::function<void(cudaStream_t)> scheduled(halox::halo_exchange& ex) {
   return [&ex](cudaStream_t s) {

@@ -38,6 +38,7 @@ struct options {
   int steps = 40;
   bool overlap = true;
   bool device = false;
+  bool graph = false;    // --graph: the steps replayed as CUDA graphs
   bool scaling = false;  // weak scaling: n^3 cells per rank, against a 1-rank run
   int progress = 0;      // steps between progress lines on rank 0; 0: none
 };
@@ -248,10 +249,7 @@ halox::field<double, 3> run_device(const halox::cartesian<3>& dom, const halox::
     CUstream_st* const stream = example_gpu::create_stream();
 
     progress_meter progress(o, world, double(dom.global_box().volume()), o.steps);
-    world.barrier();
-    const auto t0 = clock_type::now();
-    progress.start();
-    for (int s = 0; s < o.steps; ++s) {
+    auto step = [&](int s) {
       const bool even = s % 2 == 0;
       const auto& in = even ? gu : gv;
       const auto& out = even ? gv : gu;
@@ -264,11 +262,33 @@ halox::field<double, 3> run_device(const halox::cartesian<3>& dom, const halox::
       ex.schedule_wait(stream);  // later work on `stream` sees the halos
       t.exchange_s += since(e0);
       heat3d_device::sweep(in, out, o.overlap ? shell : whole, alpha, stream);
+    };
+    // --graph: steps 0 and 1 (u to v, v to u) captured once, exchanges included; an odd last
+    // step runs as it is.
+    CUgraphExec_st* pair = nullptr;
+    if (o.graph) {
+      example_gpu::begin_capture(stream);
+      step(0);
+      step(1);
+      pair = example_gpu::end_capture(stream);
+      t.exchange_s = 0;
+    }
+    world.barrier();
+    const auto t0 = clock_type::now();
+    progress.start();
+    for (int s = 0; s < o.steps; ++s) {
+      if (pair != nullptr && s + 1 < o.steps) {
+        example_gpu::launch_graph(pair, stream);
+        progress.step_done(s++);
+      } else {
+        step(s);
+      }
       progress.step_done(s);
     }
     example_gpu::synchronize(stream);
     world.barrier();
     t.seconds = since(t0);
+    if (pair != nullptr) example_gpu::destroy_graph(pair);
 
     example_gpu::copy_to_host(mirror.data(), (o.steps % 2 == 0 ? u : v).data(), bytes);
     example_gpu::destroy_stream(stream);
@@ -310,12 +330,16 @@ int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
   app.add_flag("--no-overlap", blocking,
                "blocking exchanges instead of overlapping the interior update with them");
   example_app::add_device(app, o.device);
+  app.add_flag("--graph", o.graph,
+               "with --device: capture two time steps (exchange, interior, shell, both fields) "
+               "into a CUDA graph once, then replay it");
   app.add_flag("--scaling", o.scaling,
                "weak scaling: N^3 cells per rank; rank 0 first runs N^3 cells alone and the "
                "efficiency printed is its time over the P-rank time");
   example_app::add_progress(app, o.progress);
   const int code = example_app::parse(world, app, argc, argv);
   o.overlap = !blocking;
+  if (code < 0 && o.graph && !o.device) throw halox::error("heat3d: --graph needs --device");
   return code;
 }
 
@@ -344,8 +368,9 @@ int main(int argc, char** argv) {
     return o.device ? run_device(d, st, o, comm, t) : run_host(d, st, o, comm, t);
   };
   if (world.rank() == 0) {  // the header, before any progress line
-    const char* mode = o.device ? (o.overlap ? "device, stream-ordered exchange overlapped"
-                                             : "device, stream-ordered exchange, no overlap")
+    const char* mode = o.device ? (o.graph     ? "device, CUDA graphs of two steps"
+                                   : o.overlap ? "device, stream-ordered exchange overlapped"
+                                               : "device, stream-ordered exchange, no overlap")
                                 : (o.overlap ? "overlapped exchange" : "blocking exchange");
     std::printf("heat3d: %lldx%lldx%lld cells, %d steps, %d ranks, process grid %dx%dx%d, %s\n",
                 static_cast<long long>(global[0]), static_cast<long long>(global[1]),

@@ -17,7 +17,7 @@
 // and on norm iterations sqrt(allreduce(sum (a_new - a)^2)); then a and a_new swap.
 //
 //   mpirun -np 4 ./jacobi2d [--nx 16384] [--ny 16384] [--steps 1000] [--nccheck 1]
-//                           [--progress 100] [--overlap] [--device]
+//                           [--progress 100] [--overlap] [--device [--graph]]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -55,6 +55,7 @@ struct options {
   int progress = 100;  // iterations between progress lines on rank 0; 0: none
   bool overlap = false;
   bool device = false;
+  bool graph = false;  // --graph: iterations replayed as CUDA graphs
 };
 
 struct result {
@@ -205,6 +206,52 @@ jacobi2d_device::parts device_parts(const std::vector<halox::box<2>>& boxes) {
   return p;
 }
 
+// --graph: each iteration as NVIDIA's nccl_graphs runs it, captured once into a CUDA graph per
+// parity (which field is read) and per norm (with the norm's accumulation and read-back, or
+// without), then replayed: the first and last owned rows of `out`, the exchange of `out` started
+// (halox's pack and messages overlap the rest), the interior, the exchange completed; so each
+// graph holds whole exchanges. The host launches one graph per iteration and waits only for the
+// norm's copy. Returns the loop's seconds; `norm` the last norm.
+double graph_loop(const mpi::communicator& comm, const options& o, CUstream_st* stream,
+                  const jacobi2d_device::norm_buffer& nb, const jacobi2d_device::grid& ga,
+                  const jacobi2d_device::grid& gnew, const jacobi2d_device::parts& inner,
+                  const jacobi2d_device::parts& shell, halox::halo_exchange& ex_a,
+                  halox::halo_exchange& ex_new, double& norm) {
+  ex_a.schedule_exchange(stream);  // the first iteration's halos, outside the graphs
+  ex_a.schedule_wait(stream);
+  CUgraphExec_st* graph[2][2] = {};  // [norm][parity of the iteration]
+  for (int with_norm = 0; with_norm < 2; ++with_norm)
+    for (int parity = 0; parity < 2; ++parity) {
+      const auto& in = parity == 0 ? ga : gnew;
+      const auto& out = parity == 0 ? gnew : ga;
+      auto& ex_out = parity == 0 ? ex_new : ex_a;
+      double* const acc = with_norm ? nb.device : nullptr;
+      example_gpu::begin_capture(stream);
+      jacobi2d_device::sweep(in, out, shell, acc, stream);
+      ex_out.schedule_exchange(stream);
+      jacobi2d_device::sweep(in, out, inner, acc, stream);
+      ex_out.schedule_wait(stream);
+      if (with_norm) jacobi2d_device::fetch_norm(nb, stream, true);
+      graph[with_norm][parity] = example_gpu::end_capture(stream);
+    }
+  example_gpu::synchronize(stream);
+  comm.barrier();
+  const auto t0 = clock_type::now();
+  for (int it = 0; it < o.niter; ++it) {
+    const bool with_norm = norm_iteration(o, it);
+    example_gpu::launch_graph(graph[with_norm][it % 2], stream);
+    if (with_norm)
+      norm = std::sqrt(mpi::all_reduce(comm, jacobi2d_device::wait_norm(nb), std::plus<double>()));
+    report(comm, o, it, norm, t0);
+  }
+  example_gpu::synchronize(stream);
+  comm.barrier();
+  const double seconds = since(t0);
+  for (auto& row : graph)
+    for (auto* g : row) example_gpu::destroy_graph(g);
+  return seconds;
+}
+
 // GPU run over `comm`'s ranks: fields in device memory, the sweeps as kernels on one stream,
 // ordered with the exchange by schedule_exchange/schedule_wait. An iteration's new field is
 // exchanged as soon as its sweeps are enqueued, so the exchange overlaps the norm's readback
@@ -240,6 +287,14 @@ result run_device(const mpi::communicator& comm, const options& o) {
     jacobi2d_device::norm_buffer nb = jacobi2d_device::make_norm();
     jacobi2d_device::reset_norm(nb, stream);
 
+    if (o.graph) {
+      r.seconds = graph_loop(comm, o, stream, nb, ga, gnew, inner, shell, ex_a, ex_new, r.norm);
+      example_gpu::copy_to_host(mirror.data(), (o.niter % 2 == 0 ? a : a_new).data(), bytes);
+      jacobi2d_device::free_norm(nb);
+      example_gpu::destroy_stream(stream);
+      r.field = mirror;
+      return r;
+    }
     comm.barrier();
     const auto t0 = clock_type::now();
     if (o.niter > 0) ex_a.schedule_exchange(stream);  // the first iteration's halos
@@ -317,6 +372,9 @@ int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
   app.add_flag("--overlap", o.overlap,
                "CPU: start the exchange, update the interior, wait, update the rest");
   example_app::add_device(app, o.device);
+  app.add_flag("--graph", o.graph,
+               "with --device: capture each iteration (rows at the edges, the exchange, the "
+               "interior, the norm) into a CUDA graph once, then replay the graphs");
   return example_app::parse(world, app, argc, argv);
 }
 
@@ -330,6 +388,8 @@ int main(int argc, char** argv) {
           world,
           [&] {
             const int c = parse(argc, argv, o, world);
+            if (c < 0 && o.graph && !o.device)
+              throw halox::error("jacobi2d: --graph needs --device");
             if (c < 0 && o.ny - 2 < world.size())
               throw halox::error("jacobi2d: " + std::to_string(world.size()) +
                                  " ranks need --ny >= " + std::to_string(world.size() + 2) +
@@ -339,7 +399,10 @@ int main(int argc, char** argv) {
       code >= 0)
     return code;
   const int P = world.size();
-  const char* mode = o.device ? "device, stream-ordered exchange overlapped with the interior"
+  const char* mode = o.device ? (o.graph ? "device, CUDA graphs: edge rows, exchange overlapped "
+                                            "with the interior, replayed per iteration"
+                                          : "device, stream-ordered exchange overlapped with the "
+                                            "interior")
                               : (o.overlap ? "CPU, overlapped exchange" : "CPU, blocking exchange");
   if (world.rank() == 0) {
     std::printf("jacobi2d: %lld x %lld (nx x ny), %d iterations, norm every %d, %s\n",

@@ -93,10 +93,13 @@ void reset_norm(const norm_buffer& n, CUstream_st* s) {
   check(cudaMemsetAsync(n.device, 0, sizeof(double), s), "cudaMemsetAsync (norm)");
 }
 
-void fetch_norm(const norm_buffer& n, CUstream_st* s) {
+void fetch_norm(const norm_buffer& n, CUstream_st* s, bool in_graph) {
   check(cudaMemcpyAsync(n.host, n.device, sizeof(double), cudaMemcpyDeviceToHost, s),
         "cudaMemcpyAsync (norm)");
-  check(cudaEventRecord(n.fetched, s), "cudaEventRecord (norm)");
+  // Captured into a graph, the record must be an event node of its own (external), so that the
+  // host can wait for it after each replay.
+  check(cudaEventRecordWithFlags(n.fetched, s, in_graph ? cudaEventRecordExternal : 0),
+        "cudaEventRecord (norm)");
   reset_norm(n, s);
 }
 

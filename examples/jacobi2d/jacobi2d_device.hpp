@@ -45,8 +45,9 @@ void free_norm(norm_buffer& n);
 /// Enqueues on `s` the zeroing of the device sum.
 void reset_norm(const norm_buffer& n, CUstream_st* s);
 /// Enqueues on `s` the copy of the device sum to the host, then its zeroing (ready for the next
-/// norm iteration's sweeps), and records `fetched` between the two.
-void fetch_norm(const norm_buffer& n, CUstream_st* s);
+/// norm iteration's sweeps), and records `fetched` between the two (`in_graph`: while the stream
+/// is captured into a CUDA graph, as an event node the host waits on after each replay).
+void fetch_norm(const norm_buffer& n, CUstream_st* s, bool in_graph = false);
 /// Waits for the last fetch alone (later work on the stream may still run) and returns it.
 double wait_norm(const norm_buffer& n);
 

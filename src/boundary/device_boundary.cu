@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "../gpu/capture.hpp"
 #include "../gpu/check.hpp"
 #include "../gpu/event.hpp"
 #include "../gpu/memory.hpp"
@@ -146,6 +147,7 @@ struct device_boundary::impl {
   gpu::device_array<dev_fill> table;
   gpu::device_array<std::byte> data;
   gpu::event done;
+  unsigned long long done_capture = 0;  // the CUDA graph capture `done` was recorded in (0: none)
   int first_callback_dim = max_dims;  // dimensions up to here run after the unpack
 
   void launch(int d, cudaStream_t s, int rank) const {
@@ -191,13 +193,17 @@ device_boundary::device_boundary(device_rules rules, stream_t halox_stream, int 
 device_boundary::~device_boundary() {
   if (!p_) return;
   // The tables may still be read by a launch in flight.
-  (void)cudaEventSynchronize(p_->done.get());
+  // An event last recorded inside a CUDA graph capture cannot be waited on (the graph's replays
+  // are the user's to complete).
+  if (p_->done_capture == 0) (void)cudaEventSynchronize(p_->done.get());
   if (p_->halox) (void)cudaStreamSynchronize(p_->halox);
+  (void)cudaGetLastError();  // nothing may stay behind for a user's launch check
 }
 
 void device_boundary::launch_after_unpack(int rank) {
   for (int d = 0; d < max_dims && d <= p_->first_callback_dim; ++d) p_->launch(d, p_->halox, rank);
   check(cudaEventRecord(p_->done.get(), p_->halox), "cudaEventRecord(boundary fills)", rank);
+  p_->done_capture = gpu::capture_id(p_->halox, rank);
 }
 
 bool device_boundary::ready(int rank) const {
@@ -220,6 +226,7 @@ void device_boundary::complete(stream_t stream, int rank) {
   }
   // The destructor waits for this before it frees the tables.
   check(cudaEventRecord(p_->done.get(), s), "cudaEventRecord(boundary callbacks)", rank);
+  p_->done_capture = gpu::capture_id(s, rank);
   if (!stream) check(cudaStreamSynchronize(s), "cudaStreamSynchronize(boundary callbacks)", rank);
 }
 

@@ -40,6 +40,7 @@ chain_stream::chain_stream(int rank) : p_(std::make_unique<impl>(rank)) {}
 chain_stream::~chain_stream() {
   // A destructor cannot report: a failure here means the context is already gone.
   (void)cudaStreamSynchronize(p_->s());
+  (void)cudaGetLastError();  // nothing may stay behind for a user's launch check
 }
 
 void chain_stream::copy(void* dst, const void* src, std::size_t bytes) {

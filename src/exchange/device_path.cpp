@@ -21,6 +21,10 @@ class device_path : public exchange_path {
  public:
   using exchange_path::exchange_path;
   const char* name() const override { return "device (MPI)"; }
+  const char* capture_blocker() const override {
+    return "its messages go through MPI (gpu_aware or host_staged): the host waits for the pack "
+           "kernel and calls MPI every exchange";
+  }
 
   void start(stream_t after) override {
     const int me = c_.rank();
@@ -74,6 +78,7 @@ class device_local_path final : public device_path {
  public:
   using device_path::device_path;
   const char* name() const override { return "device (local copies)"; }
+  const char* capture_blocker() const override { return nullptr; }
 
   void start(stream_t after) override {
     on_user_stream_ = after != nullptr;
@@ -106,6 +111,7 @@ class device_nccl_path final : public exchange_path {
  public:
   using exchange_path::exchange_path;
   const char* name() const override { return "device (NCCL)"; }
+  const char* capture_blocker() const override { return nullptr; }  // NCCL captures its groups
 
   void start(stream_t after) override {
     const int me = c_.rank();

@@ -2,6 +2,7 @@
 #include "exchange_core.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
@@ -103,7 +104,9 @@ std::unique_ptr<nccl_path> attach_nccl(MPI_Comm comm, bool usable, const exchang
   int mine = !sends.empty() || !recvs.empty(), any = 0;
   check_mpi_call(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, comm), "MPI_Allreduce", me);
   if (!any && prog.options.device_staging != staging::nccl) return nullptr;
-  return nccl_path::attach(comm, false, sends, prog.send_buf.get(), recvs, prog.recv_buf.get());
+  // Zero-copy pieces where NCCL carries every message (CUDA IPC places its own).
+  return nccl_path::attach(comm, false, prog, sends, prog.send_buf.get(), recvs,
+                           prog.recv_buf.get(), ipc == nullptr);
 }
 
 std::vector<std::size_t> indices_of(const std::vector<message>& subset,
@@ -141,6 +144,8 @@ exchange_core::exchange_core(const boost::mpi::communicator& c, exchange_program
   });
   place_steps();
   describe_routes();
+  // NCCL's connections now, not inside the first exchange (every rank got here: set-up agreed).
+  if (nccl) nccl->connect();
   // Host staging by copies with every message through MPI: in pieces, copies overlapping MPI.
   if (gpu && staging_copies && !ipc && !nccl)
     pipe = std::make_unique<staging_pipeline>(channels, chunk, prog.device_send.get(),
@@ -155,11 +160,29 @@ void exchange_core::place_steps() {
     host_unpack[c] = place_unpack(prog, where);
   }
   if (!has_device_steps()) return;
-  const device_steps own{prog.device_pack, prog.device_unpack, prog.device_gather,
-                         prog.device_scatter};
+  // Messages NCCL moves straight from or into the fields have no pack or unpack steps.
+  placement direct;
+  if (nccl && !ipc) {
+    for (const auto& m : prog.sends) direct.send_direct.push_back(char(nccl->send_direct(m.peer)));
+    for (const auto& m : prog.recvs) direct.recv_direct.push_back(char(nccl->recv_direct(m.peer)));
+  }
+  const device_steps own =
+      place_device(prog, direct, prog.send_buf.get(), prog.recv_buf.get());
   const device_steps& first = ipc ? ipc->steps(0) : own;
-  gpu = std::make_unique<device_copier>(first.pack, first.gather, first.unpack, first.scatter,
+  // Under NCCL a rank's own periodic images run beside the pack, overlapping the messages.
+  std::vector<copy_op> pack = first.pack, local;
+  if (nccl && !ipc && !prog.ordered_device_unpack) {
+    const std::byte* buf = prog.send_buf.get();
+    const std::size_t extent = extent_of(prog.sends);
+    auto is_local = [&](const copy_op& op) {
+      return buf == nullptr || op.dst < buf || op.dst >= buf + extent;
+    };
+    std::copy_if(pack.begin(), pack.end(), std::back_inserter(local), is_local);
+    pack.erase(std::remove_if(pack.begin(), pack.end(), is_local), pack.end());
+  }
+  gpu = std::make_unique<device_copier>(pack, first.gather, first.unpack, first.scatter,
                                         prog.device_local_ordered, prog.ordered_device_unpack);
+  if (!local.empty()) gpu->run_local_beside(local);
   if (ipc && ipc->alternates()) {
     const device_steps& second = ipc->steps(1);
     gpu->use_alternate(second.pack, second.gather, second.unpack, second.scatter);

@@ -122,6 +122,11 @@ class exchange_path {
   virtual bool test() = 0;
   /// After an error: forget the exchange in flight (the object will not start another).
   virtual void abandon() {}
+  /// Why a CUDA graph cannot capture this mode's exchanges (the host must act in every one),
+  /// or null where it can: its steady state is stream work alone (docs/graphs.md).
+  virtual const char* capture_blocker() const = 0;
+  /// The next start() is being captured into a CUDA graph.
+  virtual void captured() {}
   /// The mode, for describe().
   virtual const char* name() const = 0;
 

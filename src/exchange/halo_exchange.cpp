@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include <boost/mpi/collectives.hpp>
 #include <fmt/format.h>
 
 #include "exchange_core.hpp"
@@ -23,8 +24,26 @@ struct exchange_state {
   bool rules = true;    // false: completing exchanges runs no boundary rule (user callbacks)
   std::string failure;  // why an exchange of this object failed; then unusable
 
+  // Whether every rank's path can be captured in a CUDA graph (collective, at set-up), and why
+  // not on this rank.
+  bool capturable = false;
+  const char* blocker = nullptr;
+
   exchange_state(const boost::mpi::communicator& c, exchange_program p)
-      : after_exchange(std::move(p.after_exchange)), core(c, std::move(p)), path(make_path(core)) {}
+      : after_exchange(std::move(p.after_exchange)), core(c, std::move(p)), path(make_path(core)) {
+    blocker = path->capture_blocker();
+    capturable = boost::mpi::all_reduce(core.comm, blocker == nullptr, std::logical_and<bool>());
+    require(capturable || !core.prog.options.require_capturable,
+            "rank {}: exchange_options::require_capturable asks for an exchange a CUDA graph can "
+            "capture, but {}",
+            core.rank(), why_not_capturable());
+  }
+
+  // For errors and describe(): why a CUDA graph cannot capture this object's exchanges.
+  std::string why_not_capturable() const {
+    if (blocker != nullptr) return format("this rank's cannot be captured: {}", blocker);
+    return "another rank's exchange cannot be captured (see that rank's describe())";
+  }
 
   std::uint64_t generation() const { return core.generation; }
 
@@ -37,6 +56,16 @@ struct exchange_state {
             "rank {}: start() called while this object's previous exchange is still in flight; "
             "wait() on its handle first",
             core.rank());
+    // Under CUDA graph capture: refused before anything is enqueued, so the capture stays
+    // intact (the user ends it and sees halox's error).
+    if (after != nullptr && core.gpu != nullptr && capturing(after, core.rank())) {
+      require(capturable,
+              "rank {}: schedule_exchange() is being captured into a CUDA graph, but {}. CUDA "
+              "graphs capture exchanges of local copies, CUDA IPC with device signals and NCCL "
+              "(docs/graphs.md)",
+              core.rank(), why_not_capturable());
+      path->captured();
+    }
     guarded([&] {
       ++core.generation;
       in_flight = true;
@@ -147,6 +176,9 @@ std::string halo_exchange::describe() const {
   const auto& p = c.prog;
   std::string out = fmt::format("rank {}: {}; {}; mode: {}", c.rank(), p.summary, c.here.describe(),
                                 s_->path->name());
+  if (c.gpu)
+    out += s_->capturable ? "; CUDA graphs: capturable"
+                          : "; CUDA graphs: not capturable (" + s_->why_not_capturable() + ")";
   auto path_to = [&](int peer, const std::vector<int>& direct) -> const std::string& {
     const bool d =
         !c.direct_path.empty() && std::find(direct.begin(), direct.end(), peer) != direct.end();
@@ -157,12 +189,13 @@ std::string halo_exchange::describe() const {
     const std::string* w = c.shm ? c.shm->fallback(peer) : nullptr;
     return w ? fmt::format(" [not shared memory: {}]", *w) : std::string();
   };
+  auto note = [&](bool send, int peer) { return c.nccl ? c.nccl->note(send, peer) : std::string(); };
   for (const auto& m : p.sends)
-    out += fmt::format("\n  send to {}: {} B via {}{}", m.peer, m.bytes,
-                       path_to(m.peer, c.direct_send_peers), why(m.peer));
+    out += fmt::format("\n  send to {}: {} B via {}{}{}", m.peer, m.bytes,
+                       path_to(m.peer, c.direct_send_peers), note(true, m.peer), why(m.peer));
   for (const auto& m : p.recvs)
-    out += fmt::format("\n  recv from {}: {} B via {}{}", m.peer, m.bytes,
-                       path_to(m.peer, c.direct_recv_peers), why(m.peer));
+    out += fmt::format("\n  recv from {}: {} B via {}{}{}", m.peer, m.bytes,
+                       path_to(m.peer, c.direct_recv_peers), note(false, m.peer), why(m.peer));
   if (c.pipe) out += "\n  " + c.pipe->describe();
   if (c.gpu) out += "\n  " + c.gpu->summary();
   return out;

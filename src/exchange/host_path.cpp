@@ -28,6 +28,10 @@ class host_path final : public exchange_path {
         in_direct_(c.prog.recvs.size(), 0),
         out_direct_(c.prog.sends.size(), 0) {}
   const char* name() const override { return "host"; }
+  const char* capture_blocker() const override {
+    return "it exchanges host fields: the host packs and unpacks them and calls MPI or shared "
+           "memory every exchange";
+  }
 
   void start(stream_t) override {
     const auto& prog = c_.prog;

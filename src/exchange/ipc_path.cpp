@@ -25,6 +25,11 @@ class ipc_handshake_path final : public exchange_path {
  public:
   explicit ipc_handshake_path(exchange_core& c) : exchange_path(c), receivers_reply_(replies(c)) {}
   const char* name() const override { return "CUDA IPC (MPI handshake)"; }
+  const char* capture_blocker() const override {
+    return "its CUDA IPC messages are ordered by an MPI handshake (ranks sharing a GPU, reverse "
+           "exchanges, HALOX_IPC_SIGNAL=host, or other peers beside them through MPI or NCCL): the "
+           "host sends clear-to-send and data-ready messages every exchange";
+  }
 
   void start(stream_t after) override {
     const int me = c_.rank();
@@ -106,6 +111,9 @@ class ipc_signalled_path final : public exchange_path {
     c.gpu->use_signals(c.ipc->signals());
   }
   const char* name() const override { return "CUDA IPC (device signals)"; }
+  const char* capture_blocker() const override { return nullptr; }
+  // Replays of a graph number their exchanges on the device from now on.
+  void captured() override { c_.gpu->count_on_device(); }
 
   void start(stream_t after) override {
     const int me = c_.rank();

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "../gpu/capture.hpp"
 #include "../gpu/check.hpp"
 #include "../gpu/cuda_driver.hpp"
 #include "../gpu/event.hpp"
@@ -95,7 +96,8 @@ struct signal_set {
     check(cudaMemset(blocks_done.get(), 0, sizeof(unsigned long long)), "cudaMemset(block counter)",
           rank);
   }
-  signal_args args(unsigned long long exchange, unsigned long long wait_for) const {
+  // `generation`: graph mode's count in device memory (signal_args), else null.
+  signal_args args(unsigned long long exchange, const unsigned long long* generation) const {
     signal_args a;
     a.start = start.get();
     a.n_start = n_start;
@@ -103,7 +105,7 @@ struct signal_set {
     a.post = post.get();
     a.blocks_done = blocks_done.get();
     a.exchange = exchange;
-    a.wait_for = wait_for;
+    a.generation = generation;
     a.n_wait = n_wait;
     a.n_post = n_post;
     return a;
@@ -129,6 +131,13 @@ struct device_copier::impl {
   table pack, unpack;
   signal_set pack_signals, unpack_signals;
   bool signals = false;
+  // Graph mode (count_on_device): the number of the last completed exchange, in device memory.
+  gpu::device_array<unsigned long long> generation;
+  bool on_device = false;
+  const unsigned long long* counter() const { return on_device ? generation.get() : nullptr; }
+  // The capture `done` was last recorded in (0: none), so that no stream waits on it across a
+  // capture's boundary.
+  unsigned long long done_capture = 0;
   std::vector<table> local_steps, unpack_steps;  // one launch each, in order (reverse)
   // use_alternate(): the lists of odd exchanges (copy 1 of the double receive buffers).
   bool alternate = false;
@@ -150,6 +159,12 @@ struct device_copier::impl {
     for (const auto& g : scatter)
       steps.emplace_back(std::vector<copy_op>{}, std::vector{g}, scatter_kind, -1, caps);
   }
+  // run_local_beside(): the local copies, their stream (forked from halox's at every pack and
+  // joined before the unpack) and the events that fork and join it.
+  table beside;
+  gpu::stream beside_stream{cudaStreamNonBlocking};
+  gpu::event fork, join;
+  bool beside_pending = false;
   cudaStream_t local_on = nullptr;  // the user's stream of the last launch_local() (compared,
                                     // never used: it may be destroyed since)
   int fold_cap = 1;                 // pack grids up to this size wait for their signals themselves
@@ -185,7 +200,11 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
 device_copier::~device_copier() {
   if (!p_) return;
   (void)cudaStreamSynchronize(p_->s());
-  (void)cudaEventSynchronize(p_->done.get());  // (launch_local's copies, on a user stream)
+  (void)cudaStreamSynchronize(p_->beside_stream.get());
+  // launch_local's copies, on a user stream; `done` last recorded inside a CUDA graph capture
+  // cannot be waited on (the graph's replays are the user's to complete).
+  if (p_->done_capture == 0) (void)cudaEventSynchronize(p_->done.get());
+  (void)cudaGetLastError();  // nothing may stay behind for a user's launch check
 }
 
 namespace {
@@ -243,6 +262,9 @@ void device_copier::use_signals(const device_signals& s) {
   if (2 * s.peer_bytes >= p_->pack.bytes) p_->pack.cap = std::min(p_->pack.cap, p_->fold_cap);
   p_->unpack_signals = signal_set({}, s.unpack_wait, {}, -1);
   p_->signals = true;
+  p_->generation = gpu::device_array<unsigned long long>(1, "exchange counter", -1);
+  check(cudaMemset(p_->generation.get(), 0, sizeof(unsigned long long)),
+        "cudaMemset(exchange counter)", -1);
   p_->batch = stream_mem_ops();
   if (!p_->batch) return;
   // Gate of a large pack: announce the start in the senders' memory, then wait for the
@@ -261,20 +283,36 @@ void device_copier::use_alternate(const std::vector<copy_op>& pack,
   p_->upload_unpack(p_->unpack_alt, p_->unpack_steps_alt, unpack, scatter);
   p_->alternate = true;
 }
+void device_copier::run_local_beside(const std::vector<copy_op>& local) {
+  if (p_->signals || p_->ordered)
+    fail("local copies beside the pack requested with signals or ordered unpacking (internal "
+         "error)");
+  p_->beside = table(local, {}, gather_kind, -1, p_->caps);
+}
 void device_copier::launch_pack(int rank, std::uint64_t exchange) {
+  if (p_->beside.n > 0) {
+    check(cudaEventRecord(p_->fork.get(), p_->s()), "cudaEventRecord(fork)", rank);
+    check(cudaStreamWaitEvent(p_->beside_stream.get(), p_->fork.get(), 0),
+          "cudaStreamWaitEvent(fork)", rank);
+    p_->beside.launch(p_->beside_stream.get(), rank, "local copy launch");
+    check(cudaEventRecord(p_->join.get(), p_->beside_stream.get()), "cudaEventRecord(join)", rank);
+    p_->beside_pending = true;
+  }
   if (p_->local_on) {  // the last local copies ran on a user's stream: this launch follows them
-    check(cudaStreamWaitEvent(p_->s(), p_->done.get(), 0), "cudaStreamWaitEvent", rank);
+    if (p_->done_capture == gpu::capture_id(p_->s(), rank))
+      check(cudaStreamWaitEvent(p_->s(), p_->done.get(), 0), "cudaStreamWaitEvent", rank);
     p_->local_on = nullptr;
   }
-  signal_args sig = p_->signals ? p_->pack_signals.args(exchange, exchange) : signal_args{};
+  signal_args sig = p_->signals ? p_->pack_signals.args(exchange, p_->counter()) : signal_args{};
   // A small pack waits in its own blocks (one launch less per exchange); a large one behind a
   // gate (stream memory operations, else a one-block kernel), so that a whole grid never
-  // spins, holding the SMs, while a peer is late.
+  // spins, holding the SMs, while a peer is late. Graph mode gates with the kernel: stream
+  // memory operations take their values from the host.
   if (sig.n_start + sig.n_wait > 0 && p_->pack.grid() > p_->fold_cap) {
-    if (p_->batch && !p_->gate_ops.empty() &&
-        !run_mem_ops(p_->batch, p_->s(), p_->gate_ops, exchange))
+    const bool ops = p_->batch && !p_->gate_ops.empty() && !p_->on_device;
+    if (ops && !run_mem_ops(p_->batch, p_->s(), p_->gate_ops, exchange))
       p_->gate_ops.clear();  // refused (first use): the kernel gate from now on
-    if (!p_->batch || p_->gate_ops.empty()) {
+    if (!ops || p_->gate_ops.empty()) {
       launch_gate_kernel(p_->s(), sig);
       check(cudaGetLastError(), "pack gate kernel launch", rank);
     }
@@ -284,18 +322,33 @@ void device_copier::launch_pack(int rank, std::uint64_t exchange) {
   for (const auto& t : p_->local_steps) t.launch(p_->s(), rank, "local copy launch");
 }
 void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
-  const bool waited =
-      p_->batch && !p_->wait_ops.empty() && run_mem_ops(p_->batch, p_->s(), p_->wait_ops, exchange);
-  if (p_->batch && !p_->wait_ops.empty() && !waited) p_->wait_ops.clear();  // refused
+  if (p_->beside_pending) {
+    check(cudaStreamWaitEvent(p_->s(), p_->join.get(), 0), "cudaStreamWaitEvent(join)", rank);
+    p_->beside_pending = false;
+  }
+  const bool ops = p_->batch && !p_->wait_ops.empty() && !p_->on_device;
+  const bool waited = ops && run_mem_ops(p_->batch, p_->s(), p_->wait_ops, exchange);
+  if (ops && !waited) p_->wait_ops.clear();  // refused
   if (!waited) {
     const signal_args sig =
-        p_->signals ? p_->unpack_signals.args(exchange, exchange) : signal_args{};
+        p_->signals ? p_->unpack_signals.args(exchange, p_->counter()) : signal_args{};
     (p_->odd(exchange) ? p_->unpack_alt : p_->unpack)
         .launch(p_->s(), rank, "unpack kernel launch", sig);
   }
   for (const auto& t : p_->odd(exchange) ? p_->unpack_steps_alt : p_->unpack_steps)
     t.launch(p_->s(), rank, "unpack step launch");
+  if (p_->on_device) {  // the exchange's last launch: its number becomes the device's count
+    launch_advance_generation(p_->s(), p_->generation.get(), exchange);
+    check(cudaGetLastError(), "exchange counter launch", rank);
+  }
   check(cudaEventRecord(p_->done.get(), p_->s()), "cudaEventRecord", rank);
+  p_->done_capture = gpu::capture_id(p_->s(), rank);
+}
+void device_copier::count_on_device() {
+  if (p_->signals) p_->on_device = true;
+}
+bool device_copier::counts_on_device() const {
+  return p_->on_device;
 }
 void device_copier::launch_local(void* user_stream, int rank) {
   const auto s = static_cast<cudaStream_t>(user_stream);
@@ -303,18 +356,26 @@ void device_copier::launch_local(void* user_stream, int rank) {
   // them: launches of a table never overlap, as on a single stream. The last launch on a user
   // stream recorded `done` there already: that stream is never touched again (its owner may
   // have destroyed it since).
+  // Inside a capture, only an event recorded in the same capture can be waited on: the work
+  // before the capture is ordered by the graph's launch on its stream (docs/graphs.md).
+  const unsigned long long capture = gpu::capture_id(s, rank);
   if (s != p_->local_on) {
-    if (p_->local_on == nullptr)
+    if (p_->local_on == nullptr) {
       check(cudaEventRecord(p_->done.get(), p_->s()), "cudaEventRecord", rank);
-    check(cudaStreamWaitEvent(s, p_->done.get(), 0), "cudaStreamWaitEvent(user stream)", rank);
+      p_->done_capture = 0;
+    }
+    if (p_->done_capture == capture)
+      check(cudaStreamWaitEvent(s, p_->done.get(), 0), "cudaStreamWaitEvent(user stream)", rank);
   }
   p_->pack.launch(s, rank, "local copy launch");
   for (const auto& t : p_->local_steps) t.launch(s, rank, "local copy launch");
   check(cudaEventRecord(p_->done.get(), s), "cudaEventRecord(user stream)", rank);
+  p_->done_capture = capture;
   p_->local_on = s;
 }
 void device_copier::wait_local(void* user_stream, int rank) {
   const auto s = static_cast<cudaStream_t>(user_stream);
+  if (s != nullptr && p_->done_capture != gpu::capture_id(s, rank)) return;  // (see launch_local)
   if (s == nullptr)
     check(cudaEventSynchronize(p_->done.get()), "cudaEventSynchronize (local copies)", rank);
   else if (s != p_->local_on)
@@ -342,8 +403,12 @@ void device_copier::wait_for(void* user_stream, int rank) {
         "cudaEventRecord(user stream)", rank);
   check(cudaStreamWaitEvent(p_->s(), p_->incoming.get(), 0), "cudaStreamWaitEvent", rank);
 }
+bool capturing(void* stream, int rank) {
+  return gpu::capture_id(static_cast<cudaStream_t>(stream), rank) != 0;
+}
 void device_copier::signal(void* user_stream, int rank) {
   check(cudaEventRecord(p_->done.get(), p_->s()), "cudaEventRecord", rank);
+  p_->done_capture = gpu::capture_id(p_->s(), rank);
   check(cudaStreamWaitEvent(static_cast<cudaStream_t>(user_stream), p_->done.get(), 0),
         "cudaStreamWaitEvent(user stream)", rank);
 }
@@ -356,7 +421,11 @@ std::string device_copier::summary() const {
                            : std::string());
   };
   std::size_t steps = p_->local_steps.size() + p_->unpack_steps.size();
-  return fmt::format("GPU launches: pack {}; unpack {}{}{}", one(p_->pack), one(p_->unpack),
+  return fmt::format("GPU launches: pack {}; {}unpack {}{}{}", one(p_->pack),
+                     p_->beside.n > 0
+                         ? fmt::format("local copies beside the messages {}; ", one(p_->beside))
+                         : std::string(),
+                     one(p_->unpack),
                      steps ? fmt::format("; {} ordered single-copy steps", steps) : std::string(),
                      p_->alternate ? "; a second pair of lists for odd exchanges (copy 1 of "
                                      "the double receive buffers)"

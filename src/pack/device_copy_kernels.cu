@@ -158,16 +158,26 @@ __device__ unsigned long long atomic_add_acq_rel_gpu(unsigned long long* p, unsi
   return old;
 }
 
+// This launch's exchange number (see signal_args): the host's, or in graph mode the one after
+// the device's count (which only the exchange's last launch, later on the stream, advances).
+__device__ unsigned long long exchange_number(const signal_args& sig) {
+  if (sig.generation == nullptr) return sig.exchange;
+  const unsigned long long next =
+      *reinterpret_cast<const volatile unsigned long long*>(sig.generation) + 1;
+  return next > sig.exchange ? next : sig.exchange;
+}
+
 // Block 0 announces that this rank has started the exchange (the launch runs after everything
 // before it on the stream, so every earlier read of the halo is done); then every block waits
 // until its flags allow it to go on (one thread polls, the block follows).
 __device__ void wait_signals(const signal_args& sig) {
   if (sig.n_wait + sig.n_start == 0) return;
   if (threadIdx.x == 0) {
+    const unsigned long long g = exchange_number(sig);
     if (blockIdx.x == 0)
-      for (int k = 0; k < sig.n_start; ++k) store_release_sys(sig.start[k], sig.exchange);
+      for (int k = 0; k < sig.n_start; ++k) store_release_sys(sig.start[k], g);
     for (int k = 0; k < sig.n_wait; ++k)
-      while (load_acquire_sys(sig.wait[k]) < sig.wait_for) {
+      while (load_acquire_sys(sig.wait[k]) < g) {
       }
   }
   __syncthreads();
@@ -184,11 +194,17 @@ __device__ void post_signals(const signal_args& sig) {
   if (sig.n_post == 0) return;
   __syncthreads();
   if (threadIdx.x != 0) return;
+  const unsigned long long g = exchange_number(sig);
   if (gridDim.x > 1) {  // (a single block is its own last block)
     const unsigned long long before = atomic_add_acq_rel_gpu(sig.blocks_done, 1ull);
-    if (before + 1 != sig.exchange * gridDim.x) return;
+    if (before + 1 != g * gridDim.x) return;
   }
-  for (int k = 0; k < sig.n_post; ++k) store_release_sys(sig.post[k], sig.exchange);
+  for (int k = 0; k < sig.n_post; ++k) store_release_sys(sig.post[k], g);
+}
+
+__global__ void advance_kernel(unsigned long long* generation, unsigned long long exchange) {
+  const unsigned long long next = *generation + 1;
+  *generation = next > exchange ? next : exchange;
 }
 
 // The pack's start announcement (into the senders' memory) and its wait on the receivers'
@@ -255,6 +271,11 @@ void launch_copy_kernel(bool plain, int grid, cudaStream_t s, const copy_descrip
 
 void launch_gate_kernel(cudaStream_t s, const signal_args& sig) {
   gate_kernel<<<1, 32, 0, s>>>(sig);
+}
+
+void launch_advance_generation(cudaStream_t s, unsigned long long* generation,
+                               unsigned long long exchange) {
+  advance_kernel<<<1, 1, 0, s>>>(generation, exchange);
 }
 
 namespace {

@@ -10,12 +10,19 @@ namespace halox::detail {
 
 // A launch's signals (see device_signals): flag pointers in device memory, the exchange number
 // and the launch's block counter (it counts up by gridDim.x per launch).
+//
+// `generation` (graph mode, device_copier::count_on_device): where the number of the last
+// completed exchange lives in device memory. The launch then numbers its exchange
+// max(*generation + 1, exchange) instead of `exchange`, so that a launch captured in a CUDA
+// graph gets a new number at every replay (its parameters are frozen), and the host's number,
+// stale after replays, never lowers it; advance_generation() stores the number at the end.
 struct signal_args {
   unsigned long long* const* start = nullptr;
   const unsigned long long* const* wait = nullptr;
   unsigned long long* const* post = nullptr;
   unsigned long long* blocks_done = nullptr;
-  unsigned long long exchange = 0, wait_for = 0;
+  const unsigned long long* generation = nullptr;
+  unsigned long long exchange = 0;
   int n_start = 0, n_wait = 0, n_post = 0;
 };
 
@@ -30,6 +37,11 @@ void launch_copy_kernel(bool plain, int grid, cudaStream_t s, const copy_descrip
 // Enqueues the gate on `s`: one block announces the start and waits for `sig`'s flags, ahead of
 // a large copy launch. The caller checks the launch.
 void launch_gate_kernel(cudaStream_t s, const signal_args& sig);
+
+// Enqueues the end of an exchange in graph mode: *generation = max(*generation + 1, exchange),
+// the number every launch of this exchange used (see signal_args). The caller checks it.
+void launch_advance_generation(cudaStream_t s, unsigned long long* generation,
+                               unsigned long long exchange);
 
 // Blocks of the copy kernel (the plain one, or the general one) that fit at once on a GPU of
 // `sms` multiprocessors: one wave.

@@ -6,9 +6,13 @@
 #include <exception>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "../gpu/capture.hpp"
 #include "../gpu/check.hpp"
+#include "../gpu/memory.hpp"
+#include "../gpu/stream.hpp"
 #include "halox/core/error.hpp"
 #include "halox/transport/nccl_comm.hpp"
 #include "nccl_check.hpp"
@@ -180,7 +184,10 @@ void nccl_comm::enqueue_group(void* stream, const nccl_call* sends, std::size_t 
   require_usable();
   if (n_sends == 0 && n_recvs == 0) return;
   const auto st = static_cast<cudaStream_t>(stream);
-  if (recorded_)
+  // Inside a CUDA graph capture only an event of the same capture may be waited on: the groups
+  // enqueued before the capture are ordered by the graph's launch stream (docs/graphs.md).
+  const unsigned long long capture = gpu::capture_id(st, rank_);
+  if (recorded_ && last_capture_ == capture)
     gpu::check(cudaStreamWaitEvent(st, last_, 0), "cudaStreamWaitEvent(NCCL order)", rank_);
   nccl_check(ncclGroupStart(), "ncclGroupStart", rank_, -1, comm_);
   ncclResult_t rc = ncclSuccess;
@@ -201,6 +208,35 @@ void nccl_comm::enqueue_group(void* stream, const nccl_call* sends, std::size_t 
   nccl_check(end, "ncclGroupEnd", rank_, -1, comm_);
   gpu::check(cudaEventRecord(last_, st), "cudaEventRecord(NCCL order)", rank_);
   recorded_ = true;
+  last_capture_ = capture;
+}
+
+void nccl_comm::connect(const std::vector<int>& peers) {
+  require_usable();
+  std::vector<int> p;
+  for (const int q : peers)
+    if (q != rank_) p.push_back(q);
+  std::sort(p.begin(), p.end());
+  p.erase(std::unique(p.begin(), p.end()), p.end());
+  if (p.empty()) return;
+  // 16 bytes each way per peer, each in a 16-byte slot of its own: NCCL's kernel reads and
+  // writes whole words, so slots as small as the message would be overrun (compute-sanitizer).
+  constexpr std::size_t slot = 16;
+  gpu::device_array<std::byte> scratch(2 * slot * p.size(), "NCCL connection bytes", rank_);
+  gpu::stream s(cudaStreamNonBlocking, rank_);
+  std::vector<nccl_call> sends, recvs;
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    sends.push_back({p[k], scratch.get() + slot * k, slot});
+    recvs.push_back({p[k], scratch.get() + slot * (p.size() + k), slot});
+  }
+  enqueue_group(s.get(), sends.data(), sends.size(), recvs.data(), recvs.size());
+  for (;;) {
+    const cudaError_t rc = cudaStreamQuery(s.get());
+    if (rc == cudaSuccess) break;
+    if (rc != cudaErrorNotReady) gpu::check(rc, "cudaStreamQuery (NCCL connection)", rank_);
+    check_async();
+    std::this_thread::yield();
+  }
 }
 
 void nccl_comm::require_usable() const {

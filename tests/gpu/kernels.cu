@@ -10,7 +10,14 @@ __device__ long long wrap(long long x, long long n) {
   return ((x % n) + n) % n;
 }
 
-__global__ void stamp_kernel(geom g, double salt) {
+// `salt_dev`: read the salt from device memory (CUDA graph tests: a replayed launch keeps its
+// parameters), else `salt`.
+__device__ double salt_of(const double* salt_dev, double salt) {
+  return salt_dev != nullptr ? *salt_dev : salt;
+}
+
+__global__ void stamp_kernel(geom g, const double* salt_dev, double salt_arg) {
+  const double salt = salt_of(salt_dev, salt_arg);
   const long long nx = g.owned_hi[0] - g.owned_lo[0], ny = g.owned_hi[1] - g.owned_lo[1],
                   nz = g.owned_hi[2] - g.owned_lo[2];
   for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < nx * ny * nz;
@@ -22,7 +29,9 @@ __global__ void stamp_kernel(geom g, double salt) {
   }
 }
 
-__global__ void verify_kernel(geom g, double salt, unsigned long long* errors) {
+__global__ void verify_kernel(geom g, const double* salt_dev, double salt_arg,
+                              unsigned long long* errors) {
+  const double salt = salt_of(salt_dev, salt_arg);
   const long long total = g.ext[0] * g.ext[1] * g.ext[2];
   for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total;
        t += (long long)gridDim.x * blockDim.x) {
@@ -33,6 +42,10 @@ __global__ void verify_kernel(geom g, double salt, unsigned long long* errors) {
     if (g.base[a * g.stride[0] + b * g.stride[1] + c * g.stride[2]] != want)
       atomicAdd(errors, 1ull);
   }
+}
+
+__global__ void bump_kernel(double* salt) {
+  *salt += 1;
 }
 
 __global__ void fill_kernel(double* p, long long n, double v) {
@@ -68,13 +81,28 @@ void check(cudaError_t rc, const char* what) {
 }  // namespace
 
 void stamp(const geom& g, double salt, cudaStream_t stream) {
-  stamp_kernel<<<120, 256, 0, stream>>>(g, salt);
+  stamp_kernel<<<120, 256, 0, stream>>>(g, nullptr, salt);
   check(cudaGetLastError(), "stamp kernel launch");
 }
 
 void verify(const geom& g, double salt, unsigned long long* errors, cudaStream_t stream) {
-  verify_kernel<<<120, 256, 0, stream>>>(g, salt, errors);
+  verify_kernel<<<120, 256, 0, stream>>>(g, nullptr, salt, errors);
   check(cudaGetLastError(), "verify kernel launch");
+}
+
+void stamp(const geom& g, const double* salt, cudaStream_t stream) {
+  stamp_kernel<<<120, 256, 0, stream>>>(g, salt, 0.0);
+  check(cudaGetLastError(), "stamp kernel launch");
+}
+
+void verify(const geom& g, const double* salt, unsigned long long* errors, cudaStream_t stream) {
+  verify_kernel<<<120, 256, 0, stream>>>(g, salt, 0.0, errors);
+  check(cudaGetLastError(), "verify kernel launch");
+}
+
+void bump(double* salt, cudaStream_t stream) {
+  bump_kernel<<<1, 1, 0, stream>>>(salt);
+  check(cudaGetLastError(), "bump kernel launch");
 }
 
 void fill_callback_value(const box_cells& b, cudaStream_t stream) {

@@ -29,6 +29,13 @@ struct box_cells {
 /// v = 5000 + c, then v = v * 7 + g[i] for each dimension i (exact in double).
 void fill_callback_value(const box_cells& b, cudaStream_t stream);
 
+/// The same with the salt read from device memory when the kernels run (CUDA graph tests: a
+/// replayed launch keeps its parameters, so what changes per step lives on the device).
+void stamp(const geom& g, const double* salt, cudaStream_t stream);
+void verify(const geom& g, const double* salt, unsigned long long* errors, cudaStream_t stream);
+/// *salt += 1, on `stream`.
+void bump(double* salt, cudaStream_t stream);
+
 /// Writes `v` into `n` doubles at `p`, on `stream`.
 void fill_value(double* p, long long n, double v, cudaStream_t stream);
 

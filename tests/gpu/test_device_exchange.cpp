@@ -668,8 +668,12 @@ TEST_CASE("fresh device fields are zero before make_field returns: first writes 
 // handshake where ranks share one), "handshake" (CUDA IPC with the MPI handshake everywhere),
 // "host_staged".
 halox::exchange_options progress_options(const std::string& policy) {
-  auto o = staging_options(policy == "handshake" ? "auto" : policy.c_str());
+  auto o = staging_options(policy == "handshake" || policy == "nccl" ? "auto" : policy.c_str());
   o.ipc_device_signals = policy != "handshake";
+  if (policy == "nccl") {  // every rank a node of its own: every message through NCCL
+    o.device_staging = halox::staging::nccl;
+    o.node_size = 1;
+  }
   return o;
 }
 
@@ -680,8 +684,14 @@ TEST_CASE("start() on device fields does not wait for a peer, on every path") {
   constexpr auto st = halox::stencil<3>::box(1);
   const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
   auto u = dom.make_field<double>(st, halox::device);
-  const std::string policy = GENERATE("auto", "handshake", "host_staged");
+  const std::string policy = GENERATE("auto", "handshake", "host_staged", "nccl");
   CAPTURE(policy);
+  int gpus = 0;
+  cuda(cudaGetDeviceCount(&gpus));
+  if (policy == "nccl" && (!halox::detail::nccl_built() || world.size() > gpus)) {
+    WARN("skipped: NCCL needs one GPU per rank");
+    return;
+  }
   auto ex = halox::make_exchange(dom, st, progress_options(policy), u);
   INFO(ex.describe());
   const device_errors errors;
@@ -756,6 +766,18 @@ TEST_CASE("a sender two exchanges ahead of a receiver that never sends back") {
   const int mpi_device = ex.describe().find("via gpu_aware") != std::string::npos;
   if (boost::mpi::all_reduce(world, mpi_device, std::plus<int>()) > 0) {
     WARN("skipped: gpu_aware hands device memory to MPI, whose sends may wait for their receiver");
+    return;
+  }
+  // CUDA IPC with device signals (one GPU per rank) writes straight into the receiver's halo:
+  // a sender's exchange completes once its receivers have started the same exchange, which is
+  // the documented rule (docs/concepts.md, Progress) and all this program may not rely on: its
+  // receiver starts only after a collective the sender enters after its first exchange. The
+  // rule itself is checked on every path by "start() on device fields does not wait for a
+  // peer" (collectives between start() and wait() on some ranks, after wait() on others).
+  const int signalled = ex.describe().find("device signals") != std::string::npos;
+  if (boost::mpi::all_reduce(world, signalled, std::plus<int>()) > 0) {
+    WARN("skipped: CUDA IPC with device signals completes an exchange once the receivers have "
+         "started it (the documented rule); a sender cannot run exchanges ahead of them");
     return;
   }
   std::vector<hxt::result> results;  // checked together at the end (the checks are collective)
@@ -912,4 +934,58 @@ TEST_CASE(
   for (std::size_t g = 0; g < ghosts.size(); ++g)
     for (int c = 0; c < 2; ++c) ubad += uh(ne + long(g), c) != double(ghosts[g]) * 2 + c;
   REQUIRE(boost::mpi::all_reduce(world, ubad, std::plus<long>()) == 0);
+}
+
+TEST_CASE("staging nccl zero-copy: contiguous halos straight from and into the fields") {
+  // Halo only in dimension 0, split over the ranks: each message is whole planes of each field.
+  // Field a is halox's own (planes contiguous: NCCL reads and writes the field itself); field b
+  // is wrapped on odd ranks with one column of extra padding in dimension 2 (planes not
+  // contiguous: packed there), so every pair mixes a zero-copy side with a packed one and both
+  // must cut the message alike.
+  boost::mpi::communicator world;
+  const int P = world.size(), me = world.rank();
+  int gpus = 0;
+  cuda(cudaGetDeviceCount(&gpus));
+  if (!halox::detail::nccl_built() || P > gpus || P < 2) {
+    WARN("skipped: needs 2 or more ranks, one GPU each, and NCCL");
+    return;
+  }
+  const halox::extents<3> n{4 * P, 6, 5};
+  const auto st = halox::stencil<3>::star({1, 0, 0}, {1, 0, 0});
+  const halox::cartesian<3> dom(world, n, halox::periodic<3>::all(),
+                                halox::process_grid<3>{{P, 1, 1}});
+  halox::exchange_options o;
+  o.device_staging = halox::staging::nccl;
+  o.node_size = 1;
+  auto a = make_mirrored<double>(dom, st, {});
+  const bool padded = me % 2 == 1;
+  const auto own = dom.local_boxes()[0].size();
+  const halox::extents<3> alloc{own[0] + 2, own[1], own[2] + (padded ? 1 : 0)};
+  const halox::widths<3> lo{1, 0, 0}, hi{1, 0, padded ? 1 : 0};
+  const auto cells = std::size_t(alloc[0] * alloc[1] * alloc[2]);
+  std::vector<double> b_host(cells);
+  double* b_dev = nullptr;
+  cuda(cudaMalloc(&b_dev, cells * sizeof(double)));
+  mirrored<double, 3> b{dom.wrap(b_dev, alloc, lo, hi, {}, halox::device),
+                        dom.wrap(b_host.data(), alloc, lo, hi)};
+  {
+    auto ex = halox::make_exchange(dom, st, o, a.dev, b.dev);
+    const std::string d = ex.describe();
+    INFO(d);
+    // Even ranks hand NCCL their fields; odd ranks pack, in the pieces the even side cut: one
+    // plane per field and neighbour (both neighbours are the one peer at 2 ranks).
+    const std::string calls = std::to_string(P == 2 ? 4 : 2) + " NCCL calls";
+    CHECK(d.find((padded ? "packed, " : "zero-copy: ") + calls) != std::string::npos);
+    CHECK((d.find("zero-copy") != std::string::npos) == !padded);
+    for (int round = 0; round < 6; ++round) {  // blocking, split phase, stream-ordered, twice
+      hxt::fill(a.host, n, {1, round});
+      hxt::fill(b.host, n, {2, round});
+      a.upload(), b.upload();
+      run_exchange(ex, round % 3);
+      a.download(), b.download();
+      HXT_REQUIRE_OK(hxt::check(a.host, st, n, {true, true, true}, {1, round}));
+      HXT_REQUIRE_OK(hxt::check(b.host, st, n, {true, true, true}, {2, round}));
+    }
+  }
+  cuda(cudaFree(b_dev));
 }

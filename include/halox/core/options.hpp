@@ -72,6 +72,11 @@ struct exchange_options {
   /// memory (`HALOX_PEER_SHM_RANKS`); the other pairs of the same exchange use MPI. Unset: no
   /// restriction. For tests and comparisons.
   std::optional<std::vector<int>> peer_ipc_ranks, peer_shm_ranks;
+  /// Require an exchange a CUDA graph can capture (schedule_exchange / schedule_wait inside
+  /// `cudaStreamBeginCapture`; docs/graphs.md): make_exchange fails on every rank, naming what
+  /// needs the host, where the paths chosen for it need the host in every exchange. Capturable:
+  /// local copies, CUDA IPC with device signals, NCCL.
+  bool require_capturable = false;
 };
 
 }  // namespace halox

@@ -60,6 +60,19 @@ class device_copier {
   /// Uploaded once, here (not with signals).
   void use_alternate(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
                      const std::vector<copy_op>& unpack, const std::vector<gather_op>& scatter);
+  /// Local copies (a rank's own periodic images) beside the pack instead of inside it: launched
+  /// on a second stream forked from halox's at each pack, so that they overlap the messages in
+  /// flight (NCCL's kernel takes a few SMs, the copies the rest); the unpack waits for them.
+  /// Set-up only, not with signals or ordered unpacking.
+  void run_local_beside(const std::vector<copy_op>& local);
+  /// Graph mode (sticky; with signals only): every later launch numbers its exchange after a
+  /// count kept in device memory, advanced by the exchange's last launch, instead of by the
+  /// host's `exchange` alone (the larger of the two), so that launches captured in a CUDA graph
+  /// take a new number at each replay, and exchanges outside the graph keep counting after the
+  /// replays. Gates and waits run as kernels then (stream memory operations take their values
+  /// from the host).
+  void count_on_device();
+  bool counts_on_device() const;
   /// Enqueues the pack list (no-op when empty and without signals). `rank` is for error
   /// messages; `exchange` numbers the exchange (from 1) for the signals and the alternate
   /// lists.
@@ -94,6 +107,10 @@ class device_copier {
   struct impl;
   std::unique_ptr<impl> p_;
 };
+
+/// Whether `stream` (a `cudaStream_t`) is being captured into a CUDA graph now. Throws
+/// halox::error where an earlier call invalidated its capture.
+bool capturing(void* stream, int rank);
 
 /// Pinned host memory mapped into the device address space: the pack kernel writes messages
 /// straight into it and MPI reads them from there. Zero-initialised, 64-byte aligned.
