@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <functional>
 
-#include <boost/mpi/collectives.hpp>
 #include <fmt/format.h>
+#include <mpi.h>
 
 #include "exchange_core.hpp"
 #include "halox/core/error.hpp"
@@ -32,7 +32,10 @@ struct exchange_state {
   exchange_state(const boost::mpi::communicator& c, exchange_program p)
       : after_exchange(std::move(p.after_exchange)), core(c, std::move(p)), path(make_path(core)) {
     blocker = path->capture_blocker();
-    capturable = boost::mpi::all_reduce(core.comm, blocker == nullptr, std::logical_and<bool>());
+    int mine = blocker == nullptr ? 1 : 0, all = 0;
+    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_Comm(core.comm)) != MPI_SUCCESS)
+      fail("rank {}: MPI_Allreduce failed (exchange set-up: CUDA graph capture)", core.rank());
+    capturable = all != 0;
     require(capturable || !core.prog.options.require_capturable,
             "rank {}: exchange_options::require_capturable asks for an exchange a CUDA graph can "
             "capture, but {}",
