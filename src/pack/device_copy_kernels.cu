@@ -197,7 +197,11 @@ __device__ void post_signals(const signal_args& sig) {
   const unsigned long long g = exchange_number(sig);
   if (gridDim.x > 1) {  // (a single block is its own last block)
     const unsigned long long before = atomic_add_acq_rel_gpu(sig.blocks_done, 1ull);
-    if (before + 1 != g * gridDim.x) return;
+    if (before + 1 != gridDim.x) return;
+    // The last block resets the counter for the next launch, which the stream runs after this
+    // one: the count never depends on exchange numbers (graph mode may skip some: a capture
+    // that is never replayed still took one).
+    *sig.blocks_done = 0;
   }
   for (int k = 0; k < sig.n_post; ++k) store_release_sys(sig.post[k], g);
 }

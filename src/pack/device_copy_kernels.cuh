@@ -9,7 +9,8 @@
 namespace halox::detail {
 
 // A launch's signals (see device_signals): flag pointers in device memory, the exchange number
-// and the launch's block counter (it counts up by gridDim.x per launch).
+// and the launch's block counter (the last block of a launch finds it at gridDim.x - 1 and
+// resets it).
 //
 // `generation` (graph mode, device_copier::count_on_device): where the number of the last
 // completed exchange lives in device memory. The launch then numbers its exchange

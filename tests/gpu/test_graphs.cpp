@@ -202,6 +202,16 @@ TEST_CASE("a captured time step replayed 200 times gives the halos of 200 exchan
   CHECK(state.read_salt() == 371);
   REQUIRE(total(world, long(state.read_errors())) == 0);
   cuda(cudaGraphExecDestroy(three));
+
+  // Two graphs captured one after the other before either runs (as a solver captures one per
+  // parity): the second's frozen exchange number is ahead of the first's; replayed in turns.
+  cudaGraphExec_t first = capture(ex, g, state, s, 1), second = capture(ex, g, state, s, 1);
+  for (int r = 0; r < 20; ++r) cuda(cudaGraphLaunch(r % 2 ? first : second, s));
+  cuda(cudaStreamSynchronize(s));
+  CHECK(state.read_salt() == 391);
+  REQUIRE(total(world, long(state.read_errors())) == 0);
+  cuda(cudaGraphExecDestroy(first));
+  cuda(cudaGraphExecDestroy(second));
   cuda(cudaStreamDestroy(s));
 }
 
