@@ -32,6 +32,27 @@ inline std::pair<double, double> time_it(const mpi::communicator& comm, int warm
 }
 
 #ifdef HALOX_BENCH_CUDA
+// Per-iteration time of `iters` calls of `launch` on `st` after 10 untimed ones: no host
+// synchronisation inside the loop; CUDA events; the slowest rank's.
+inline double stream_loop_us(const mpi::communicator& world, cudaStream_t st,
+                             const std::function<void(cudaStream_t)>& launch, int iters) {
+  cudaEvent_t t0, t1;
+  cuda_check(cudaEventCreate(&t0));
+  cuda_check(cudaEventCreate(&t1));
+  for (int k = 0; k < 10; ++k) launch(st);
+  cuda_check(cudaStreamSynchronize(st));
+  world.barrier();
+  cuda_check(cudaEventRecord(t0, st));
+  for (int k = 0; k < iters; ++k) launch(st);
+  cuda_check(cudaEventRecord(t1, st));
+  cuda_check(cudaEventSynchronize(t1));
+  float ms = 0;
+  cuda_check(cudaEventElapsedTime(&ms, t0, t1));
+  cuda_check(cudaEventDestroy(t0));
+  cuda_check(cudaEventDestroy(t1));
+  return mpi::all_reduce(world, double(ms) * 1e3 / iters, mpi::maximum<double>());
+}
+
 // Per-iteration time of a loop of `iters` stream-ordered exchanges (`enqueue`: schedule_exchange
 // then schedule_wait on the stream) as a solver's time steps run them: no host synchronisation
 // inside the loop; CUDA events; the slowest rank's.
@@ -39,22 +60,9 @@ inline double scheduled_loop_us(const mpi::communicator& world,
                                 const std::function<void(cudaStream_t)>& enqueue, int iters) {
   cudaStream_t st;
   cuda_check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
-  for (int k = 0; k < 10; ++k) enqueue(st);
-  cuda_check(cudaStreamSynchronize(st));
-  world.barrier();
-  cuda_check(cudaEventRecord(t0, st));
-  for (int k = 0; k < iters; ++k) enqueue(st);
-  cuda_check(cudaEventRecord(t1, st));
-  cuda_check(cudaEventSynchronize(t1));
-  float ms = 0;
-  cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-  cuda_check(cudaEventDestroy(t0));
-  cuda_check(cudaEventDestroy(t1));
+  const double us = stream_loop_us(world, st, enqueue, iters);
   cuda_check(cudaStreamDestroy(st));
-  return mpi::all_reduce(world, double(ms) * 1e3 / iters, mpi::maximum<double>());
+  return us;
 }
 
 // Per-replay time of `enqueue` (one stream-ordered exchange) captured once into a CUDA graph
@@ -71,23 +79,11 @@ inline double graph_loop_us(const mpi::communicator& world,
   cuda_check(cudaGraphInstantiate(&exec, graph, 0));
   cuda_check(cudaGraphDestroy(graph));
   cuda_check(cudaGraphUpload(exec, st));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
-  for (int k = 0; k < 10; ++k) cuda_check(cudaGraphLaunch(exec, st));
-  cuda_check(cudaStreamSynchronize(st));
-  world.barrier();
-  cuda_check(cudaEventRecord(t0, st));
-  for (int k = 0; k < iters; ++k) cuda_check(cudaGraphLaunch(exec, st));
-  cuda_check(cudaEventRecord(t1, st));
-  cuda_check(cudaEventSynchronize(t1));
-  float ms = 0;
-  cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-  cuda_check(cudaEventDestroy(t0));
-  cuda_check(cudaEventDestroy(t1));
+  const double us = stream_loop_us(
+      world, st, [&](cudaStream_t s) { cuda_check(cudaGraphLaunch(exec, s)); }, iters);
   cuda_check(cudaGraphExecDestroy(exec));
   cuda_check(cudaStreamDestroy(st));
-  return mpi::all_reduce(world, double(ms) * 1e3 / iters, mpi::maximum<double>());
+  return us;
 }
 
 // One stream-ordered exchange of `ex` on a stream, for scheduled_loop_us and kernel_us.

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "kernels.hpp"
+
 namespace gpu_test {
 
 // Call once, at namespace scope, so that it runs before Catch's session: a machine without a
@@ -28,6 +30,23 @@ inline bool skip_without_gpu() {
 // Fails the current test case on a CUDA error.
 inline void cuda(cudaError_t rc) {
   if (rc != cudaSuccess) FAIL(cudaGetErrorString(rc));
+}
+
+// The kernels' view of a device field of doubles (kernels.hpp) with global extents `n`.
+inline halox_test::geom geom_of(const halox::field<double, 3>& f, const halox::extents<3>& n) {
+  halox_test::geom g{};
+  g.base = f.data();
+  const auto a = f.allocated_box();
+  const auto o = f.owned_box();
+  for (int i = 0; i < 3; ++i) {
+    g.lo[i] = a.lo[i];
+    g.ext[i] = a.hi[i] - a.lo[i];
+    g.stride[i] = f.strides()[i];
+    g.owned_lo[i] = o.lo[i];
+    g.owned_hi[i] = o.hi[i];
+    g.n[i] = n[i];
+  }
+  return g;
 }
 
 }  // namespace gpu_test

@@ -35,6 +35,7 @@ halox::exchange_options staging_options(const char* policy, const char* variant 
 
 const bool skipped_without_gpu = gpu_test::skip_without_gpu();
 using gpu_test::cuda;
+using gpu_test::geom_of;
 
 template <class T, int D>
 std::size_t bytes_of(const halox::field<T, D>& f) {
@@ -141,21 +142,6 @@ void run_exchange(halox::halo_exchange& ex, int k) {
   }
 }
 
-halox_test::geom geom_of(const halox::field<double, 3>& f, const halox::extents<3>& n) {
-  halox_test::geom g{};
-  g.base = f.data();
-  const auto a = f.allocated_box();
-  const auto o = f.owned_box();
-  for (int i = 0; i < 3; ++i) {
-    g.lo[i] = a.lo[i];
-    g.ext[i] = a.hi[i] - a.lo[i];
-    g.stride[i] = f.strides()[i];
-    g.owned_lo[i] = o.lo[i];
-    g.owned_hi[i] = o.hi[i];
-    g.n[i] = n[i];
-  }
-  return g;
-}
 
 }  // namespace
 

@@ -17,22 +17,8 @@ namespace {
 
 const bool skipped_without_gpu = gpu_test::skip_without_gpu();
 using gpu_test::cuda;
+using gpu_test::geom_of;
 
-halox_test::geom geom_of(const halox::field<double, 3>& f, const halox::extents<3>& n) {
-  halox_test::geom g{};
-  g.base = f.data();
-  const auto a = f.allocated_box();
-  const auto o = f.owned_box();
-  for (int i = 0; i < 3; ++i) {
-    g.lo[i] = a.lo[i];
-    g.ext[i] = a.hi[i] - a.lo[i];
-    g.stride[i] = f.strides()[i];
-    g.owned_lo[i] = o.lo[i];
-    g.owned_hi[i] = o.hi[i];
-    g.n[i] = n[i];
-  }
-  return g;
-}
 
 // A double in device memory (the salt a graph's kernels read) and a device error counter.
 struct device_state {
