@@ -29,6 +29,7 @@ from ._halox import (  # noqa: F401  (the public API)
     ChainHandle,
     DeviceArray,
     Domain,
+    FieldBlocks,
     Error,
     Exchange,
     Handle,
@@ -45,7 +46,7 @@ from ._halox import (  # noqa: F401  (the public API)
 
 __all__ = [
     "Box", "BoundaryFace", "BoxList", "Cartesian", "Centering", "Chain", "ChainHandle",
-    "DeviceArray", "Domain", "Error", "Exchange", "Handle", "Reduction", "Stencil",
+    "DeviceArray", "Domain", "Error", "FieldBlocks", "Exchange", "Handle", "Reduction", "Stencil",
     "Unstructured", "Boundary", "Field", "Halo", "field", "halo", "make_exchange",
     "make_reverse_exchange", "origin", "owned_slices", "interior_slices", "split_interior",
     "cuda_enabled", "current_device", "device_count", "set_device", "synchronize",
@@ -55,22 +56,24 @@ __all__ = [
 class Field:
     """One field of an exchange with how to read its array(s); made by :func:`field`."""
 
-    __slots__ = ("arrays", "pad", "component_axis", "name", "centering", "dtype")
+    __slots__ = ("arrays", "pad", "component_axis", "name", "centering", "dtype", "components")
 
     def __init__(self, arrays, pad=None, component_axis=None, name=None, centering=None,
-                 dtype=None):
+                 dtype=None, components=None):
         self.arrays = arrays
         self.pad = pad
         self.component_axis = component_axis
         self.name = name
         self.centering = centering
         self.dtype = dtype
+        self.components = components
 
     def __repr__(self):
         return f"halox.field({self.arrays!r}, pad={self.pad!r}, name={self.name!r})"
 
 
-def field(arrays, *, pad=None, component_axis=None, name=None, centering=None, dtype=None):
+def field(arrays, *, pad=None, component_axis=None, name=None, centering=None, dtype=None,
+          components=None):
     """Your array(s) as a field, where the defaults do not fit.
 
     ``arrays``: one array, or a list with one array per owned box (BoxList). ``pad``: the halo
@@ -78,10 +81,12 @@ def field(arrays, *, pad=None, component_axis=None, name=None, centering=None, d
     one integer per dimension, or a pair ``(below, above)`` of those. ``component_axis``: the
     axis of components in an array with one axis more than the domain (default: the last).
     ``name``: used in error messages. ``centering``: a :class:`Centering` (staggered fields
-    have one more point along their staggered non-periodic dimensions). ``dtype``: the element
-    type, needed only where a rank has no array (a BoxList rank without boxes).
+    have one more point along their staggered non-periodic dimensions). ``dtype`` and
+    ``components``: the element type and components per cell, needed only where a rank has no
+    array (a BoxList rank without boxes: ``halox.field([], dtype="float32", components=3)``);
+    elsewhere they must agree with the arrays.
     """
-    return Field(arrays, pad, component_axis, name, centering, dtype)
+    return Field(arrays, pad, component_axis, name, centering, dtype, components)
 
 
 class Boundary:
@@ -148,11 +153,13 @@ def halo(stencil, fld, boundary=None):
 
 
 def _spec(f, rules=None):
-    # (arrays, pad, component_axis, name, centering, dtype, rules): what the compiled builders
-    # read. Nothing here checks anything: the checks run on every rank at once, in C++.
+    # (arrays, pad, component_axis, name, centering, dtype, rules, components): what the
+    # compiled builders read. Nothing here checks anything: the checks run on every rank at
+    # once, in C++.
     if isinstance(f, Field):
-        return (f.arrays, f.pad, f.component_axis, f.name, f.centering, f.dtype, rules)
-    return (f, None, None, None, None, None, rules)
+        return (f.arrays, f.pad, f.component_axis, f.name, f.centering, f.dtype, rules,
+                f.components)
+    return (f, None, None, None, None, None, rules, None)
 
 
 def _structured(domain, args, what):

@@ -333,6 +333,20 @@ std::shared_ptr<owned_field> owner_of(py::handle obj) {
 void bind_arrays(py::module_& m) {
   py::class_<memory_owner>(m, "_Memory", "Keeps the memory of a halox-owned field alive.");
 
+  py::class_<py_blocks>(m, "FieldBlocks", R"doc(
+The arrays of a halox-owned field of a BoxList, one per owned box in local_boxes order (none
+on a rank without boxes): index and iterate it as a list. Passed to make_exchange as it is, it
+stands for the field even where it holds no array.)doc")
+      .def("__len__", [](const py_blocks& b) { return b.arrays.size(); })
+      .def("__getitem__", [](const py_blocks& b, py::handle i) { return b.arrays[i]; })
+      .def("__iter__", [](const py_blocks& b) { return py::iter(b.arrays); })
+      .def_property_readonly("arrays", [](const py_blocks& b) { return b.arrays; })
+      .def_property_readonly("dtype", [](const py_blocks& b) { return std::string(dtype_name(b.field->type)); })
+      .def("__repr__", [](const py_blocks& b) {
+        return detail::format("halox.FieldBlocks({} block(s) of {})", b.arrays.size(),
+                              dtype_name(b.field->type));
+      });
+
   py::class_<device_array>(m, "DeviceArray", R"doc(
 A block of a halox-owned device field (``make_field(..., device=True)``): GPU memory that halox
 allocated, shown as a strided array. It exports ``__cuda_array_interface__`` (version 3) and

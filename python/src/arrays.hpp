@@ -81,6 +81,14 @@ class device_array {
   int device_;
 };
 
+/// The arrays of a halox-owned field with any number of blocks (a BoxList rank may own none):
+/// Python's FieldBlocks, a sequence of the blocks' arrays that remembers the field they belong
+/// to, so that make_exchange knows its type and components even where it has no block.
+struct py_blocks {
+  std::shared_ptr<owned_field> field;
+  py::list arrays;
+};
+
 /// A NumPy array over the host memory of `field` (kept alive by the array's base object).
 py::object numpy_array(std::shared_ptr<owned_field> field, std::byte* data, dtype type,
                        const std::vector<index>& shape, const std::vector<index>& strides);

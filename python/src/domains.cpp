@@ -116,11 +116,11 @@ itself if nothing has). ``periodic``: one bool for every dimension, or one per d
       .def("make_field", [](const py_cartesian& d, py::object stencil, py::object dtype, int components,
                             py::object pad, bool device, py::object centering, std::string order,
                             std::string component_layout, py::object name) {
-             py::list out = d.ops->make_field(args_of(std::move(stencil), std::move(dtype), components,
+             py_blocks out = d.ops->make_field(args_of(std::move(stencil), std::move(dtype), components,
                                                       std::move(pad), device, std::move(centering),
                                                       std::move(order), std::move(component_layout),
                                                       std::move(name)));
-             return py::object(out[0]);
+             return py::object(out.arrays[0]);
            }, py::arg("stencil") = py::none(), py::arg("dtype") = "float64", py::arg("components") = 1,
            py::kw_only(), py::arg("pad") = py::none(), py::arg("device") = false,
            py::arg("centering") = py::none(), py::arg("order") = "C",
@@ -175,7 +175,7 @@ arrays, one per block. Collective.)doc")
            py::kw_only(), py::arg("pad") = py::none(), py::arg("device") = false,
            py::arg("centering") = py::none(), py::arg("order") = "C",
            py::arg("component_layout") = "interleaved", py::arg("name") = py::none(),
-           "As Cartesian.make_field, but a list of arrays: one per owned box, in local_boxes order.")
+           "As Cartesian.make_field, but a FieldBlocks: a sequence of arrays, one per owned box, in local_boxes order.")
       .def("__repr__", [](const py_box_list& d) {
         return detail::format("<halox.BoxList {} with {} box(es) on rank {} of {}>",
                               detail::join(d.ops->global_extents(), "x"), d.ops->local_boxes().size(),

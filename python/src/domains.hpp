@@ -11,6 +11,7 @@
 
 #include <boost/mpi/communicator.hpp>
 
+#include "arrays.hpp"
 #include "common.hpp"
 #include "shapes.hpp"
 
@@ -35,7 +36,7 @@ class domain_ops {
   virtual std::vector<py_box> local_boxes() const = 0;
   virtual std::vector<py_box> boxes_of(int rank) const = 0;
   /// The field's arrays, one per owned box. Collective.
-  virtual py::list make_field(const field_args& a) const = 0;
+  virtual py_blocks make_field(const field_args& a) const = 0;
   /// An Exchange over `fields` (normalised field tuples, see halox/__init__.py), field k with
   /// stencil `stencils[k]`; reverse with `reverse_op` where it is not None. Collective.
   virtual py::object build(const py::list& stencils, const py::list& fields,

@@ -75,6 +75,23 @@ py_stencil offsets(const std::vector<std::vector<int>>& offs) {
   });
 }
 
+/// A stencil from its widths and neighbour directions (unpickling).
+py_stencil with_stencil_parts(const std::vector<int>& lo, const std::vector<int>& hi,
+                              const std::vector<std::vector<int>>& dirs) {
+  if (lo.size() != hi.size()) throw error("stencil widths of different lengths");
+  return with_dim(int(lo.size()), [&]<int D>() {
+    stencil<D> s{};
+    s.lo = widths_from<D>(lo);
+    s.hi = widths_from<D>(hi);
+    for (const auto& d : dirs) {
+      direction<D> x{};
+      for (int i = 0; i < D; ++i) x[std::size_t(i)] = d.at(std::size_t(i));
+      s.used[std::size_t(stencil<D>::encode(x))] = true;
+    }
+    return py_stencil(s);
+  });
+}
+
 std::string stencil_repr(const py_stencil& s) {
   return detail::format("halox.Stencil(dim={}, lo=({}), hi=({}), neighbors={})", s.dim(),
                         detail::join(s.lo(), ", "), detail::join(s.hi(), ", "),
@@ -198,6 +215,13 @@ its corner and the faces beside it).)doc")
       .def_property_readonly("max_width", [](const py_stencil& s) {
         return visit_stencil(s, [](const auto& x) { return x.max_width(); });
       })
+      .def(py::pickle([](const py_stencil& s) {
+                        return py::make_tuple(s.lo(), s.hi(), s.directions());
+                      },
+                      [](const py::tuple& t) {
+                        return with_stencil_parts(t[0].cast<std::vector<int>>(), t[1].cast<std::vector<int>>(),
+                                                  t[2].cast<std::vector<std::vector<int>>>());
+                      }))
       .def(py::self == py::self)
       .def("__hash__", [](const py_stencil& s) {
         return py::hash(py::make_tuple(py::tuple(py::cast(s.lo())), py::tuple(py::cast(s.hi())),
@@ -231,6 +255,10 @@ of these cells in an array whose element 0 is global cell ``origin``.)doc")
           t[i] = py::slice(py::int_(b.lo[i] - origin[i]), py::int_(std::max(b.lo[i], b.hi[i]) - origin[i]), py::none());
         return t;
       }, py::arg("origin"), "A tuple of slices selecting this box in an array that starts at global cell ``origin``.")
+      .def(py::pickle([](const py_box& b) { return py::make_tuple(tuple_of(b.lo), tuple_of(b.hi)); },
+                      [](const py::tuple& t) {
+                        return py_box{t[0].cast<std::vector<index>>(), t[1].cast<std::vector<index>>()};
+                      }))
       .def("__eq__", [](const py_box& a, const py_box& b) { return a.lo == b.lo && a.hi == b.hi; })
       .def("__hash__", [](const py_box& b) { return py::hash(py::make_tuple(tuple_of(b.lo), tuple_of(b.hi))); })
       .def("__repr__", [](const py_box& b) {
@@ -248,6 +276,10 @@ staggered field has one more point than cells along each staggered non-periodic 
       .def_static("node", &centering::node)
       .def("staggered", [](const centering& c, int i, int dim) { return c.staggered(i, dim); },
            py::arg("i"), py::arg("dim"), "Whether the centering is staggered along dimension i of a dim-D field.")
+      .def(py::pickle([](const centering& c) { return py::make_tuple(int(c.where), c.dim); },
+                      [](const py::tuple& t) {
+                        return centering{centering::kind(t[0].cast<int>()), t[1].cast<int>()};
+                      }))
       .def(py::self == py::self)
       .def("__hash__", [](const centering& c) { return py::hash(py::make_tuple(int(c.where), c.dim)); })
       .def("__repr__", [](const centering& c) { return "halox.Centering." + to_string(c) + (c.where == centering::kind::cell || c.where == centering::kind::node ? "()" : ""); });

@@ -161,8 +161,8 @@ class structured_ops final : public domain_ops {
     }
   }
 
-  py::list make_field(const field_args& a) const override {
-    py::list out;
+  py_blocks make_field(const field_args& a) const override {
+    py_blocks out;
     collective(dom_.comm(), [&] {
       const dtype t = dtype_from(a.dtype);
       widths<D> lo{}, hi{};
@@ -194,14 +194,15 @@ class structured_ops final : public domain_ops {
       with_dtype(t, [&]<class T>() {
         auto f = dom_.template make_field<T>(lo, hi, space, o);
         auto own = std::make_shared<owned_field>(owned_field{t, D, f.state()});
+        out.field = own;
         const int device = a.device ? gpu::current_device() : -1;
         for (int b = 0; b < f.block_count(); ++b) {
           auto [shape, strides] = owned_layout(*f.state(), b);
           auto* p = reinterpret_cast<std::byte*>(f.data(b));
           if (a.device)
-            out.append(py::cast(device_array(own, own, p, t, std::move(shape), std::move(strides), device)));
+            out.arrays.append(py::cast(device_array(own, own, p, t, std::move(shape), std::move(strides), device)));
           else
-            out.append(numpy_array(own, p, t, shape, strides));
+            out.arrays.append(numpy_array(own, p, t, shape, strides));
         }
       });
     });
@@ -328,9 +329,22 @@ class structured_ops final : public domain_ops {
     const int me = dom_.rank();
     const std::string label = detail::format("field #{}", k);
     const py::handle arrays = spec[0], pad = spec[1], axis = spec[2], name = spec[3],
-                     at = spec[4], type = spec[5];
+                     at = spec[4], type = spec[5], comps = spec[7];
     structured::entry<D> e;
-    if (is_array_like(arrays)) {
+    const bool plain = pad.is_none() && axis.is_none() && name.is_none() && at.is_none() &&
+                       comps.is_none();
+    if (py::isinstance<py_blocks>(arrays)) {
+      const auto& blocks = arrays.cast<const py_blocks&>();
+      for (const auto& a : blocks.arrays) e.arrays.append(a);
+      if (plain && blocks.field->dim == D &&
+          (type.is_none() || dtype_from(type) == blocks.field->type)) {
+        use_owned(e, blocks.field);
+        if (e.arrays.size() != dom_.local_boxes().size())
+          fail_on(me, "{} has {} array(s) but the rank owns {} box(es)", label, e.arrays.size(),
+                  dom_.local_boxes().size());
+        return e;
+      }
+    } else if (is_array_like(arrays)) {
       e.arrays.append(arrays);
     } else if (py::isinstance<py::list>(arrays) || py::isinstance<py::tuple>(arrays)) {
       for (const auto& a : arrays) e.arrays.append(a);
@@ -342,7 +356,6 @@ class structured_ops final : public domain_ops {
     if (e.arrays.size() != boxes.size())
       fail_on(me, "{} has {} array(s) but the rank owns {} box(es): pass one array per box, in "
               "local_boxes() order", label, e.arrays.size(), boxes.size());
-    const bool plain = pad.is_none() && axis.is_none() && name.is_none() && at.is_none();
     if (plain && owned_entry(e, type)) return e;
 
     std::vector<array_view> views;
@@ -378,7 +391,13 @@ class structured_ops final : public domain_ops {
       fail_on(me, "{}: component_axis given but the array has no axis beyond the domain's {}", label, D);
     }
     field_options o;
-    o.components = ndim == D + 1 && !views.empty() ? int(views[0].shape[std::size_t(e.component_axis)]) : 1;
+    o.components = ndim == D + 1 ? int(views[0].shape[std::size_t(e.component_axis)]) : 1;
+    if (!comps.is_none()) {
+      const int given = comps.cast<int>();
+      if (!views.empty() && given != o.components)
+        fail_on(me, "{}: components={} was given but the array holds {}", label, given, o.components);
+      o.components = given;
+    }
     o.name = name.is_none() ? std::string() : name.cast<std::string>();
     o.at = centering_from(at);
     const auto [lo, hi] = pad.is_none() ? std::make_pair(st.lo, st.hi) : padding<D>(pad);
@@ -404,11 +423,16 @@ class structured_ops final : public domain_ops {
         if (shape[a] > 1 && v.strides[a] != strides[a]) return false;
       e.keep.append(v.keep);
     }
+    use_owned(e, own);
+    return true;
+  }
+
+  static void use_owned(structured::entry<D>& e, const std::shared_ptr<owned_field>& own) {
+    auto s = std::static_pointer_cast<detail::field_state<D>>(own->state);
     e.type = own->type;
     e.state = s;
     e.ndim = s->components > 1 ? D + 1 : D;
     e.component_axis = s->components > 1 ? D : -1;
-    return true;
   }
 
   /// The user's arrays as a field<T, D>: dense arrays through `wrap` (its extents check),

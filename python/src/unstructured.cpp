@@ -164,9 +164,11 @@ class py_unstructured {
     const int me = pat.rank();
     const std::string label = detail::format("field #{}", k);
     const py::handle array = spec[0], pad = spec[1], axis = spec[2], name = spec[3], at = spec[4],
-                     type = spec[5], rules = spec[6];
+                     type = spec[5], rules = spec[6], given_comps = spec[7];
     if (!pad.is_none() || !at.is_none() || (!rules.is_none() && py::len(rules) > 0))
       fail_on(me, "{}: unstructured fields have no padding, centering or boundary rules", label);
+    if (!given_comps.is_none())
+      fail_on(me, "{}: components= is for fields of ranks without boxes", label);
     entity_entry e;
     e.array = py::reinterpret_borrow<py::object>(array);
     if (!is_array_like(array))
