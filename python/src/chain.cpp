@@ -190,7 +190,7 @@ same ``dtype``, ``periodic`` and ``max_elements``, and runs the same sequence of
                t = dtype_from(type);
                py::dict d;
                d["device_staging"] = staging;
-               o.device_staging = options_from(d).device_staging;
+               o.device_staging = options_from(d, bc.rank()).device_staging;
              });
              o.periodic = periodic;
              o.space = device ? memory_space::device : memory_space::host;

@@ -14,9 +14,9 @@ namespace halox::python {
 namespace {
 
 /// A non-negative integer option.
-index non_negative(py::handle v, const std::string& key) {
+index non_negative(py::handle v, const std::string& key, int rank) {
   const auto x = v.cast<index>();
-  if (x < 0) throw error(detail::format("exchange option {}={} must not be negative", key, x));
+  if (x < 0) fail_on(rank, "exchange option {}={} must not be negative", key, x);
   return x;
 }
 
@@ -25,16 +25,14 @@ std::optional<std::vector<int>> rank_list(py::handle v) {
   return v.cast<std::vector<int>>();
 }
 
-staging staging_from(py::handle v) {
+staging staging_from(py::handle v, int rank) {
   const auto s = v.cast<std::string>();
   if (s == "auto" || s == "automatic") return staging::automatic;
   if (s == "gpu_aware") return staging::gpu_aware;
   if (s == "host_staged") return staging::host_staged;
   if (s == "peer_ipc") return staging::peer_ipc;
   if (s == "nccl") return staging::nccl;
-  throw error(detail::format("device_staging='{}' is not one of auto, gpu_aware, host_staged, "
-                             "peer_ipc, nccl",
-                             s));
+  fail_on(rank, "device_staging='{}' is not one of auto, gpu_aware, host_staged, peer_ipc, nccl", s);
 }
 
 /// The in-flight part of a split-phase exchange; keeps its Exchange alive.
@@ -58,20 +56,20 @@ using clock_type = std::chrono::steady_clock;
 
 }  // namespace
 
-exchange_options options_from(const py::dict& kwargs) {
+exchange_options options_from(const py::dict& kwargs, int rank) {
   exchange_options o;
   for (const auto& [k, v] : kwargs) {
     const auto key = k.cast<std::string>();
     if (key == "device_staging")
-      o.device_staging = staging_from(v);
+      o.device_staging = staging_from(v, rank);
     else if (key == "host_shared_memory")
       o.host_shared_memory = v.cast<bool>();
     else if (key == "shm_into_fields")
       o.shm_into_fields = v.cast<bool>();
     else if (key == "shm_direct_min_bytes")
-      o.shm_direct_min_bytes = std::size_t(non_negative(v, key));
+      o.shm_direct_min_bytes = std::size_t(non_negative(v, key, rank));
     else if (key == "node_size")
-      o.node_size = int(non_negative(v, key));
+      o.node_size = int(non_negative(v, key, rank));
     else if (key == "ipc_device_signals")
       o.ipc_device_signals = v.cast<bool>();
     else if (key == "ipc_into_fields")
@@ -79,28 +77,28 @@ exchange_options options_from(const py::dict& kwargs) {
     else if (key == "host_staging_copies")
       o.host_staging_copies = v.cast<bool>();
     else if (key == "staging_chunk_bytes")
-      o.staging_chunk_bytes = std::size_t(non_negative(v, key));
+      o.staging_chunk_bytes = std::size_t(non_negative(v, key, rank));
     else if (key == "peer_ipc_ranks")
       o.peer_ipc_ranks = rank_list(v);
     else if (key == "peer_shm_ranks")
       o.peer_shm_ranks = rank_list(v);
     else
-      throw error(detail::format(
-          "unknown exchange option '{}' (known: device_staging, host_shared_memory, "
-          "shm_into_fields, shm_direct_min_bytes, node_size, ipc_device_signals, "
-          "ipc_into_fields, host_staging_copies, staging_chunk_bytes, peer_ipc_ranks, "
-          "peer_shm_ranks)",
-          key));
+      fail_on(rank,
+              "unknown exchange option '{}' (known: device_staging, host_shared_memory, "
+              "shm_into_fields, shm_direct_min_bytes, node_size, ipc_device_signals, "
+              "ipc_into_fields, host_staging_copies, staging_chunk_bytes, peer_ipc_ranks, "
+              "peer_shm_ranks)",
+              key);
   }
   return o;
 }
 
-reduction reduction_from(py::handle op) {
+reduction reduction_from(py::handle op, int rank) {
   if (py::isinstance<reduction>(op)) return op.cast<reduction>();
   const auto s = py::str(op).cast<std::string>();
   for (auto r : {reduction::replace, reduction::sum, reduction::min, reduction::max})
     if (s == to_string(r)) return r;
-  throw error(detail::format("reduction '{}' is not one of sum, min, max, replace", s));
+  fail_on(rank, "reduction '{}' is not one of sum, min, max, replace", s);
 }
 
 side side_from(py::handle s) {

@@ -21,10 +21,10 @@
 namespace halox::python {
 
 /// `exchange_options` from Python keyword arguments (names as the struct's members; staging
-/// policies as strings). Throws halox::error on an unknown name or a bad value.
-exchange_options options_from(const py::dict& kwargs);
+/// policies as strings). Throws halox::error naming `rank` on an unknown name or a bad value.
+exchange_options options_from(const py::dict& kwargs, int rank);
 /// A reduction from a halox.Reduction or its name ("sum", "min", "max", "replace").
-reduction reduction_from(py::handle op);
+reduction reduction_from(py::handle op, int rank);
 
 /// A stream given as in Python: None (the legacy default stream), an integer handle, or an
 /// object with `__cuda_stream__` (the CUDA stream protocol), `.ptr` (CuPy), `.cuda_stream`

@@ -222,8 +222,8 @@ class structured_ops final : public domain_ops {
     std::vector<const detail::field_state<D>*> states;
     std::vector<const stencil<D>*> stp;
     collective(dom_.comm(), [&] {
-      opts = detail::with_environment(options_from(options));
-      if (!reverse_op.is_none()) op = reduction_from(reverse_op);
+      opts = detail::with_environment(options_from(options, me));
+      if (!reverse_op.is_none()) op = reduction_from(reverse_op, me);
       if (n == 0) fail_on(me, "make_exchange needs at least one field");
       for (std::size_t k = 0; k < n; ++k) {
         const auto& s = stencils[k].cast<const py_stencil&>();

@@ -107,8 +107,8 @@ class py_unstructured {
     exchange_options opts;
     std::optional<reduction> op;
     collective(pat.comm(), [&] {
-      opts = detail::with_environment(options_from(options));
-      if (!reverse_op.is_none()) op = reduction_from(reverse_op);
+      opts = detail::with_environment(options_from(options, me));
+      if (!reverse_op.is_none()) op = reduction_from(reverse_op, me);
       if (n == 0) fail_on(me, "make_exchange needs at least one field");
       for (std::size_t k = 0; k < n; ++k)
         entries.push_back(entry_of(int(k), py::reinterpret_borrow<py::tuple>(fields[k])));
