@@ -3,8 +3,8 @@ compiled at run time by NVRTC and launched through the driver API, streams, memo
 through the CUDA runtime that halox itself loads. heat2d.py --device uses it where CuPy is not
 installed; the device tests use it for their kernels and their user-allocated memory.
 
-    rt = Runtime()                       # needs libcuda (the driver), libnvrtc, libcudart
-    k = rt.kernel(SOURCE, "name")        # compiled for the current device (PTX, JIT by the driver)
+    rt = Runtime()                       # needs libcudart and libcuda (the driver)
+    k = rt.kernel(SOURCE, "name")        # NVRTC (libnvrtc): PTX for the current device, JIT
     s = rt.stream()                      # a non-blocking stream: an integer handle
     k.launch((gx, gy), (bx,), s, ptr(p), i64(n), f64(x))
     rt.synchronize(s)
@@ -80,8 +80,8 @@ class Runtime:
     def __init__(self):
         self.cudart = _load(_candidates("libcudart"), "the CUDA runtime (libcudart)")
         self.cuda = _load(["libcuda.so.1", "libcuda.so"], "the CUDA driver (libcuda)")
-        self.nvrtc = _load(_candidates("libnvrtc"), "NVRTC (libnvrtc)")
-        rt, dr, nv = self.cudart, self.cuda, self.nvrtc
+        self._nvrtc = None
+        rt, dr = self.cudart, self.cuda
         rt.cudaGetErrorString.restype = ctypes.c_char_p
         for f, args in {
             "cudaMalloc": [ctypes.POINTER(c_void_p), c_size_t],
@@ -106,6 +106,14 @@ class Runtime:
         dr.cuLaunchKernel.argtypes = [c_void_p] + [c_uint] * 7 + [c_void_p, ctypes.POINTER(c_void_p),
                                                                    ctypes.POINTER(c_void_p)]
         dr.cuGetErrorString.argtypes = [c_int, ctypes.POINTER(ctypes.c_char_p)]
+        self._check(rt.cudaFree(None), "cudaFree(0)")  # the device's primary context, current
+
+    @property
+    def nvrtc(self):
+        """NVRTC, loaded on first use (only kernels need it)."""
+        if self._nvrtc is not None:
+            return self._nvrtc
+        nv = _load(_candidates("libnvrtc"), "NVRTC (libnvrtc)")
         nv.nvrtcCreateProgram.argtypes = [ctypes.POINTER(c_void_p), ctypes.c_char_p,
                                           ctypes.c_char_p, c_int, c_void_p, c_void_p]
         nv.nvrtcCompileProgram.argtypes = [c_void_p, c_int, ctypes.POINTER(ctypes.c_char_p)]
@@ -114,7 +122,8 @@ class Runtime:
         nv.nvrtcGetPTXSize.argtypes = [c_void_p, ctypes.POINTER(c_size_t)]
         nv.nvrtcGetPTX.argtypes = [c_void_p, ctypes.c_char_p]
         nv.nvrtcDestroyProgram.argtypes = [ctypes.POINTER(c_void_p)]
-        self._check(rt.cudaFree(None), "cudaFree(0)")  # the device's primary context, current
+        self._nvrtc = nv
+        return nv
 
     # ---- checks -------------------------------------------------------------------------
     def _check(self, rc, call):

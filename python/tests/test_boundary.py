@@ -8,7 +8,7 @@ import numpy as np
 
 import halox
 import reference as ref
-from conftest import check
+from collective import check
 
 
 def global_model(extents, periodic, st, ncomp, rules, fid):

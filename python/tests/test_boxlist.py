@@ -5,7 +5,7 @@ import numpy as np
 
 import halox
 import reference as ref
-from conftest import check
+from collective import check
 
 
 def tiling(size):

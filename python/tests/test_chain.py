@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import halox
-from conftest import check
+from collective import check
 
 
 def slice_of(r, dtype, salt=0):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import halox
-from conftest import check, raises_everywhere
+from collective import check, raises_everywhere
 
 
 @pytest.fixture

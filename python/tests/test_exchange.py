@@ -7,7 +7,7 @@ import pytest
 
 import halox
 import reference as ref
-from conftest import check
+from collective import check
 
 EXTENTS = {1: (13,), 2: (9, 7), 3: (6, 5, 7), 4: (4, 3, 5, 3)}
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import halox
-from conftest import check
+from collective import check
 
 
 def serial(n, steps, k):

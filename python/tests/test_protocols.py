@@ -11,7 +11,7 @@ import pytest
 
 import halox
 import reference as ref
-from conftest import check, raises_everywhere
+from collective import check, raises_everywhere
 
 
 class DLPackOnly:

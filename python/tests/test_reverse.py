@@ -7,7 +7,7 @@ import pytest
 
 import halox
 import reference as ref
-from conftest import check
+from collective import check
 
 
 def contribution(rank, idx):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import halox
-from conftest import check
+from collective import check
 
 
 def owned_ids(r):
