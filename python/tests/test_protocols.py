@@ -108,3 +108,14 @@ def test_owned_arrays_are_numpy_over_halox_memory(comm):
     del u, v  # the exchange keeps the memory alive
     ex.exchange()
     check(comm, ex.fields[0].shape[-1] == 2)
+
+
+def test_none_is_comm_world(comm):
+    dom = halox.Cartesian(None, (8, 8), periodic=True)
+    check(comm, dom.size == comm.size and dom.rank == comm.rank)
+    sub = comm.Split(comm.rank % 2, comm.rank)
+    part = halox.Cartesian(sub, (4, 4))
+    check(comm, part.size == sub.size and part.rank == sub.rank, "a split communicator")
+    with pytest.raises(TypeError, match="mpi4py communicator"):
+        halox.Cartesian(42, (4, 4))
+    sub.Free()
