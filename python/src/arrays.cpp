@@ -34,11 +34,22 @@ bool dtype_of_format(std::string_view f, int itemsize, dtype& out) {
   switch (f[0]) {
     case '?':
       return dtype_of('b', itemsize, out);
-    case 'b': case 'h': case 'i': case 'l': case 'q': case 'n':
+    case 'b':
+    case 'h':
+    case 'i':
+    case 'l':
+    case 'q':
+    case 'n':
       return dtype_of('i', itemsize, out);
-    case 'B': case 'H': case 'I': case 'L': case 'Q': case 'N':
+    case 'B':
+    case 'H':
+    case 'I':
+    case 'L':
+    case 'Q':
+    case 'N':
       return dtype_of('u', itemsize, out);
-    case 'f': case 'd':
+    case 'f':
+    case 'd':
       return dtype_of('f', itemsize, out);
     default:
       return false;
@@ -108,7 +119,8 @@ bool view_of_cai(py::handle obj, const std::string& what, int rank, array_view& 
   const auto typestr = cai["typestr"].cast<std::string>();
   if (!dtype_of_typestr(typestr, v.type))
     bad(rank, what,
-        detail::format("its __cuda_array_interface__ typestr '{}' is not one halox binds", typestr));
+        detail::format("its __cuda_array_interface__ typestr '{}' is not one halox binds",
+                       typestr));
   if (cai.contains("mask") && !cai["mask"].is_none())
     bad(rank, what, "masked arrays (__cuda_array_interface__ 'mask') are not supported");
   const py::tuple data = cai["data"];
@@ -137,8 +149,8 @@ bool view_of_cai(py::handle obj, const std::string& what, int rank, array_view& 
 bool view_of_dlpack(py::handle obj, const std::string& what, int rank, array_view& v) {
   if (!py::hasattr(obj, "__dlpack__")) return false;
   py::object cap = obj.attr("__dlpack__")();
-  auto* m = static_cast<dlpack::managed_tensor*>(
-      PyCapsule_GetPointer(cap.ptr(), dlpack::capsule_name));
+  auto* m =
+      static_cast<dlpack::managed_tensor*>(PyCapsule_GetPointer(cap.ptr(), dlpack::capsule_name));
   if (m == nullptr) {
     PyErr_Clear();
     bad(rank, what, "__dlpack__() did not return a 'dltensor' capsule");
@@ -318,8 +330,7 @@ py::object numpy_array(std::shared_ptr<owned_field> field, std::byte* data, dtyp
                        const std::vector<index>& shape, const std::vector<index>& strides) {
   py::object base = py::cast(memory_owner{std::move(field)});
   std::vector<py::ssize_t> sh(shape.begin(), shape.end()), st(strides.begin(), strides.end());
-  return py::array(py::dtype(type == dtype::bool_ ? "bool" : dtype_name(type)), sh, st, data,
-                   base);
+  return py::array(py::dtype(type == dtype::bool_ ? "bool" : dtype_name(type)), sh, st, data, base);
 }
 
 std::shared_ptr<owned_field> owner_of(py::handle obj) {
@@ -341,7 +352,8 @@ stands for the field even where it holds no array.)doc")
       .def("__getitem__", [](const py_blocks& b, py::handle i) { return b.arrays[i]; })
       .def("__iter__", [](const py_blocks& b) { return py::iter(b.arrays); })
       .def_property_readonly("arrays", [](const py_blocks& b) { return b.arrays; })
-      .def_property_readonly("dtype", [](const py_blocks& b) { return std::string(dtype_name(b.field->type)); })
+      .def_property_readonly(
+          "dtype", [](const py_blocks& b) { return std::string(dtype_name(b.field->type)); })
       .def("__repr__", [](const py_blocks& b) {
         return detail::format("halox.FieldBlocks({} block(s) of {})", b.arrays.size(),
                               dtype_name(b.field->type));
@@ -353,54 +365,72 @@ allocated, shown as a strided array. It exports ``__cuda_array_interface__`` (ve
 ``__dlpack__``/``__dlpack_device__``, so CuPy (``cupy.asarray``), Numba (``cuda.as_cuda_array``),
 PyTorch (``torch.from_dlpack``) and JAX (``jax.dlpack.from_dlpack``) use it without a copy. The
 memory lives while this object or any consumer's view of it does.)doc")
-      .def_property_readonly("shape", [](const device_array& a) { return py::tuple(py::cast(a.shape())); })
-      .def_property_readonly("strides", [](const device_array& a) { return py::tuple(py::cast(a.strides())); },
-                             "Strides in bytes, as NumPy gives them.")
-      .def_property_readonly("dtype", [](const device_array& a) { return std::string(dtype_name(a.type())); },
-                             "The element type's NumPy name ('float64').")
+      .def_property_readonly("shape",
+                             [](const device_array& a) { return py::tuple(py::cast(a.shape())); })
+      .def_property_readonly(
+          "strides", [](const device_array& a) { return py::tuple(py::cast(a.strides())); },
+          "Strides in bytes, as NumPy gives them.")
+      .def_property_readonly(
+          "dtype", [](const device_array& a) { return std::string(dtype_name(a.type())); },
+          "The element type's NumPy name ('float64').")
       .def_property_readonly("ndim", [](const device_array& a) { return a.shape().size(); })
-      .def_property_readonly("size", [](const device_array& a) {
-        index n = 1;
-        for (auto e : a.shape()) n *= e;
-        return n;
-      })
+      .def_property_readonly("size",
+                             [](const device_array& a) {
+                               index n = 1;
+                               for (auto e : a.shape()) n *= e;
+                               return n;
+                             })
       .def_property_readonly("itemsize", [](const device_array& a) { return dtype_size(a.type()); })
-      .def_property_readonly("nbytes", &device_array::span_bytes,
-                             "Bytes of memory the array spans (its elements and the gaps between them).")
-      .def_property_readonly("ptr", [](const device_array& a) { return reinterpret_cast<std::uintptr_t>(a.data()); },
-                             "The device address of the first element.")
+      .def_property_readonly(
+          "nbytes", &device_array::span_bytes,
+          "Bytes of memory the array spans (its elements and the gaps between them).")
+      .def_property_readonly(
+          "ptr", [](const device_array& a) { return reinterpret_cast<std::uintptr_t>(a.data()); },
+          "The device address of the first element.")
       .def_property_readonly("device", &device_array::device, "The CUDA device the memory is on.")
       .def_property_readonly("__cuda_array_interface__", &device_array::cuda_array_interface)
-      .def("__dlpack__", [](const device_array& a, py::handle stream, py::handle max_version,
-                            py::handle dl_device, py::handle copy) {
-             (void)max_version;  // an unversioned capsule, which every consumer takes
-             if (!copy.is_none() && copy.cast<bool>())
-               throw py::buffer_error("halox.DeviceArray exports its memory without copies");
-             if (!dl_device.is_none() && !dl_device.equal(a.dlpack_device()))
-               throw py::buffer_error("halox.DeviceArray cannot export to another device");
-             return a.dlpack(stream);
-           }, py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
-           py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
+      .def(
+          "__dlpack__",
+          [](const device_array& a, py::handle stream, py::handle max_version, py::handle dl_device,
+             py::handle copy) {
+            (void)max_version;  // an unversioned capsule, which every consumer takes
+            if (!copy.is_none() && copy.cast<bool>())
+              throw py::buffer_error("halox.DeviceArray exports its memory without copies");
+            if (!dl_device.is_none() && !dl_device.equal(a.dlpack_device()))
+              throw py::buffer_error("halox.DeviceArray cannot export to another device");
+            return a.dlpack(stream);
+          },
+          py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
+          py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
       .def("__dlpack_device__", &device_array::dlpack_device)
-      .def("copy_to_host", [](const device_array& a, py::handle out) {
-             contiguous_buffer b(out, true);
-             if (std::size_t(b.view.len) != a.span_bytes())
-               throw error(detail::format("copy_to_host: the buffer holds {} bytes, the array spans {}",
-                                          b.view.len, a.span_bytes()));
-             py::gil_scoped_release unlocked;
-             gpu::copy_to_host(b.view.buf, a.data(), a.span_bytes());
-           }, py::arg("out"), R"doc(
+      .def(
+          "copy_to_host",
+          [](const device_array& a, py::handle out) {
+            contiguous_buffer b(out, true);
+            if (std::size_t(b.view.len) != a.span_bytes())
+              throw error(
+                  detail::format("copy_to_host: the buffer holds {} bytes, the array spans {}",
+                                 b.view.len, a.span_bytes()));
+            py::gil_scoped_release unlocked;
+            gpu::copy_to_host(b.view.buf, a.data(), a.span_bytes());
+          },
+          py::arg("out"), R"doc(
 Copies the array's memory, byte for byte, into ``out``: any writable contiguous buffer of
 ``nbytes`` bytes (a NumPy array, a bytearray). The copy runs on the legacy default stream, after
 the work already there, and returns when it is done.)doc")
-      .def("copy_from_host", [](const device_array& a, py::handle in) {
-             contiguous_buffer b(in, false);
-             if (std::size_t(b.view.len) != a.span_bytes())
-               throw error(detail::format("copy_from_host: the buffer holds {} bytes, the array spans {}",
-                                          b.view.len, a.span_bytes()));
-             py::gil_scoped_release unlocked;
-             gpu::copy_to_device(a.data(), b.view.buf, a.span_bytes());
-           }, py::arg("src"), "The reverse of copy_to_host: ``nbytes`` bytes from ``src`` into the array.")
+      .def(
+          "copy_from_host",
+          [](const device_array& a, py::handle in) {
+            contiguous_buffer b(in, false);
+            if (std::size_t(b.view.len) != a.span_bytes())
+              throw error(
+                  detail::format("copy_from_host: the buffer holds {} bytes, the array spans {}",
+                                 b.view.len, a.span_bytes()));
+            py::gil_scoped_release unlocked;
+            gpu::copy_to_device(a.data(), b.view.buf, a.span_bytes());
+          },
+          py::arg("src"),
+          "The reverse of copy_to_host: ``nbytes`` bytes from ``src`` into the array.")
       .def("__repr__", [](const device_array& a) {
         return detail::format("halox.DeviceArray(shape=({}), dtype={}, device={})",
                               detail::join(a.shape(), ", "), dtype_name(a.type()), a.device());

@@ -25,9 +25,9 @@ struct array_view {
   std::vector<index> shape;
   std::vector<index> strides;  ///< bytes
   memory_space space = memory_space::host;
-  int device = -1;   ///< CUDA device of device memory (-1: unknown or host)
-  py::object keep;   ///< keeps the memory alive (the source, or what owns a DLPack tensor)
-  py::object source; ///< the object the user gave
+  int device = -1;    ///< CUDA device of device memory (-1: unknown or host)
+  py::object keep;    ///< keeps the memory alive (the source, or what owns a DLPack tensor)
+  py::object source;  ///< the object the user gave
 
   int ndim() const { return int(shape.size()); }
   /// "3x4" and strides "32,8" for messages.

@@ -82,7 +82,8 @@ typename boundary<T, D>::callback_type python_callback(py::object fn,
 }
 
 template <class T, int D>
-boundary<T, D> boundary_from(const py::list& rules, const std::shared_ptr<callback_target>& target) {
+boundary<T, D> boundary_from(const py::list& rules,
+                             const std::shared_ptr<callback_target>& target) {
   boundary<T, D> bc;
   for (const auto& r : rules) {
     const auto rule = py::reinterpret_borrow<py::tuple>(r);

@@ -174,7 +174,8 @@ void bind_chain(py::module_& m) {
   py::class_<py_chain_handle>(m, "ChainHandle", "The in-flight part of a split-phase chain round.")
       .def("wait", &py_chain_handle::wait,
            "Completes the round (GIL released) and returns (from_left, from_right).")
-      .def("test", &py_chain_handle::test, "Progress without blocking; True once the round is complete.");
+      .def("test", &py_chain_handle::test,
+           "Progress without blocking; True once the round is complete.");
 
   py::class_<py_chain>(m, "Chain", R"doc(
 A 1-D chain over the ranks of ``comm`` in rank order, exchanging variable-size payloads with the
@@ -198,46 +199,68 @@ same ``dtype``, ``periodic`` and ``max_elements``, and runs the same sequence of
              return py_chain{with_dtype(t, [&]<class T>() -> std::shared_ptr<chain_ops> {
                return std::make_shared<chain_impl<T>>(bc, o, t);
              })};
-           }), py::arg("comm"), py::arg("dtype") = "float64", py::kw_only(),
+           }),
+           py::arg("comm"), py::arg("dtype") = "float64", py::kw_only(),
            py::arg("periodic") = false, py::arg("device") = false, py::arg("max_elements") = 0,
            py::arg("device_staging") = "auto")
-      .def("exchange", [](py_chain& ch, py::handle to_left, py::handle to_right) {
-             ch.c->start(to_left, to_right, nullptr, false);
-             return ch.c->finish(nullptr, false);
-           }, py::arg("to_left") = py::none(), py::arg("to_right") = py::none(), R"doc(
+      .def(
+          "exchange",
+          [](py_chain& ch, py::handle to_left, py::handle to_right) {
+            ch.c->start(to_left, to_right, nullptr, false);
+            return ch.c->finish(nullptr, false);
+          },
+          py::arg("to_left") = py::none(), py::arg("to_right") = py::none(), R"doc(
 One round: sends ``to_left`` to the left neighbour and ``to_right`` to the right one (None or
 empty: nothing) and returns ``(from_left, from_right)``: what the neighbours sent, None where
 there is no such neighbour (the ends of a non-periodic chain).)doc")
-      .def("start", [](py::object self, py::handle to_left, py::handle to_right) {
-             auto& ch = self.cast<py_chain&>();
-             ch.c->start(to_left, to_right, nullptr, false);
-             return py_chain_handle{self, ch.c, ch.c->generation()};
-           }, py::arg("to_left") = py::none(), py::arg("to_right") = py::none(),
-           "Split-phase round: returns a ChainHandle; the payloads must not change until its wait().")
-      .def("schedule_exchange", [](py_chain& ch, py::handle stream, py::handle to_left, py::handle to_right) {
-             ch.c->start(to_left, to_right, stream_from(stream), true);
-           }, py::arg("stream"), py::arg("to_left") = py::none(), py::arg("to_right") = py::none(),
-           "Stream-ordered round, step one (device chains): the payloads are read after the work on ``stream``.")
-      .def("schedule_wait", [](py_chain& ch, py::handle stream) {
-             return ch.c->finish(stream_from(stream), true);
-           }, py::arg("stream"), R"doc(
+      .def(
+          "start",
+          [](py::object self, py::handle to_left, py::handle to_right) {
+            auto& ch = self.cast<py_chain&>();
+            ch.c->start(to_left, to_right, nullptr, false);
+            return py_chain_handle{self, ch.c, ch.c->generation()};
+          },
+          py::arg("to_left") = py::none(), py::arg("to_right") = py::none(),
+          "Split-phase round: returns a ChainHandle; the payloads must not change until its "
+          "wait().")
+      .def(
+          "schedule_exchange",
+          [](py_chain& ch, py::handle stream, py::handle to_left, py::handle to_right) {
+            ch.c->start(to_left, to_right, stream_from(stream), true);
+          },
+          py::arg("stream"), py::arg("to_left") = py::none(), py::arg("to_right") = py::none(),
+          "Stream-ordered round, step one (device chains): the payloads are read after the work on "
+          "``stream``.")
+      .def(
+          "schedule_wait",
+          [](py_chain& ch, py::handle stream) { return ch.c->finish(stream_from(stream), true); },
+          py::arg("stream"), R"doc(
 Stream-ordered round, step two: returns ``(from_left, from_right)``; their data is valid for
 work enqueued on ``stream`` afterwards.)doc")
-      .def("gather_left", [](py_chain& ch, py::handle mine, std::size_t w) { return ch.c->gather(mine, w, true); },
-           py::arg("mine"), py::arg("w"), R"doc(
+      .def(
+          "gather_left",
+          [](py_chain& ch, py::handle mine, std::size_t w) { return ch.c->gather(mine, w, true); },
+          py::arg("mine"), py::arg("w"), R"doc(
 The last min(w, available) elements before this rank's slice ``mine`` in chain order (the
 tails of the slices to the left, nearest last). Collective; every rank passes the same w.)doc")
-      .def("gather_right", [](py_chain& ch, py::handle mine, std::size_t w) { return ch.c->gather(mine, w, false); },
-           py::arg("mine"), py::arg("w"), "As gather_left, mirrored: the first elements after ``mine``.")
+      .def(
+          "gather_right",
+          [](py_chain& ch, py::handle mine, std::size_t w) { return ch.c->gather(mine, w, false); },
+          py::arg("mine"), py::arg("w"),
+          "As gather_left, mirrored: the first elements after ``mine``.")
       .def_property_readonly("in_flight", [](const py_chain& ch) { return ch.c->in_flight(); })
-      .def_property_readonly("left", [](const py_chain& ch) { return ch.c->left(); },
-                             "The left neighbour's rank, or -1 at a non-periodic end.")
+      .def_property_readonly(
+          "left", [](const py_chain& ch) { return ch.c->left(); },
+          "The left neighbour's rank, or -1 at a non-periodic end.")
       .def_property_readonly("right", [](const py_chain& ch) { return ch.c->right(); })
       .def_property_readonly("periodic", [](const py_chain& ch) { return ch.c->periodic(); })
       .def_property_readonly("device", [](const py_chain& ch) { return ch.c->device(); })
-      .def_property_readonly("dtype", [](const py_chain& ch) { return std::string(dtype_name(ch.c->type())); })
-      .def_property_readonly("device_staging", [](const py_chain& ch) { return ch.c->staging_name(); },
-                             "How a device chain's messages travel ('nccl' or 'host_staged'); 'auto' for host chains.");
+      .def_property_readonly(
+          "dtype", [](const py_chain& ch) { return std::string(dtype_name(ch.c->type())); })
+      .def_property_readonly(
+          "device_staging", [](const py_chain& ch) { return ch.c->staging_name(); },
+          "How a device chain's messages travel ('nccl' or 'host_staged'); 'auto' for host "
+          "chains.");
 }
 
 }  // namespace halox::python

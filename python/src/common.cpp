@@ -16,12 +16,18 @@ struct dtype_row {
   int size;
 };
 constexpr std::array<dtype_row, dtype_count> dtypes{{
-    {dtype::bool_, "bool", 'b', 1},         {dtype::int8, "int8", 'i', 1},
-    {dtype::int16, "int16", 'i', 2},        {dtype::int32, "int32", 'i', 4},
-    {dtype::int64, "int64", 'i', 8},        {dtype::uint8, "uint8", 'u', 1},
-    {dtype::uint16, "uint16", 'u', 2},      {dtype::uint32, "uint32", 'u', 4},
-    {dtype::uint64, "uint64", 'u', 8},      {dtype::float32, "float32", 'f', 4},
-    {dtype::float64, "float64", 'f', 8},    {dtype::complex64, "complex64", 'c', 8},
+    {dtype::bool_, "bool", 'b', 1},
+    {dtype::int8, "int8", 'i', 1},
+    {dtype::int16, "int16", 'i', 2},
+    {dtype::int32, "int32", 'i', 4},
+    {dtype::int64, "int64", 'i', 8},
+    {dtype::uint8, "uint8", 'u', 1},
+    {dtype::uint16, "uint16", 'u', 2},
+    {dtype::uint32, "uint32", 'u', 4},
+    {dtype::uint64, "uint64", 'u', 8},
+    {dtype::float32, "float32", 'f', 4},
+    {dtype::float64, "float64", 'f', 8},
+    {dtype::complex64, "complex64", 'c', 8},
     {dtype::complex128, "complex128", 'c', 16},
 }};
 
@@ -77,9 +83,10 @@ dtype dtype_from(py::handle obj) {
   if (py::isinstance<py::str>(obj)) {
     const auto s = obj.cast<std::string>();
     if (dtype_named(s, t)) return t;
-    throw error(detail::format("element type '{}' is not one halox binds (bool, int8-64, "
-                               "uint8-64, float32, float64, complex64, complex128)",
-                               s));
+    throw error(
+        detail::format("element type '{}' is not one halox binds (bool, int8-64, "
+                       "uint8-64, float32, float64, complex64, complex128)",
+                       s));
   }
   const PyObject* p = obj.ptr();
   if (p == reinterpret_cast<PyObject*>(&PyBool_Type)) return dtype::bool_;
@@ -90,11 +97,13 @@ dtype dtype_from(py::handle obj) {
   // for anything else.
   if (py::hasattr(obj, "name") && py::isinstance<py::str>(obj.attr("name")))
     return dtype_from(obj.attr("name"));
-  if (py::hasattr(obj, "__module__") && py::str(obj.attr("__module__")).cast<std::string>() == "numpy")
+  if (py::hasattr(obj, "__module__") &&
+      py::str(obj.attr("__module__")).cast<std::string>() == "numpy")
     return dtype_from(py::module_::import("numpy").attr("dtype")(obj).attr("name"));
-  throw error(detail::format("element type {} is not one halox binds (bool, int8-64, uint8-64, "
-                             "float32, float64, complex64, complex128)",
-                             py::repr(obj).cast<std::string>()));
+  throw error(
+      detail::format("element type {} is not one halox binds (bool, int8-64, uint8-64, "
+                     "float32, float64, complex64, complex128)",
+                     py::repr(obj).cast<std::string>()));
 }
 
 MPI_Comm communicator_of(py::handle comm) {
@@ -103,8 +112,9 @@ MPI_Comm communicator_of(py::handle comm) {
     return MPI_COMM_WORLD;
   }
   if (!py::hasattr(comm, "py2f"))
-    throw py::type_error("halox: expected an mpi4py communicator (or None for MPI_COMM_WORLD), got " +
-                         py::repr(comm).cast<std::string>());
+    throw py::type_error(
+        "halox: expected an mpi4py communicator (or None for MPI_COMM_WORLD), got " +
+        py::repr(comm).cast<std::string>());
   ensure_mpi();
   const auto f = comm.attr("py2f")().cast<MPI_Fint>();
   const MPI_Comm c = MPI_Comm_f2c(f);

@@ -23,8 +23,21 @@ namespace py = pybind11;
 
 /// The element types a field, a chain payload or a boundary value may have: NumPy's numeric
 /// dtypes, by the names NumPy gives them.
-enum class dtype { bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32,
-                   float64, complex64, complex128 };
+enum class dtype {
+  bool_,
+  int8,
+  int16,
+  int32,
+  int64,
+  uint8,
+  uint16,
+  uint32,
+  uint64,
+  float32,
+  float64,
+  complex64,
+  complex128
+};
 inline constexpr int dtype_count = 13;
 
 /// NumPy's name of `t` ("float64").
@@ -44,19 +57,32 @@ dtype dtype_from(py::handle obj);
 template <class F>
 decltype(auto) with_dtype(dtype t, F&& f) {
   switch (t) {
-    case dtype::bool_: return f.template operator()<bool>();
-    case dtype::int8: return f.template operator()<std::int8_t>();
-    case dtype::int16: return f.template operator()<std::int16_t>();
-    case dtype::int32: return f.template operator()<std::int32_t>();
-    case dtype::int64: return f.template operator()<std::int64_t>();
-    case dtype::uint8: return f.template operator()<std::uint8_t>();
-    case dtype::uint16: return f.template operator()<std::uint16_t>();
-    case dtype::uint32: return f.template operator()<std::uint32_t>();
-    case dtype::uint64: return f.template operator()<std::uint64_t>();
-    case dtype::float32: return f.template operator()<float>();
-    case dtype::float64: return f.template operator()<double>();
-    case dtype::complex64: return f.template operator()<std::complex<float>>();
-    case dtype::complex128: return f.template operator()<std::complex<double>>();
+    case dtype::bool_:
+      return f.template operator()<bool>();
+    case dtype::int8:
+      return f.template operator()<std::int8_t>();
+    case dtype::int16:
+      return f.template operator()<std::int16_t>();
+    case dtype::int32:
+      return f.template operator()<std::int32_t>();
+    case dtype::int64:
+      return f.template operator()<std::int64_t>();
+    case dtype::uint8:
+      return f.template operator()<std::uint8_t>();
+    case dtype::uint16:
+      return f.template operator()<std::uint16_t>();
+    case dtype::uint32:
+      return f.template operator()<std::uint32_t>();
+    case dtype::uint64:
+      return f.template operator()<std::uint64_t>();
+    case dtype::float32:
+      return f.template operator()<float>();
+    case dtype::float64:
+      return f.template operator()<double>();
+    case dtype::complex64:
+      return f.template operator()<std::complex<float>>();
+    case dtype::complex128:
+      return f.template operator()<std::complex<double>>();
   }
   throw error("unknown element type code");
 }
@@ -65,10 +91,14 @@ decltype(auto) with_dtype(dtype t, F&& f) {
 template <class F>
 decltype(auto) with_dim(int dim, F&& f) {
   switch (dim) {
-    case 1: return f.template operator()<1>();
-    case 2: return f.template operator()<2>();
-    case 3: return f.template operator()<3>();
-    case 4: return f.template operator()<4>();
+    case 1:
+      return f.template operator()<1>();
+    case 2:
+      return f.template operator()<2>();
+    case 3:
+      return f.template operator()<3>();
+    case 4:
+      return f.template operator()<4>();
   }
   throw error(detail::format("halox supports 1 to 4 dimensions, not {}", dim));
 }

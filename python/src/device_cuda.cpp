@@ -12,8 +12,8 @@ namespace halox::python::gpu {
 namespace {
 void check(cudaError_t rc, const char* call) {
   if (rc == cudaSuccess) return;
-  throw error(detail::format("{} failed: {} ({})", call, cudaGetErrorString(rc),
-                             cudaGetErrorName(rc)));
+  throw error(
+      detail::format("{} failed: {} ({})", call, cudaGetErrorString(rc), cudaGetErrorName(rc)));
 }
 }  // namespace
 

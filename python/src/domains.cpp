@@ -24,8 +24,8 @@ structured_args parse(py::handle extents, py::handle periodic) {
   else
     a.periodic = periodic.cast<std::vector<bool>>();
   if (a.periodic.size() != a.extents.size())
-    throw error(detail::format("periodic has {} entries, extents {}", a.periodic.size(),
-                               a.extents.size()));
+    throw error(
+        detail::format("periodic has {} entries, extents {}", a.periodic.size(), a.extents.size()));
   return a;
 }
 
@@ -69,12 +69,17 @@ void bind_domains(py::module_& m) {
       .def_property_readonly("dim", [](const py_domain& d) { return d.ops->dim(); })
       .def_property_readonly("rank", [](const py_domain& d) { return d.ops->comm().rank(); })
       .def_property_readonly("size", [](const py_domain& d) { return d.ops->comm().size(); })
-      .def_property_readonly("extents", [](const py_domain& d) { return py::tuple(py::cast(d.ops->global_extents())); },
-                             "The global extents: cells 0 <= x[i] < extents[i].")
-      .def_property_readonly("periodic", [](const py_domain& d) { return tuple_of_bools(d.ops->periodic()); })
-      .def_property_readonly("local_boxes", [](const py_domain& d) { return d.ops->local_boxes(); },
-                             "This rank's owned boxes (global indices), in block order.")
-      .def("boxes_of", [](const py_domain& d, int r) { return d.ops->boxes_of(r); }, py::arg("rank"))
+      .def_property_readonly(
+          "extents",
+          [](const py_domain& d) { return py::tuple(py::cast(d.ops->global_extents())); },
+          "The global extents: cells 0 <= x[i] < extents[i].")
+      .def_property_readonly("periodic",
+                             [](const py_domain& d) { return tuple_of_bools(d.ops->periodic()); })
+      .def_property_readonly(
+          "local_boxes", [](const py_domain& d) { return d.ops->local_boxes(); },
+          "This rank's owned boxes (global indices), in block order.")
+      .def(
+          "boxes_of", [](const py_domain& d, int r) { return d.ops->boxes_of(r); }, py::arg("rank"))
       .def("_build", [](const py_domain& d, const py::list& stencils, const py::list& fields,
                         py::handle reverse_op, const py::dict& options) {
         return d.ops->build(stencils, fields, reverse_op, options);
@@ -97,38 +102,50 @@ itself if nothing has). ``periodic``: one bool for every dimension, or one per d
                if (!grid.is_none()) {
                  g = grid.cast<std::vector<int>>();
                  if (g.size() != a.extents.size())
-                   throw error(detail::format("grid has {} entries, extents {}", g.size(), a.extents.size()));
+                   throw error(detail::format("grid has {} entries, extents {}", g.size(),
+                                              a.extents.size()));
                }
              });
              return py_cartesian{{with_dim(int(a.extents.size()), [&]<int D>() {
                return cartesian_ops<D>(bc, a.extents, a.periodic, g);
              })}};
-           }), py::arg("comm"), py::arg("extents"), py::arg("periodic") = false,
+           }),
+           py::arg("comm"), py::arg("extents"), py::arg("periodic") = false,
            py::arg("grid") = py::none())
-      .def_property_readonly("grid", [](const py_cartesian& d) { return py::tuple(py::cast(d.ops->grid())); },
-                             "Ranks along each dimension.")
-      .def("coords", [](const py_cartesian& d, int r) { return py::tuple(py::cast(d.ops->coords(r))); },
-           py::arg("rank"), "Grid coordinates of a rank.")
-      .def("rank_of", [](const py_cartesian& d, const std::vector<int>& c) { return d.ops->rank_of(c); },
-           py::arg("coords"), "The rank at grid coordinates.")
-      .def_property_readonly("local_box", [](const py_cartesian& d) { return d.ops->local_boxes().front(); },
-                             "This rank's block (global indices).")
-      .def("make_field", [](const py_cartesian& d, py::object stencil, py::object dtype, int components,
-                            py::object pad, bool device, py::object centering, std::string order,
-                            std::string component_layout, py::object name) {
-             py_blocks out = d.ops->make_field(args_of(std::move(stencil), std::move(dtype), components,
-                                                      std::move(pad), device, std::move(centering),
-                                                      std::move(order), std::move(component_layout),
-                                                      std::move(name)));
-             return py::object(out.arrays[0]);
-           }, py::arg("stencil") = py::none(), py::arg("dtype") = "float64", py::arg("components") = 1,
-           py::kw_only(), py::arg("pad") = py::none(), py::arg("device") = false,
-           py::arg("centering") = py::none(), py::arg("order") = "C",
-           py::arg("component_layout") = "interleaved", py::arg("name") = py::none(), make_field_doc)
+      .def_property_readonly(
+          "grid", [](const py_cartesian& d) { return py::tuple(py::cast(d.ops->grid())); },
+          "Ranks along each dimension.")
+      .def(
+          "coords",
+          [](const py_cartesian& d, int r) { return py::tuple(py::cast(d.ops->coords(r))); },
+          py::arg("rank"), "Grid coordinates of a rank.")
+      .def(
+          "rank_of",
+          [](const py_cartesian& d, const std::vector<int>& c) { return d.ops->rank_of(c); },
+          py::arg("coords"), "The rank at grid coordinates.")
+      .def_property_readonly(
+          "local_box", [](const py_cartesian& d) { return d.ops->local_boxes().front(); },
+          "This rank's block (global indices).")
+      .def(
+          "make_field",
+          [](const py_cartesian& d, py::object stencil, py::object dtype, int components,
+             py::object pad, bool device, py::object centering, std::string order,
+             std::string component_layout, py::object name) {
+            py_blocks out = d.ops->make_field(
+                args_of(std::move(stencil), std::move(dtype), components, std::move(pad), device,
+                        std::move(centering), std::move(order), std::move(component_layout),
+                        std::move(name)));
+            return py::object(out.arrays[0]);
+          },
+          py::arg("stencil") = py::none(), py::arg("dtype") = "float64", py::arg("components") = 1,
+          py::kw_only(), py::arg("pad") = py::none(), py::arg("device") = false,
+          py::arg("centering") = py::none(), py::arg("order") = "C",
+          py::arg("component_layout") = "interleaved", py::arg("name") = py::none(), make_field_doc)
       .def("__repr__", [](const py_cartesian& d) {
         return detail::format("<halox.Cartesian {} grid {} on rank {} of {}>",
-                              detail::join(d.ops->global_extents(), "x"), detail::join(d.ops->grid(), "x"),
-                              d.ops->comm().rank(), d.ops->comm().size());
+                              detail::join(d.ops->global_extents(), "x"),
+                              detail::join(d.ops->grid(), "x"), d.ops->comm().rank(),
+                              d.ops->comm().size());
       });
 
   py::class_<py_box_list, py_domain>(m, "BoxList", R"doc(
@@ -154,8 +171,8 @@ arrays, one per block. Collective.)doc")
                    throw error("a BoxList box is (lo, hi, owner) or (Box, owner)");
                  }
                  if (b.lo.size() != a.extents.size() || b.hi.size() != a.extents.size())
-                   throw error(detail::format("box {} has {} dimensions, the domain {}", list.size(),
-                                              b.lo.size(), a.extents.size()));
+                   throw error(detail::format("box {} has {} dimensions, the domain {}",
+                                              list.size(), b.lo.size(), a.extents.size()));
                  list.push_back(b);
                  owners.push_back(t[t.size() - 1].cast<int>());
                }
@@ -163,23 +180,29 @@ arrays, one per block. Collective.)doc")
              return py_box_list{{with_dim(int(a.extents.size()), [&]<int D>() {
                return box_list_ops<D>(bc, a.extents, a.periodic, list, owners);
              })}};
-           }), py::arg("comm"), py::arg("extents"), py::arg("periodic"), py::arg("boxes"))
-      .def("make_field", [](const py_box_list& d, py::object stencil, py::object dtype, int components,
-                            py::object pad, bool device, py::object centering, std::string order,
-                            std::string component_layout, py::object name) {
-             return d.ops->make_field(args_of(std::move(stencil), std::move(dtype), components,
-                                              std::move(pad), device, std::move(centering),
-                                              std::move(order), std::move(component_layout),
-                                              std::move(name)));
-           }, py::arg("stencil") = py::none(), py::arg("dtype") = "float64", py::arg("components") = 1,
-           py::kw_only(), py::arg("pad") = py::none(), py::arg("device") = false,
-           py::arg("centering") = py::none(), py::arg("order") = "C",
-           py::arg("component_layout") = "interleaved", py::arg("name") = py::none(),
-           "As Cartesian.make_field, but a FieldBlocks: a sequence of arrays, one per owned box, in local_boxes order.")
+           }),
+           py::arg("comm"), py::arg("extents"), py::arg("periodic"), py::arg("boxes"))
+      .def(
+          "make_field",
+          [](const py_box_list& d, py::object stencil, py::object dtype, int components,
+             py::object pad, bool device, py::object centering, std::string order,
+             std::string component_layout, py::object name) {
+            return d.ops->make_field(args_of(std::move(stencil), std::move(dtype), components,
+                                             std::move(pad), device, std::move(centering),
+                                             std::move(order), std::move(component_layout),
+                                             std::move(name)));
+          },
+          py::arg("stencil") = py::none(), py::arg("dtype") = "float64", py::arg("components") = 1,
+          py::kw_only(), py::arg("pad") = py::none(), py::arg("device") = false,
+          py::arg("centering") = py::none(), py::arg("order") = "C",
+          py::arg("component_layout") = "interleaved", py::arg("name") = py::none(),
+          "As Cartesian.make_field, but a FieldBlocks: a sequence of arrays, one per owned box, in "
+          "local_boxes order.")
       .def("__repr__", [](const py_box_list& d) {
         return detail::format("<halox.BoxList {} with {} box(es) on rank {} of {}>",
-                              detail::join(d.ops->global_extents(), "x"), d.ops->local_boxes().size(),
-                              d.ops->comm().rank(), d.ops->comm().size());
+                              detail::join(d.ops->global_extents(), "x"),
+                              d.ops->local_boxes().size(), d.ops->comm().rank(),
+                              d.ops->comm().size());
       });
 }
 

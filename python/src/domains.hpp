@@ -39,8 +39,8 @@ class domain_ops {
   virtual py_blocks make_field(const field_args& a) const = 0;
   /// An Exchange over `fields` (normalised field tuples, see halox/__init__.py), field k with
   /// stencil `stencils[k]`; reverse with `reverse_op` where it is not None. Collective.
-  virtual py::object build(const py::list& stencils, const py::list& fields,
-                           py::handle reverse_op, const py::dict& options) const = 0;
+  virtual py::object build(const py::list& stencils, const py::list& fields, py::handle reverse_op,
+                           const py::dict& options) const = 0;
   // Cartesian only.
   virtual std::vector<int> grid() const = 0;
   virtual std::vector<int> coords(int rank) const = 0;
@@ -56,15 +56,15 @@ struct py_box_list : py_domain {};
 
 template <int D>
 std::shared_ptr<const domain_ops> cartesian_ops(const boost::mpi::communicator& comm,
-                                               const std::vector<index>& extents,
-                                               const std::vector<bool>& periodic,
-                                               const std::vector<int>& grid);
+                                                const std::vector<index>& extents,
+                                                const std::vector<bool>& periodic,
+                                                const std::vector<int>& grid);
 template <int D>
 std::shared_ptr<const domain_ops> box_list_ops(const boost::mpi::communicator& comm,
-                                              const std::vector<index>& extents,
-                                              const std::vector<bool>& periodic,
-                                              const std::vector<py_box>& boxes,
-                                              const std::vector<int>& owners);
+                                               const std::vector<index>& extents,
+                                               const std::vector<bool>& periodic,
+                                               const std::vector<py_box>& boxes,
+                                               const std::vector<int>& owners);
 
 void bind_domains(py::module_& m);
 void bind_unstructured(py::module_& m);

@@ -32,7 +32,8 @@ staging staging_from(py::handle v, int rank) {
   if (s == "host_staged") return staging::host_staged;
   if (s == "peer_ipc") return staging::peer_ipc;
   if (s == "nccl") return staging::nccl;
-  fail_on(rank, "device_staging='{}' is not one of auto, gpu_aware, host_staged, peer_ipc, nccl", s);
+  fail_on(rank, "device_staging='{}' is not one of auto, gpu_aware, host_staged, peer_ipc, nccl",
+          s);
 }
 
 /// The in-flight part of a split-phase exchange; keeps its Exchange alive.
@@ -109,7 +110,8 @@ side side_from(py::handle s) {
     const auto v = s.cast<std::string>();
     if (v == "low" || v == "high") return v == "low" ? side::low : side::high;
   }
-  throw error(detail::format("a face's side is 'low' or 'high', not {}", py::repr(s).cast<std::string>()));
+  throw error(
+      detail::format("a face's side is 'low' or 'high', not {}", py::repr(s).cast<std::string>()));
 }
 
 stream_t stream_from(py::handle s) {
@@ -196,18 +198,20 @@ void py_exchange::close() {
 
 py::object make_py_exchange(halo_exchange ex, py::tuple arrays, py::list keep, int rank,
                             std::string kind) {
-  return py::cast(py_exchange(std::move(ex), std::move(arrays), std::move(keep), rank,
-                              std::move(kind)));
+  return py::cast(
+      py_exchange(std::move(ex), std::move(arrays), std::move(keep), rank, std::move(kind)));
 }
 
 void bind_exchange(py::module_& m) {
-  py::enum_<reduction>(m, "Reduction", "How a reverse exchange combines a halo value into its owner.")
+  py::enum_<reduction>(m, "Reduction",
+                       "How a reverse exchange combines a halo value into its owner.")
       .value("replace", reduction::replace)
       .value("sum", reduction::sum)
       .value("min", reduction::min)
       .value("max", reduction::max);
 
-  py::class_<py_handle>(m, "Handle", "The in-flight part of a split-phase exchange (Exchange.start()).")
+  py::class_<py_handle>(m, "Handle",
+                        "The in-flight part of a split-phase exchange (Exchange.start()).")
       .def("wait", &py_handle::wait, R"doc(
 Waits for every message and unpacks each as it arrives (the GIL released), then runs the
 boundary rules. Idempotent; a no-op once this exchange has completed.)doc")
@@ -240,20 +244,24 @@ resources at once.)doc")
 Blocking exchange: returns when every halo cell of every field is up to date (the GIL released
 while it waits). Device fields: packing sees the work on the legacy default stream; use
 schedule_exchange for other streams.)doc")
-      .def("start", [](py::object self) {
-             auto& x = self.cast<py_exchange&>();
-             auto& e = x.get();
-             py_handle h{self, &x, std::nullopt};
-             {
-               py::gil_scoped_release unlocked;
-               h.h.emplace(e.start());
-             }
-             return h;
-           }, R"doc(
+      .def(
+          "start",
+          [](py::object self) {
+            auto& x = self.cast<py_exchange&>();
+            auto& e = x.get();
+            py_handle h{self, &x, std::nullopt};
+            {
+              py::gil_scoped_release unlocked;
+              h.h.emplace(e.start());
+            }
+            return h;
+          },
+          R"doc(
 Starts an exchange and returns its Handle: halo cells are valid after ``handle.wait()`` (or a
 ``test()`` that returned True); owned cells must not change until then. Raises halox.Error
 while this object's previous exchange is still in flight.)doc")
-      .def("schedule_exchange", &py_exchange::schedule_exchange, py::arg("stream") = py::none(), R"doc(
+      .def("schedule_exchange", &py_exchange::schedule_exchange, py::arg("stream") = py::none(),
+           R"doc(
 Stream-ordered exchange, step one: packing waits for the work already on ``stream`` (an
 event, no host wait on it), then the messages are posted. ``stream``: an integer handle or an
 object with ``__cuda_stream__``, ``.ptr`` (CuPy), ``.cuda_stream`` (PyTorch) or ``.handle``
@@ -269,8 +277,9 @@ unpack and makes ``stream`` wait for it. Work enqueued on ``stream`` afterwards 
 Completes an exchange still in flight (without its boundary rules) and frees the object's
 communicator, buffers and shared memory. Later calls raise halox.Error. Idempotent.)doc")
       .def_property_readonly("closed", &py_exchange::closed)
-      .def_property_readonly("fields", &py_exchange::fields,
-                             "The fields' arrays, in the order given (a tuple per field of a BoxList).")
+      .def_property_readonly(
+          "fields", &py_exchange::fields,
+          "The fields' arrays, in the order given (a tuple per field of a BoxList).")
       .def_property_readonly("direction", &py_exchange::kind, "'forward' or 'reverse'.")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](py_exchange& x, py::args) { x.close(); })
@@ -281,27 +290,35 @@ communicator, buffers and shared memory. Later calls raise halox.Error. Idempote
 
   // The benchmark's reference: the same exchange object driven by a C++ loop (no Python in
   // between), for examples/python/bench_overhead.py.
-  m.def("_time_exchange", [](py_exchange& x, int n) {
-    auto& e = x.get();
-    py::gil_scoped_release unlocked;
-    const auto t0 = clock_type::now();
-    for (int i = 0; i < n; ++i) e.exchange();
-    return std::chrono::duration<double>(clock_type::now() - t0).count();
-  }, py::arg("exchange"), py::arg("iterations"));
-  m.def("_time_scheduled", [](py_exchange& x, py::handle stream, int n) {
-    auto& e = x.get();
-    const stream_t s = stream_from(stream);
-    py::gil_scoped_release unlocked;
-    const auto t0 = clock_type::now();
-    for (int i = 0; i < n; ++i) {
-      e.schedule_exchange(s);
-      e.schedule_wait(s);
-    }
-    gpu::synchronize(s);
-    return std::chrono::duration<double>(clock_type::now() - t0).count();
-  }, py::arg("exchange"), py::arg("stream"), py::arg("iterations"));
-  m.def("_stream_handle", [](py::handle s) { return reinterpret_cast<std::uintptr_t>(stream_from(s)); },
-        "The integer handle halox reads from a stream object (for tests).");
+  m.def(
+      "_time_exchange",
+      [](py_exchange& x, int n) {
+        auto& e = x.get();
+        py::gil_scoped_release unlocked;
+        const auto t0 = clock_type::now();
+        for (int i = 0; i < n; ++i) e.exchange();
+        return std::chrono::duration<double>(clock_type::now() - t0).count();
+      },
+      py::arg("exchange"), py::arg("iterations"));
+  m.def(
+      "_time_scheduled",
+      [](py_exchange& x, py::handle stream, int n) {
+        auto& e = x.get();
+        const stream_t s = stream_from(stream);
+        py::gil_scoped_release unlocked;
+        const auto t0 = clock_type::now();
+        for (int i = 0; i < n; ++i) {
+          e.schedule_exchange(s);
+          e.schedule_wait(s);
+        }
+        gpu::synchronize(s);
+        return std::chrono::duration<double>(clock_type::now() - t0).count();
+      },
+      py::arg("exchange"), py::arg("stream"), py::arg("iterations"));
+  m.def(
+      "_stream_handle",
+      [](py::handle s) { return reinterpret_cast<std::uintptr_t>(stream_from(s)); },
+      "The integer handle halox reads from a stream object (for tests).");
 }
 
 }  // namespace halox::python

@@ -29,21 +29,29 @@ PYBIND11_MODULE(_halox, m) {
   hp::bind_chain(m);
 
   m.def("cuda_enabled", &hp::gpu::enabled, "Whether this build of halox has CUDA (device fields).");
-  m.def("device_count", &hp::gpu::device_count, "GPUs this process can use (0 without CUDA or GPU).");
+  m.def("device_count", &hp::gpu::device_count,
+        "GPUs this process can use (0 without CUDA or GPU).");
   m.def("current_device", &hp::gpu::current_device, "The calling thread's current CUDA device.");
   m.def("set_device", &hp::gpu::set_device, py::arg("device"), R"doc(
 Makes ``device`` the calling thread's current CUDA device (cudaSetDevice): halox allocates
 device fields there and runs its kernels there. With one GPU per rank:
 ``halox.set_device(rank % halox.device_count())`` before making fields.)doc");
-  m.def("synchronize", [](py::handle stream) {
-    const auto s = hp::stream_from(stream);
-    py::gil_scoped_release unlocked;
-    hp::gpu::synchronize(s);
-  }, py::arg("stream") = py::none(), "Waits for the work on a CUDA stream (any stream object halox takes).");
-  m.def("_agree", [](py::handle comm, py::handle message) {
-    hp::collective(hp::boost_comm(comm), [&] {
-      if (!message.is_none()) throw halox::error(message.cast<std::string>());
-    });
-  }, py::arg("comm"), py::arg("message"),
-        "Raises halox.Error on every rank of comm if any rank passes a message (not None).");
+  m.def(
+      "synchronize",
+      [](py::handle stream) {
+        const auto s = hp::stream_from(stream);
+        py::gil_scoped_release unlocked;
+        hp::gpu::synchronize(s);
+      },
+      py::arg("stream") = py::none(),
+      "Waits for the work on a CUDA stream (any stream object halox takes).");
+  m.def(
+      "_agree",
+      [](py::handle comm, py::handle message) {
+        hp::collective(hp::boost_comm(comm), [&] {
+          if (!message.is_none()) throw halox::error(message.cast<std::string>());
+        });
+      },
+      py::arg("comm"), py::arg("message"),
+      "Raises halox.Error on every rank of comm if any rank passes a message (not None).");
 }

@@ -35,9 +35,8 @@ py_stencil sided(const std::vector<int>& lo, const std::vector<int>& hi) {
 
 template <bool Box>
 py_stencil uniform(int dim, int w) {
-  return with_dim(dim, [&]<int D>() {
-    return py_stencil(Box ? stencil<D>::box(w) : stencil<D>::star(w));
-  });
+  return with_dim(
+      dim, [&]<int D>() { return py_stencil(Box ? stencil<D>::box(w) : stencil<D>::star(w)); });
 }
 
 /// stencil::from_offsets takes an initializer list; this is the same rule over a vector.
@@ -94,8 +93,7 @@ py_stencil with_stencil_parts(const std::vector<int>& lo, const std::vector<int>
 
 std::string stencil_repr(const py_stencil& s) {
   return detail::format("halox.Stencil(dim={}, lo=({}), hi=({}), neighbors={})", s.dim(),
-                        detail::join(s.lo(), ", "), detail::join(s.hi(), ", "),
-                        s.neighbor_count());
+                        detail::join(s.lo(), ", "), detail::join(s.hi(), ", "), s.neighbor_count());
 }
 
 py::tuple tuple_of(const std::vector<index>& v) {
@@ -107,10 +105,12 @@ py::tuple tuple_of(const std::vector<index>& v) {
 }  // namespace
 
 std::vector<int> py_stencil::lo() const {
-  return visit_stencil(*this, [](const auto& s) { return std::vector<int>(s.lo.begin(), s.lo.end()); });
+  return visit_stencil(*this,
+                       [](const auto& s) { return std::vector<int>(s.lo.begin(), s.lo.end()); });
 }
 std::vector<int> py_stencil::hi() const {
-  return visit_stencil(*this, [](const auto& s) { return std::vector<int>(s.hi.begin(), s.hi.end()); });
+  return visit_stencil(*this,
+                       [](const auto& s) { return std::vector<int>(s.hi.begin(), s.hi.end()); });
 }
 int py_stencil::neighbor_count() const {
   return visit_stencil(*this, [](const auto& s) { return s.neighbor_count(); });
@@ -158,7 +158,8 @@ std::pair<widths<D>, widths<D>> padding(py::handle obj) {
   }
   const auto seq = py::reinterpret_borrow<py::sequence>(obj);
   if (seq.size() == 2 && !PyLong_Check(seq[0].ptr()))
-    return {fixed<D, int>(seq[0], "padding below", true), fixed<D, int>(seq[1], "padding above", true)};
+    return {fixed<D, int>(seq[0], "padding below", true),
+            fixed<D, int>(seq[1], "padding above", true)};
   const auto w = fixed<D, int>(obj, "padding");
   return {w, w};
 }
@@ -196,37 +197,48 @@ its corner and the faces beside it).)doc")
       .def_property_readonly("lo", [](const py_stencil& s) { return py::tuple(py::cast(s.lo())); })
       .def_property_readonly("hi", [](const py_stencil& s) { return py::tuple(py::cast(s.hi())); })
       .def_property_readonly("neighbor_count", &py_stencil::neighbor_count)
-      .def_property_readonly("directions", [](const py_stencil& s) {
-        py::list out;
-        for (const auto& d : s.directions()) out.append(py::tuple(py::cast(d)));
-        return out;
-      }, "The neighbour directions, each a tuple of -1/0/+1 (dimension 0 varies fastest).")
-      .def("has", [](const py_stencil& s, const std::vector<int>& d) {
-        return with_dim(s.dim(), [&]<int D>() {
-          if (int(d.size()) != D) throw error(detail::format("direction of {} entries for a {}-D stencil", d.size(), D));
-          direction<D> x{};
-          for (int i = 0; i < D; ++i) {
-            if (d[std::size_t(i)] < -1 || d[std::size_t(i)] > 1) return false;
-            x[std::size_t(i)] = d[std::size_t(i)];
-          }
-          return std::any_of(x.begin(), x.end(), [](int v) { return v != 0; }) && s.get<D>().has(x);
-        });
-      }, py::arg("direction"), "Whether ``direction`` (a tuple of -1/0/+1) is a neighbour.")
-      .def_property_readonly("max_width", [](const py_stencil& s) {
-        return visit_stencil(s, [](const auto& x) { return x.max_width(); });
-      })
-      .def(py::pickle([](const py_stencil& s) {
-                        return py::make_tuple(s.lo(), s.hi(), s.directions());
-                      },
-                      [](const py::tuple& t) {
-                        return with_stencil_parts(t[0].cast<std::vector<int>>(), t[1].cast<std::vector<int>>(),
-                                                  t[2].cast<std::vector<std::vector<int>>>());
-                      }))
+      .def_property_readonly(
+          "directions",
+          [](const py_stencil& s) {
+            py::list out;
+            for (const auto& d : s.directions()) out.append(py::tuple(py::cast(d)));
+            return out;
+          },
+          "The neighbour directions, each a tuple of -1/0/+1 (dimension 0 varies fastest).")
+      .def(
+          "has",
+          [](const py_stencil& s, const std::vector<int>& d) {
+            return with_dim(s.dim(), [&]<int D>() {
+              if (int(d.size()) != D)
+                throw error(
+                    detail::format("direction of {} entries for a {}-D stencil", d.size(), D));
+              direction<D> x{};
+              for (int i = 0; i < D; ++i) {
+                if (d[std::size_t(i)] < -1 || d[std::size_t(i)] > 1) return false;
+                x[std::size_t(i)] = d[std::size_t(i)];
+              }
+              return std::any_of(x.begin(), x.end(), [](int v) { return v != 0; }) &&
+                     s.get<D>().has(x);
+            });
+          },
+          py::arg("direction"), "Whether ``direction`` (a tuple of -1/0/+1) is a neighbour.")
+      .def_property_readonly("max_width",
+                             [](const py_stencil& s) {
+                               return visit_stencil(s, [](const auto& x) { return x.max_width(); });
+                             })
+      .def(py::pickle(
+          [](const py_stencil& s) { return py::make_tuple(s.lo(), s.hi(), s.directions()); },
+          [](const py::tuple& t) {
+            return with_stencil_parts(t[0].cast<std::vector<int>>(), t[1].cast<std::vector<int>>(),
+                                      t[2].cast<std::vector<std::vector<int>>>());
+          }))
       .def(py::self == py::self)
-      .def("__hash__", [](const py_stencil& s) {
-        return py::hash(py::make_tuple(py::tuple(py::cast(s.lo())), py::tuple(py::cast(s.hi())),
-                                       py::tuple(py::cast(s.directions()))));
-      })
+      .def(
+          "__hash__",
+          [](const py_stencil& s) {
+            return py::hash(py::make_tuple(py::tuple(py::cast(s.lo())), py::tuple(py::cast(s.hi())),
+                                           py::tuple(py::cast(s.directions()))));
+          })
       .def("__repr__", &stencil_repr);
 
   py::class_<py_box>(m, "Box", R"doc(
@@ -236,33 +248,45 @@ of these cells in an array whose element 0 is global cell ``origin``.)doc")
              if (lo.size() != hi.size())
                throw error(detail::format("Box: lo has {} entries, hi {}", lo.size(), hi.size()));
              return py_box{lo, hi};
-           }), py::arg("lo"), py::arg("hi"))
+           }),
+           py::arg("lo"), py::arg("hi"))
       .def_property_readonly("lo", [](const py_box& b) { return tuple_of(b.lo); })
       .def_property_readonly("hi", [](const py_box& b) { return tuple_of(b.hi); })
-      .def_property_readonly("shape", [](const py_box& b) {
-        std::vector<index> s;
-        for (std::size_t i = 0; i < b.lo.size(); ++i) s.push_back(std::max<index>(0, b.hi[i] - b.lo[i]));
-        return tuple_of(s);
-      })
+      .def_property_readonly("shape",
+                             [](const py_box& b) {
+                               std::vector<index> s;
+                               for (std::size_t i = 0; i < b.lo.size(); ++i)
+                                 s.push_back(std::max<index>(0, b.hi[i] - b.lo[i]));
+                               return tuple_of(s);
+                             })
       .def_property_readonly("dim", [](const py_box& b) { return b.lo.size(); })
       .def_property_readonly("volume", &py_box::volume)
       .def_property_readonly("empty", &py_box::empty)
-      .def("slices", [](const py_box& b, const std::vector<index>& origin) {
-        if (origin.size() != b.lo.size())
-          throw error(detail::format("Box.slices: origin has {} entries, the box {}", origin.size(), b.lo.size()));
-        py::tuple t(b.lo.size());
-        for (std::size_t i = 0; i < b.lo.size(); ++i)
-          t[i] = py::slice(py::int_(b.lo[i] - origin[i]), py::int_(std::max(b.lo[i], b.hi[i]) - origin[i]), py::none());
-        return t;
-      }, py::arg("origin"), "A tuple of slices selecting this box in an array that starts at global cell ``origin``.")
-      .def(py::pickle([](const py_box& b) { return py::make_tuple(tuple_of(b.lo), tuple_of(b.hi)); },
-                      [](const py::tuple& t) {
-                        return py_box{t[0].cast<std::vector<index>>(), t[1].cast<std::vector<index>>()};
-                      }))
+      .def(
+          "slices",
+          [](const py_box& b, const std::vector<index>& origin) {
+            if (origin.size() != b.lo.size())
+              throw error(detail::format("Box.slices: origin has {} entries, the box {}",
+                                         origin.size(), b.lo.size()));
+            py::tuple t(b.lo.size());
+            for (std::size_t i = 0; i < b.lo.size(); ++i)
+              t[i] = py::slice(py::int_(b.lo[i] - origin[i]),
+                               py::int_(std::max(b.lo[i], b.hi[i]) - origin[i]), py::none());
+            return t;
+          },
+          py::arg("origin"),
+          "A tuple of slices selecting this box in an array that starts at global cell ``origin``.")
+      .def(py::pickle(
+          [](const py_box& b) { return py::make_tuple(tuple_of(b.lo), tuple_of(b.hi)); },
+          [](const py::tuple& t) {
+            return py_box{t[0].cast<std::vector<index>>(), t[1].cast<std::vector<index>>()};
+          }))
       .def("__eq__", [](const py_box& a, const py_box& b) { return a.lo == b.lo && a.hi == b.hi; })
-      .def("__hash__", [](const py_box& b) { return py::hash(py::make_tuple(tuple_of(b.lo), tuple_of(b.hi))); })
+      .def("__hash__",
+           [](const py_box& b) { return py::hash(py::make_tuple(tuple_of(b.lo), tuple_of(b.hi))); })
       .def("__repr__", [](const py_box& b) {
-        return detail::format("halox.Box(lo=({}), hi=({}))", detail::join(b.lo, ", "), detail::join(b.hi, ", "));
+        return detail::format("halox.Box(lo=({}), hi=({}))", detail::join(b.lo, ", "),
+                              detail::join(b.hi, ", "));
       });
 
   py::class_<centering>(m, "Centering", R"doc(
@@ -274,26 +298,36 @@ staggered field has one more point than cells along each staggered non-periodic 
       .def_static("face", &centering::face, py::arg("dim"))
       .def_static("edge", &centering::edge, py::arg("dim"))
       .def_static("node", &centering::node)
-      .def("staggered", [](const centering& c, int i, int dim) { return c.staggered(i, dim); },
-           py::arg("i"), py::arg("dim"), "Whether the centering is staggered along dimension i of a dim-D field.")
+      .def(
+          "staggered", [](const centering& c, int i, int dim) { return c.staggered(i, dim); },
+          py::arg("i"), py::arg("dim"),
+          "Whether the centering is staggered along dimension i of a dim-D field.")
       .def(py::pickle([](const centering& c) { return py::make_tuple(int(c.where), c.dim); },
                       [](const py::tuple& t) {
                         return centering{centering::kind(t[0].cast<int>()), t[1].cast<int>()};
                       }))
       .def(py::self == py::self)
-      .def("__hash__", [](const centering& c) { return py::hash(py::make_tuple(int(c.where), c.dim)); })
-      .def("__repr__", [](const centering& c) { return "halox.Centering." + to_string(c) + (c.where == centering::kind::cell || c.where == centering::kind::node ? "()" : ""); });
+      .def("__hash__",
+           [](const centering& c) { return py::hash(py::make_tuple(int(c.where), c.dim)); })
+      .def("__repr__", [](const centering& c) {
+        return "halox.Centering." + to_string(c) +
+               (c.where == centering::kind::cell || c.where == centering::kind::node ? "()" : "");
+      });
 
-  m.def("split_interior", [](const py_box& b, const py_stencil& s) {
-    return with_dim(s.dim(), [&]<int D>() {
-      if (int(b.lo.size()) != D)
-        throw error(detail::format("split_interior: the box is {}-D, the stencil {}-D", b.lo.size(), D));
-      const auto parts = split_interior(b.get<D>(), s.get<D>());
-      py::list shell;
-      for (const auto& x : parts.shell) shell.append(py_box::of(x));
-      return py::make_tuple(py_box::of(parts.interior), shell);
-    });
-  }, py::arg("box"), py::arg("stencil"), R"doc(
+  m.def(
+      "split_interior",
+      [](const py_box& b, const py_stencil& s) {
+        return with_dim(s.dim(), [&]<int D>() {
+          if (int(b.lo.size()) != D)
+            throw error(detail::format("split_interior: the box is {}-D, the stencil {}-D",
+                                       b.lo.size(), D));
+          const auto parts = split_interior(b.get<D>(), s.get<D>());
+          py::list shell;
+          for (const auto& x : parts.shell) shell.append(py_box::of(x));
+          return py::make_tuple(py_box::of(parts.interior), shell);
+        });
+      },
+      py::arg("box"), py::arg("stencil"), R"doc(
 Splits an owned box for overlap: ``(interior, shell)``, the cells whose stencil reads no halo
 cell, and the rest as at most 2·dim disjoint boxes. Update the interior while an exchange is in
 flight, the shell after ``wait()``.)doc");

@@ -68,7 +68,8 @@ std::array<T, D> fixed(py::handle seq, const char* what, bool scalar_ok = false)
   }
   const auto v = seq.cast<std::vector<T>>();
   if (int(v.size()) != D)
-    throw error(detail::format("{} has {} entries, the domain has {} dimensions", what, v.size(), D));
+    throw error(
+        detail::format("{} has {} entries, the domain has {} dimensions", what, v.size(), D));
   for (int i = 0; i < D; ++i) out[std::size_t(i)] = v[std::size_t(i)];
   return out;
 }

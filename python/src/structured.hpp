@@ -82,8 +82,10 @@ array_layout<D> layout_of(const array_view& v, int axis, int me, const std::stri
     index e = 1;
     if (n > 1) {
       if (s <= 0)
-        fail_on(me, "{}: stride {} bytes along axis {}: halox needs positive strides (no reversed "
-                "or broadcast views)", label, s, a);
+        fail_on(me,
+                "{}: stride {} bytes along axis {}: halox needs positive strides (no reversed "
+                "or broadcast views)",
+                label, s, a);
       if (s % item != 0)
         fail_on(me, "{}: stride {} bytes along axis {} is not a multiple of the element size {}",
                 label, s, a, item);
@@ -147,13 +149,15 @@ class structured_ops final : public domain_ops {
   }
   int rank_of(const std::vector<int>& c) const override {
     if constexpr (requires { dom_.rank_of(std::array<int, D>{}); }) {
-      if (int(c.size()) != D) throw error(detail::format("rank_of: {} coordinates for a {}-D grid", c.size(), D));
+      if (int(c.size()) != D)
+        throw error(detail::format("rank_of: {} coordinates for a {}-D grid", c.size(), D));
       std::array<int, D> a{};
       for (int i = 0; i < D; ++i) {
         a[std::size_t(i)] = c[std::size_t(i)];
         if (a[std::size_t(i)] < 0 || a[std::size_t(i)] >= dom_.grid().dims[std::size_t(i)])
-          throw error(detail::format("rank_of: coordinate {} in dimension {} is outside the grid {}",
-                                     a[std::size_t(i)], i, detail::join(dom_.grid().dims, "x")));
+          throw error(
+              detail::format("rank_of: coordinate {} in dimension {} is outside the grid {}",
+                             a[std::size_t(i)], i, detail::join(dom_.grid().dims, "x")));
       }
       return dom_.rank_of(a);
     } else {
@@ -188,7 +192,8 @@ class structured_ops final : public domain_ops {
       else if (a.component_layout == "planar")
         o.component_layout = components_layout::planar;
       else
-        fail_on(dom_.rank(), "make_field: component_layout '{}' is neither 'interleaved' nor 'planar'",
+        fail_on(dom_.rank(),
+                "make_field: component_layout '{}' is neither 'interleaved' nor 'planar'",
                 a.component_layout);
       const memory_space space = a.device ? memory_space::device : memory_space::host;
       with_dtype(t, [&]<class T>() {
@@ -200,7 +205,8 @@ class structured_ops final : public domain_ops {
           auto [shape, strides] = owned_layout(*f.state(), b);
           auto* p = reinterpret_cast<std::byte*>(f.data(b));
           if (a.device)
-            out.arrays.append(py::cast(device_array(own, own, p, t, std::move(shape), std::move(strides), device)));
+            out.arrays.append(py::cast(
+                device_array(own, own, p, t, std::move(shape), std::move(strides), device)));
           else
             out.arrays.append(numpy_array(own, p, t, shape, strides));
         }
@@ -253,10 +259,10 @@ class structured_ops final : public domain_ops {
             // has no data() for the device fills: not bound.
             fail_on(me, "field #{}: boundary rules on bool fields are not supported; use uint8", k);
           } else {
-          auto more = detail::compile_boundary<T, D>(
-              boundary_from<T, D>(py::reinterpret_borrow<py::list>(rules), callback_target_of(e)),
-              f, sts[k], dom_.periodicity().flags, me, int(k), device_fills);
-          for (auto& x : more) fills.push_back(std::move(x));
+            auto more = detail::compile_boundary<T, D>(
+                boundary_from<T, D>(py::reinterpret_borrow<py::list>(rules), callback_target_of(e)),
+                f, sts[k], dom_.periodicity().flags, me, int(k), device_fills);
+            for (auto& x : more) fills.push_back(std::move(x));
           }
         });
       }
@@ -270,8 +276,8 @@ class structured_ops final : public domain_ops {
     prog.after_exchange = std::move(fills);
     prog.device_boundary = std::move(device_fills);
     detail::declaration declared =
-        op ? detail::declare_structured<D>(sts.front(), dom_.global_box(),
-                                           dom_.periodicity().flags, true, *op, n)
+        op ? detail::declare_structured<D>(sts.front(), dom_.global_box(), dom_.periodicity().flags,
+                                           true, *op, n)
            : detail::declare_structured<D>(stp, dom_.global_box(), dom_.periodicity().flags);
     py::tuple arrays(n);
     py::list keep;
@@ -279,7 +285,8 @@ class structured_ops final : public domain_ops {
       const auto& e = entries[k];
       prog.fields.push_back(e.state);
       with_dtype(e.type, [&]<class T>() {
-        detail::declare_field<T>(declared, int(k), e.state->components, e.state->space, e.state->at);
+        detail::declare_field<T>(declared, int(k), e.state->components, e.state->space,
+                                 e.state->at);
       });
       arrays[k] = e.arrays.size() == 1 && !dom_is_box_list() ? py::object(e.arrays[0])
                                                              : py::object(py::tuple(e.arrays));
@@ -294,7 +301,11 @@ class structured_ops final : public domain_ops {
   const Dom<D>& get() const { return dom_; }
 
  private:
-  static constexpr bool dom_is_box_list() { return !requires(const Dom<D>& d) { d.grid(); }; }
+  static constexpr bool dom_is_box_list() {
+    return !requires(const Dom<D>& d) {
+      d.grid();
+    };
+  }
 
   /// Shape and byte strides of an owned field's block: its padded extents, components last.
   static std::pair<std::vector<index>, std::vector<index>> owned_layout(
@@ -328,11 +339,11 @@ class structured_ops final : public domain_ops {
   structured::entry<D> entry_of(int k, const py::tuple& spec, const stencil<D>& st) const {
     const int me = dom_.rank();
     const std::string label = detail::format("field #{}", k);
-    const py::handle arrays = spec[0], pad = spec[1], axis = spec[2], name = spec[3],
-                     at = spec[4], type = spec[5], comps = spec[7];
+    const py::handle arrays = spec[0], pad = spec[1], axis = spec[2], name = spec[3], at = spec[4],
+                     type = spec[5], comps = spec[7];
     structured::entry<D> e;
-    const bool plain = pad.is_none() && axis.is_none() && name.is_none() && at.is_none() &&
-                       comps.is_none();
+    const bool plain =
+        pad.is_none() && axis.is_none() && name.is_none() && at.is_none() && comps.is_none();
     if (py::isinstance<py_blocks>(arrays)) {
       const auto& blocks = arrays.cast<const py_blocks&>();
       for (const auto& a : blocks.arrays) e.arrays.append(a);
@@ -354,8 +365,10 @@ class structured_ops final : public domain_ops {
     }
     const auto& boxes = dom_.local_boxes();
     if (e.arrays.size() != boxes.size())
-      fail_on(me, "{} has {} array(s) but the rank owns {} box(es): pass one array per box, in "
-              "local_boxes() order", label, e.arrays.size(), boxes.size());
+      fail_on(me,
+              "{} has {} array(s) but the rank owns {} box(es): pass one array per box, in "
+              "local_boxes() order",
+              label, e.arrays.size(), boxes.size());
     if (plain && owned_entry(e, type)) return e;
 
     std::vector<array_view> views;
@@ -374,35 +387,44 @@ class structured_ops final : public domain_ops {
       if (v.type != e.type || v.space != views[0].space || v.ndim() != views[0].ndim())
         fail_on(me, "{}: its arrays differ in element type, memory space or dimensions", label);
       if (v.space == memory_space::device && v.device >= 0 && v.device != gpu::current_device())
-        fail_on(me, "{}: the array is on GPU {} but this rank's current GPU is {} (set it with "
-                "halox.set_device before making the exchange)", label, v.device, gpu::current_device());
+        fail_on(me,
+                "{}: the array is on GPU {} but this rank's current GPU is {} (set it with "
+                "halox.set_device before making the exchange)",
+                label, v.device, gpu::current_device());
     }
     const int ndim = views.empty() ? D : views[0].ndim();
     if (ndim != D && ndim != D + 1)
-      fail_on(me, "{}: the array has {} dimensions; a {}-D domain needs {} (or {} with an axis of "
-              "components)", label, ndim, D, D, D + 1);
+      fail_on(me,
+              "{}: the array has {} dimensions; a {}-D domain needs {} (or {} with an axis of "
+              "components)",
+              label, ndim, D, D, D + 1);
     e.ndim = ndim;
     if (ndim == D + 1) {
       int a = axis.is_none() ? D : axis.cast<int>();
       if (a < 0) a += ndim;
-      if (a < 0 || a >= ndim) fail_on(me, "{}: component_axis {} of a {}-D array", label, axis.cast<int>(), ndim);
+      if (a < 0 || a >= ndim)
+        fail_on(me, "{}: component_axis {} of a {}-D array", label, axis.cast<int>(), ndim);
       e.component_axis = a;
     } else if (!axis.is_none()) {
-      fail_on(me, "{}: component_axis given but the array has no axis beyond the domain's {}", label, D);
+      fail_on(me, "{}: component_axis given but the array has no axis beyond the domain's {}",
+              label, D);
     }
     field_options o;
     o.components = ndim == D + 1 ? int(views[0].shape[std::size_t(e.component_axis)]) : 1;
     if (!comps.is_none()) {
       const int given = comps.cast<int>();
       if (!views.empty() && given != o.components)
-        fail_on(me, "{}: components={} was given but the array holds {}", label, given, o.components);
+        fail_on(me, "{}: components={} was given but the array holds {}", label, given,
+                o.components);
       o.components = given;
     }
     o.name = name.is_none() ? std::string() : name.cast<std::string>();
     o.at = centering_from(at);
     const auto [lo, hi] = pad.is_none() ? std::make_pair(st.lo, st.hi) : padding<D>(pad);
     const memory_space space = views.empty() ? memory_space::host : views[0].space;
-    with_dtype(e.type, [&]<class T>() { e.state = wrap<T>(views, e.component_axis, lo, hi, o, space, label).state(); });
+    with_dtype(e.type, [&]<class T>() {
+      e.state = wrap<T>(views, e.component_axis, lo, hi, o, space, label).state();
+    });
     return e;
   }
 
@@ -447,7 +469,8 @@ class structured_ops final : public domain_ops {
     if (boxes.size() == 1) {
       const auto l = structured::layout_of<D>(views[0], axis, me, label);
       if (structured::dense_layout<D>(l.alloc, o.components, l.strides, l.comp_stride, o))
-        return dom_.template wrap<T>(reinterpret_cast<T*>(views[0].data), l.alloc, lo, hi, o, space);
+        return dom_.template wrap<T>(reinterpret_cast<T*>(views[0].data), l.alloc, lo, hi, o,
+                                     space);
       const box<D> stored = points.stored(boxes[0]);
       if (grow(stored, lo, hi).size() != l.alloc)
         throw error(extents_error(label, l.alloc, stored, lo, hi, o));
@@ -460,12 +483,15 @@ class structured_ops final : public domain_ops {
       const auto l = structured::layout_of<D>(views[b], axis, me, label);
       const box<D> stored = points.stored(boxes[b]);
       if (grow(stored, lo, hi).size() != l.alloc)
-        throw error(extents_error(label + detail::format(" block {}", b), l.alloc, stored, lo, hi, o));
+        throw error(
+            extents_error(label + detail::format(" block {}", b), l.alloc, stored, lo, hi, o));
       field_options found = o;
       if (!structured::dense_layout<D>(l.alloc, o.components, l.strides, l.comp_stride, found) ||
           (b > 0 && (found.order != o.order || found.component_layout != o.component_layout)))
-        fail_on(me, "{}: with several boxes per rank, each array must be dense (C or Fortran "
-                "order) and all of one layout; block {} is not", label, b);
+        fail_on(me,
+                "{}: with several boxes per rank, each array must be dense (C or Fortran "
+                "order) and all of one layout; block {} is not",
+                label, b);
       o = found;
       ptrs.push_back(reinterpret_cast<T*>(views[b].data));
     }
@@ -477,11 +503,12 @@ class structured_ops final : public domain_ops {
                             const widths<D>& lo, const widths<D>& hi,
                             const field_options& o) const {
     const extents<D> want = grow(stored, lo, hi).size();
-    return detail::format("rank {}: {} '{}' has extents {} but the owned box {} ({}-centred) "
-                          "with padding {}/{} needs {}",
-                          dom_.rank(), label, o.name.empty() ? "(unnamed)" : o.name,
-                          detail::join(got, "x"), to_string(stored), to_string(o.at),
-                          detail::join(lo, ","), detail::join(hi, ","), detail::join(want, "x"));
+    return detail::format(
+        "rank {}: {} '{}' has extents {} but the owned box {} ({}-centred) "
+        "with padding {}/{} needs {}",
+        dom_.rank(), label, o.name.empty() ? "(unnamed)" : o.name, detail::join(got, "x"),
+        to_string(stored), to_string(o.at), detail::join(lo, ","), detail::join(hi, ","),
+        detail::join(want, "x"));
   }
 
   Dom<D> dom_;
@@ -489,12 +516,13 @@ class structured_ops final : public domain_ops {
 
 template <int D>
 std::shared_ptr<const domain_ops> cartesian_ops(const boost::mpi::communicator& comm,
-                                               const std::vector<index>& extents,
-                                               const std::vector<bool>& per,
-                                               const std::vector<int>& grid) {
+                                                const std::vector<index>& extents,
+                                                const std::vector<bool>& per,
+                                                const std::vector<int>& grid) {
   halox::extents<D> e{};
   periodic<D> p;
-  for (int i = 0; i < D; ++i) e[i] = extents[std::size_t(i)], p.flags[std::size_t(i)] = per[std::size_t(i)];
+  for (int i = 0; i < D; ++i)
+    e[i] = extents[std::size_t(i)], p.flags[std::size_t(i)] = per[std::size_t(i)];
   std::optional<process_grid<D>> g;
   if (!grid.empty()) {
     g.emplace();
@@ -505,13 +533,14 @@ std::shared_ptr<const domain_ops> cartesian_ops(const boost::mpi::communicator& 
 
 template <int D>
 std::shared_ptr<const domain_ops> box_list_ops(const boost::mpi::communicator& comm,
-                                              const std::vector<index>& extents,
-                                              const std::vector<bool>& per,
-                                              const std::vector<py_box>& boxes,
-                                              const std::vector<int>& owners) {
+                                               const std::vector<index>& extents,
+                                               const std::vector<bool>& per,
+                                               const std::vector<py_box>& boxes,
+                                               const std::vector<int>& owners) {
   halox::extents<D> e{};
   periodic<D> p;
-  for (int i = 0; i < D; ++i) e[i] = extents[std::size_t(i)], p.flags[std::size_t(i)] = per[std::size_t(i)];
+  for (int i = 0; i < D; ++i)
+    e[i] = extents[std::size_t(i)], p.flags[std::size_t(i)] = per[std::size_t(i)];
   std::vector<owned_box<D>> list;
   for (std::size_t k = 0; k < boxes.size(); ++k) list.push_back({boxes[k].get<D>(), owners[k]});
   return std::make_shared<structured_ops<box_list, D>>(box_list<D>(comm, e, p, std::move(list)));

@@ -38,10 +38,21 @@ std::vector<T> int_vector(py::handle obj, const char* what) {
           const auto* p = static_cast<const char*>(b.buf) + k * b.strides[0];
           std::int64_t v = 0;
           switch (b.itemsize) {
-            case 1: v = is_signed ? *reinterpret_cast<const std::int8_t*>(p) : *reinterpret_cast<const std::uint8_t*>(p); break;
-            case 2: v = is_signed ? *reinterpret_cast<const std::int16_t*>(p) : *reinterpret_cast<const std::uint16_t*>(p); break;
-            case 4: v = is_signed ? *reinterpret_cast<const std::int32_t*>(p) : *reinterpret_cast<const std::uint32_t*>(p); break;
-            default: v = *reinterpret_cast<const std::int64_t*>(p); break;
+            case 1:
+              v = is_signed ? *reinterpret_cast<const std::int8_t*>(p)
+                            : *reinterpret_cast<const std::uint8_t*>(p);
+              break;
+            case 2:
+              v = is_signed ? *reinterpret_cast<const std::int16_t*>(p)
+                            : *reinterpret_cast<const std::uint16_t*>(p);
+              break;
+            case 4:
+              v = is_signed ? *reinterpret_cast<const std::int32_t*>(p)
+                            : *reinterpret_cast<const std::uint32_t*>(p);
+              break;
+            default:
+              v = *reinterpret_cast<const std::int64_t*>(p);
+              break;
           }
           out.push_back(T(v));
         }
@@ -90,8 +101,8 @@ class py_unstructured {
         auto own = std::make_shared<owned_field>(owned_field{t, 0, f.state()});
         auto [shape, strides] = owned_layout(*f.state());
         auto* data = reinterpret_cast<std::byte*>(f.data());
-        out = device ? py::cast(device_array(own, own, data, t, std::move(shape), std::move(strides),
-                                             gpu::current_device()))
+        out = device ? py::cast(device_array(own, own, data, t, std::move(shape),
+                                             std::move(strides), gpu::current_device()))
                      : numpy_array(own, data, t, shape, strides);
       });
     });
@@ -117,7 +128,8 @@ class py_unstructured {
       if (op)
         for (std::size_t k = 0; k < n; ++k)
           with_dtype(entries[k].type, [&]<class T>() {
-            detail::check_reducible<T>(*op, int(k), entries[k].state->name, me, entries[k].state->space);
+            detail::check_reducible<T>(*op, int(k), entries[k].state->name, me,
+                                       entries[k].state->space);
           });
     });
     std::vector<detail::combiner> fns;
@@ -125,7 +137,8 @@ class py_unstructured {
       for (const auto& e : entries)
         with_dtype(e.type, [&]<class T>() { fns.push_back(detail::combiner_for<T>(*op)); });
     auto prog = detail::compile(pat, states, opts, op.has_value(), fns);
-    auto declared = detail::declare_unstructured(op.has_value(), op.value_or(reduction::replace), n);
+    auto declared =
+        detail::declare_unstructured(op.has_value(), op.value_or(reduction::replace), n);
     py::tuple arrays(n);
     py::list keep;
     for (std::size_t k = 0; k < n; ++k) {
@@ -179,7 +192,8 @@ class py_unstructured {
     if (own && own->dim == 0 && axis.is_none() && name.is_none()) {
       auto s = std::static_pointer_cast<detail::entity_field_state>(own->state);
       const auto [shape, strides] = owned_layout(*s);
-      if (v.data == s->data && v.shape == shape && (type.is_none() || dtype_from(type) == own->type)) {
+      if (v.data == s->data && v.shape == shape &&
+          (type.is_none() || dtype_from(type) == own->type)) {
         e.type = own->type;
         e.state = s;
         return e;
@@ -190,16 +204,21 @@ class py_unstructured {
       fail_on(me, "{}: dtype={} was given but the array holds {}", label,
               dtype_name(dtype_from(type)), dtype_name(v.type));
     if (v.space == memory_space::device && v.device >= 0 && v.device != gpu::current_device())
-      fail_on(me, "{}: the array is on GPU {} but this rank's current GPU is {} (set it with "
-              "halox.set_device before making the exchange)", label, v.device, gpu::current_device());
+      fail_on(me,
+              "{}: the array is on GPU {} but this rank's current GPU is {} (set it with "
+              "halox.set_device before making the exchange)",
+              label, v.device, gpu::current_device());
     if (v.ndim() != 1 && v.ndim() != 2)
-      fail_on(me, "{}: an unstructured field is a 1-D array of entities or a 2-D array of "
-              "entities and components, not {}-D", label, v.ndim());
+      fail_on(me,
+              "{}: an unstructured field is a 1-D array of entities or a 2-D array of "
+              "entities and components, not {}-D",
+              label, v.ndim());
     int caxis = -1;
     if (v.ndim() == 2) {
       caxis = axis.is_none() ? 1 : axis.cast<int>();
       if (caxis < 0) caxis += 2;
-      if (caxis != 0 && caxis != 1) fail_on(me, "{}: component_axis {} of a 2-D array", label, axis.cast<int>());
+      if (caxis != 0 && caxis != 1)
+        fail_on(me, "{}: component_axis {} of a 2-D array", label, axis.cast<int>());
     } else if (!axis.is_none()) {
       fail_on(me, "{}: component_axis given for a 1-D array", label);
     }
@@ -215,8 +234,10 @@ class py_unstructured {
       const index s = v.strides[std::size_t(a)];
       if (v.shape[std::size_t(a)] <= 1) return 0;  // any stride: never stepped
       if (s <= 0 || s % item != 0)
-        fail_on(me, "{}: stride {} bytes along axis {}: halox needs positive strides that are "
-                "multiples of the element size {}", label, s, a, item);
+        fail_on(me,
+                "{}: stride {} bytes along axis {}: halox needs positive strides that are "
+                "multiples of the element size {}",
+                label, s, a, item);
       return s / item;
     };
     const index es = elems(eaxis), cs = caxis < 0 ? 0 : elems(caxis);
@@ -228,7 +249,8 @@ class py_unstructured {
       l = entity_layout::component_major;
       comp_stride = cs;
     } else if (!(es <= 1 && comps == 1) && !(cs <= 1 && (es == comps || es == 0))) {
-      fail_on(me, "{}: entities {} and components {} elements apart: halox takes entity-major "
+      fail_on(me,
+              "{}: entities {} and components {} elements apart: halox takes entity-major "
               "([entity][component], C order) or component-major ([component][entity]) arrays",
               label, es, cs);
     }
@@ -251,41 +273,51 @@ gives them) and builds per-peer index lists. Local entity order: owned first, th
 unless ``owned_local``/``ghost_local`` place them (in an array of ``local_count`` entities).
 Collective; wrong input on any rank (an id twice, a ghost no rank owns, ...) raises halox.Error
 on every rank.)doc")
-      .def(py::init([](py::handle comm, py::handle owned, py::handle ghosts, py::handle ghost_owners,
-                       py::handle owned_local, py::handle ghost_local, py::handle local_count) {
-             const auto bc = boost_comm(comm);
-             std::vector<global_id> o, g;
-             std::vector<int> go;
-             std::vector<index> ol, gl;
-             unstructured_options opt;
-             collective(bc, [&] {
-               o = int_vector<global_id>(owned, "owned");
-               g = int_vector<global_id>(ghosts, "ghosts");
-               if (!ghost_owners.is_none()) go = int_vector<int>(ghost_owners, "ghost_owners");
-               if (!owned_local.is_none()) ol = int_vector<index>(owned_local, "owned_local");
-               if (!ghost_local.is_none()) gl = int_vector<index>(ghost_local, "ghost_local");
-               if (!local_count.is_none()) opt.local_count = local_count.cast<index>();
-             });
-             opt.ghost_owners = go;
-             opt.owned_local = ol;
-             opt.ghost_local = gl;
-             return py_unstructured(std::make_shared<const unstructured>(bc, o, g, opt));
-           }), py::arg("comm"), py::arg("owned"), py::arg("ghosts"), py::kw_only(),
-           py::arg("ghost_owners") = py::none(), py::arg("owned_local") = py::none(),
-           py::arg("ghost_local") = py::none(), py::arg("local_count") = py::none())
+      .def(
+          py::init([](py::handle comm, py::handle owned, py::handle ghosts, py::handle ghost_owners,
+                      py::handle owned_local, py::handle ghost_local, py::handle local_count) {
+            const auto bc = boost_comm(comm);
+            std::vector<global_id> o, g;
+            std::vector<int> go;
+            std::vector<index> ol, gl;
+            unstructured_options opt;
+            collective(bc, [&] {
+              o = int_vector<global_id>(owned, "owned");
+              g = int_vector<global_id>(ghosts, "ghosts");
+              if (!ghost_owners.is_none()) go = int_vector<int>(ghost_owners, "ghost_owners");
+              if (!owned_local.is_none()) ol = int_vector<index>(owned_local, "owned_local");
+              if (!ghost_local.is_none()) gl = int_vector<index>(ghost_local, "ghost_local");
+              if (!local_count.is_none()) opt.local_count = local_count.cast<index>();
+            });
+            opt.ghost_owners = go;
+            opt.owned_local = ol;
+            opt.ghost_local = gl;
+            return py_unstructured(std::make_shared<const unstructured>(bc, o, g, opt));
+          }),
+          py::arg("comm"), py::arg("owned"), py::arg("ghosts"), py::kw_only(),
+          py::arg("ghost_owners") = py::none(), py::arg("owned_local") = py::none(),
+          py::arg("ghost_local") = py::none(), py::arg("local_count") = py::none())
       .def_property_readonly("rank", [](const py_unstructured& p) { return p.get().rank(); })
       .def_property_readonly("size", [](const py_unstructured& p) { return p.get().comm().size(); })
-      .def_property_readonly("local_count", [](const py_unstructured& p) { return p.get().local_count(); })
-      .def_property_readonly("owned_count", [](const py_unstructured& p) { return p.get().owned_count(); })
-      .def_property_readonly("ghost_count", [](const py_unstructured& p) { return p.get().ghost_count(); })
-      .def_property_readonly("owned_local", [](const py_unstructured& p) { return p.get().owned_local(); })
-      .def_property_readonly("ghost_local", [](const py_unstructured& p) { return p.get().ghost_local(); })
-      .def_property_readonly("ghost_owners", [](const py_unstructured& p) { return p.get().ghost_owners(); },
-                             "The owner rank of each ghost, in declaration order (given or found).")
-      .def_property_readonly("sends", [](const py_unstructured& p) { return index_lists(p.get().sends()); },
-                             "(peer, owned local indices sent) per peer, by increasing rank.")
-      .def_property_readonly("recvs", [](const py_unstructured& p) { return index_lists(p.get().recvs()); },
-                             "(peer, ghost local indices received) per peer, by increasing rank.")
+      .def_property_readonly("local_count",
+                             [](const py_unstructured& p) { return p.get().local_count(); })
+      .def_property_readonly("owned_count",
+                             [](const py_unstructured& p) { return p.get().owned_count(); })
+      .def_property_readonly("ghost_count",
+                             [](const py_unstructured& p) { return p.get().ghost_count(); })
+      .def_property_readonly("owned_local",
+                             [](const py_unstructured& p) { return p.get().owned_local(); })
+      .def_property_readonly("ghost_local",
+                             [](const py_unstructured& p) { return p.get().ghost_local(); })
+      .def_property_readonly(
+          "ghost_owners", [](const py_unstructured& p) { return p.get().ghost_owners(); },
+          "The owner rank of each ghost, in declaration order (given or found).")
+      .def_property_readonly(
+          "sends", [](const py_unstructured& p) { return index_lists(p.get().sends()); },
+          "(peer, owned local indices sent) per peer, by increasing rank.")
+      .def_property_readonly(
+          "recvs", [](const py_unstructured& p) { return index_lists(p.get().recvs()); },
+          "(peer, ghost local indices received) per peer, by increasing rank.")
       .def("make_field", &py_unstructured::make_field, py::arg("dtype") = "float64",
            py::arg("components") = 1, py::kw_only(), py::arg("layout") = "entity_major",
            py::arg("device") = false, py::arg("name") = py::none(), R"doc(

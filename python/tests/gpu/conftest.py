@@ -21,7 +21,9 @@ GPUS = halox.device_count()
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if GPUS == 0 and exitstatus in (0, 5):
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    passed = len(reporter.stats.get("passed", [])) if reporter else 0
+    if GPUS == 0 and passed == 0 and exitstatus in (0, 5):
         session.exitstatus = 77  # every test skipped: no GPU here
 
 
@@ -30,7 +32,8 @@ def pytest_collection_modifyitems(config, items):
         why = ("halox built without CUDA" if not halox.cuda_enabled() else
                "no usable CUDA device")
         for item in items:
-            item.add_marker(pytest.mark.skip(reason=why))
+            if str(item.fspath).startswith(HERE):
+                item.add_marker(pytest.mark.skip(reason=why))
 
 
 @pytest.fixture(scope="session")
