@@ -162,7 +162,9 @@ def _spec(f, rules=None):
     return (f, None, None, None, None, None, rules, None)
 
 
-def _structured(domain, args, what):
+def _structured(args, what):
+    """(stencils, field specs) of make_exchange's arguments after the domain; raises TypeError
+    where they are neither (stencil, *fields) nor halos."""
     if args and isinstance(args[0], Stencil):
         st = args[0]
         fields = args[1:]
@@ -171,8 +173,15 @@ def _structured(domain, args, what):
         return ([h.stencil for h in args],
                 [_spec(h.field, None if h.boundary is None else list(h.boundary.rules))
                  for h in args])
-    raise TypeError(f"halox.{what}(domain, stencil, *fields) or (domain, *halos): got "
-                    f"{[type(a).__name__ for a in args]}")
+    raise TypeError(f"halox.{what}(domain, stencil, *fields) or (domain, *halos), not "
+                    f"({', '.join(type(a).__name__ for a in args)})")
+
+
+def _check_domain(domain, what):
+    # Without a domain there is no communicator to agree on: a local TypeError.
+    if not isinstance(domain, (Domain, Unstructured)):
+        raise TypeError(f"halox.{what}: the first argument is a Cartesian, BoxList or "
+                        f"Unstructured, not {type(domain).__name__}")
 
 
 def make_exchange(domain, *args, **options):
@@ -186,12 +195,13 @@ def make_exchange(domain, *args, **options):
     ``host_shared_memory=False``, ``node_size=2``, ...); the ``HALOX_*`` environment variables
     override them. Raises :class:`Error` on every rank when any rank's input is wrong.
     """
+    _check_domain(domain, "make_exchange")
     if isinstance(domain, Unstructured):
         return domain._build([_spec(f) for f in args], None, options)
-    if not isinstance(domain, Domain):
-        raise TypeError(f"halox.make_exchange: the first argument is a Cartesian, BoxList or "
-                        f"Unstructured, not {type(domain).__name__}")
-    stencils, specs = _structured(domain, args, "make_exchange")
+    try:
+        stencils, specs = _structured(args, "make_exchange")
+    except TypeError as e:  # raised on every rank, by the collective builder
+        return domain._build([], [], None, options, str(e))
     return domain._build(stencils, specs, None, options)
 
 
@@ -203,12 +213,16 @@ def make_reverse_exchange(domain, *args, **options):
     (``"sum"``, ``"min"``, ``"max"``, ``"replace"`` or a :class:`Reduction`), in a fixed order:
     deterministic for a fixed decomposition. Halo cells are left as they are.
     """
+    _check_domain(domain, "make_reverse_exchange")
     if isinstance(domain, Unstructured):
         if not args:
-            raise TypeError("halox.make_reverse_exchange(pattern, op, *fields)")
+            return domain._build([], None, options,
+                                 "halox.make_reverse_exchange(pattern, op, *fields): no op")
         return domain._build([_spec(f) for f in args[1:]], args[0], options)
     if len(args) < 2 or not isinstance(args[0], Stencil):
-        raise TypeError("halox.make_reverse_exchange(domain, stencil, op, *fields)")
+        return domain._build([], [], None, options,
+                             "halox.make_reverse_exchange(domain, stencil, op, *fields), not "
+                             f"({', '.join(type(a).__name__ for a in args)})")
     st, op, fields = args[0], args[1], args[2:]
     return domain._build([st] * len(fields), [_spec(f) for f in fields], op, options)
 

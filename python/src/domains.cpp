@@ -80,10 +80,14 @@ void bind_domains(py::module_& m) {
           "This rank's owned boxes (global indices), in block order.")
       .def(
           "boxes_of", [](const py_domain& d, int r) { return d.ops->boxes_of(r); }, py::arg("rank"))
-      .def("_build", [](const py_domain& d, const py::list& stencils, const py::list& fields,
-                        py::handle reverse_op, const py::dict& options) {
-        return d.ops->build(stencils, fields, reverse_op, options);
-      });
+      .def(
+          "_build",
+          [](const py_domain& d, const py::list& stencils, const py::list& fields,
+             py::handle reverse_op, const py::dict& options, py::handle error) {
+            return d.ops->build(stencils, fields, reverse_op, options, error);
+          },
+          py::arg("stencils"), py::arg("fields"), py::arg("reverse_op"), py::arg("options"),
+          py::arg("error") = py::none());
 
   py::class_<py_cartesian, py_domain>(m, "Cartesian", R"doc(
 The global box [0, extents[0]) x ... split into one block per rank over a Cartesian process

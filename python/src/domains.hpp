@@ -39,8 +39,10 @@ class domain_ops {
   virtual py_blocks make_field(const field_args& a) const = 0;
   /// An Exchange over `fields` (normalised field tuples, see halox/__init__.py), field k with
   /// stencil `stencils[k]`; reverse with `reverse_op` where it is not None. Collective.
+  /// `error` (not None): what the Python layer could not read in the arguments, raised on
+  /// every rank.
   virtual py::object build(const py::list& stencils, const py::list& fields, py::handle reverse_op,
-                           const py::dict& options) const = 0;
+                           const py::dict& options, py::handle error) const = 0;
   // Cartesian only.
   virtual std::vector<int> grid() const = 0;
   virtual std::vector<int> coords(int rank) const = 0;

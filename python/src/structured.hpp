@@ -216,7 +216,7 @@ class structured_ops final : public domain_ops {
   }
 
   py::object build(const py::list& stencils, const py::list& fields, py::handle reverse_op,
-                   const py::dict& options) const override {
+                   const py::dict& options, py::handle error) const override {
     const int me = dom_.rank();
     const std::size_t n = fields.size();
     std::vector<stencil<D>> sts;
@@ -228,10 +228,14 @@ class structured_ops final : public domain_ops {
     std::vector<const detail::field_state<D>*> states;
     std::vector<const stencil<D>*> stp;
     collective(dom_.comm(), [&] {
+      if (!error.is_none()) fail_on(me, "{}", error.cast<std::string>());
       opts = detail::with_environment(options_from(options, me));
       if (!reverse_op.is_none()) op = reduction_from(reverse_op, me);
       if (n == 0) fail_on(me, "make_exchange needs at least one field");
       for (std::size_t k = 0; k < n; ++k) {
+        if (!py::isinstance<py_stencil>(stencils[k]))
+          fail_on(me, "the stencil of field #{} is {}, not a halox.Stencil", k,
+                  py::repr(stencils[k]).cast<std::string>());
         const auto& s = stencils[k].cast<const py_stencil&>();
         if (s.dim() != D)
           fail_on(me, "the stencil of field #{} is {}-D, the domain {}-D", k, s.dim(), D);

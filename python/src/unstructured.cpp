@@ -109,7 +109,8 @@ class py_unstructured {
     return out;
   }
 
-  py::object build(const py::list& fields, py::handle reverse_op, const py::dict& options) const {
+  py::object build(const py::list& fields, py::handle reverse_op, const py::dict& options,
+                   py::handle error) const {
     const unstructured& pat = *p_;
     const int me = pat.rank();
     const std::size_t n = fields.size();
@@ -118,6 +119,7 @@ class py_unstructured {
     exchange_options opts;
     std::optional<reduction> op;
     collective(pat.comm(), [&] {
+      if (!error.is_none()) fail_on(me, "{}", error.cast<std::string>());
       opts = detail::with_environment(options_from(options, me));
       if (!reverse_op.is_none()) op = reduction_from(reverse_op, me);
       if (n == 0) fail_on(me, "make_exchange needs at least one field");
@@ -324,7 +326,8 @@ on every rank.)doc")
 A field halox allocates (zeroed) over the ``local_count`` entities: a NumPy array (host) or a
 DeviceArray (``device=True``) of shape (local_count,) or (local_count, components); ``layout``
 'entity_major' ([entity][component]) or 'component_major' ([component][entity]). Collective.)doc")
-      .def("_build", &py_unstructured::build)
+      .def("_build", &py_unstructured::build, py::arg("fields"), py::arg("reverse_op"),
+           py::arg("options"), py::arg("error") = py::none())
       .def("__repr__", [](const py_unstructured& p) {
         return detail::format("<halox.Unstructured {} owned + {} ghosts on rank {} of {}>",
                               p.get().owned_count(), p.get().ghost_count(), p.get().rank(),

@@ -93,6 +93,16 @@ CASES = {
     "an unknown reduction": (
         lambda dom, st, u, comm: lambda: halox.make_reverse_exchange(dom, st, "mean", u),
         None, "reduction 'mean'"),
+    "arguments in another order on one rank": (
+        lambda dom, st, u, comm: lambda: halox.make_exchange(
+            dom, *((u, st) if comm.rank == last_rank(comm) else (st, u))),
+        "last", "(domain, stencil, *fields) or (domain, *halos)"),
+    "a halo whose stencil is not one": (
+        lambda dom, st, u, comm: lambda: halox.make_exchange(dom, halox.halo((1, 1), u)),
+        None, "is (1, 1), not a halox.Stencil"),
+    "a reverse exchange without its op": (
+        lambda dom, st, u, comm: lambda: halox.make_reverse_exchange(dom, st),
+        None, "make_reverse_exchange(domain, stencil, op, *fields)"),
     "a component count that disagrees": (
         lambda dom, st, u, comm: lambda: halox.make_exchange(dom, st, halox.field(u, components=3)),
         None, "components=3 was given but the array holds 1"),
