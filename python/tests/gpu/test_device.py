@@ -6,7 +6,6 @@ the same exchange of host fields holding the same data (the host paths are check
 serial references in the CPU suites)."""
 
 import ctypes
-import struct
 
 import pytest
 
