@@ -13,7 +13,8 @@ namespace halox {
 /// How the packed messages of device fields reach their peers.
 enum class staging {
   automatic,    ///< CUDA IPC to node-local GPUs that reach each other; otherwise gpu_aware when
-                ///< the MPI library reports CUDA support, else host_staged
+                ///< the MPI library reports CUDA support, else NCCL where halox has it and
+                ///< every rank can use it, else host_staged (docs/multi-node.md)
   gpu_aware,    ///< message buffers in device memory, handed to MPI as they are
   host_staged,  ///< message buffers in pinned host memory the pack kernel writes (mapped);
                 ///< device fields only: messages over `staging_chunk_bytes` are copied
