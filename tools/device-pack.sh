@@ -10,7 +10,9 @@ dest=${2:-build-dev}
 root=$(git rev-parse --show-toplevel)
 cd "$root"
 rm -rf "$dest"
-rsync -a --exclude '*.o' --exclude '*.a' --exclude 'CMakeFiles/' --exclude '*.d' "$src/" "$dest/"
+cp -a "$src" "$dest"
+find "$dest" \( -name '*.o' -o -name '*.a' -o -name '*.d' \) -type f -delete
+find "$dest" -name CMakeFiles -type d -prune -exec rm -rf {} +
 find "$dest" -type f -executable -size +100k -exec strip --strip-unneeded {} + 2>/dev/null || true
 # Test programs no GPU test runs (the CPU suite) stay behind: the device tool carries 64 MiB.
 keep=$(ctest --test-dir "$src" -L 'gpu|nccl' --show-only=json-v1 |
