@@ -253,7 +253,8 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
       all_ok = all_ok && ok;
       const int iters = bytes >= (std::size_t(8) << 20) ? 100 : 500;
       const auto [median, best] = time_it(world, o.warmup, iters, [&] { ex.exchange(); });
-      const double loop_us = scheduled_loop_us(world, scheduled(ex), iters);
+      double host_us = 0;
+      const double loop_us = scheduled_loop_us(world, scheduled(ex), iters, &host_us);
       // --graph: the same exchange captured once and replayed, where its path allows it.
       const bool capturable = ex.describe().find("CUDA graphs: capturable") != std::string::npos;
       const double graph_us =
@@ -279,10 +280,10 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
             "{\"impl\":\"halox\",\"staging\":\"%s\",\"chunk_bytes\":%zu,\"path\":\"%s\","
             "\"case\":\"sweep %zu KiB\",\"ranks\":2,"
             "\"message_bytes\":%zu,\"bytes\":%zu,\"grid\":\"2x1x1\",\"iters\":%d,"
-            "\"median_us\":%.2f,\"min_us\":%.2f,\"loop_us\":%.2f,\"GBps\":%.1f,"
-            "\"loop_GBps\":%.1f,\"peer_copy_GBps\":%.1f,\"verified\":%s%s%s}\n",
+            "\"median_us\":%.2f,\"min_us\":%.2f,\"loop_us\":%.2f,\"loop_host_us\":%.2f,"
+            "\"GBps\":%.1f,\"loop_GBps\":%.1f,\"peer_copy_GBps\":%.1f,\"verified\":%s%s%s}\n",
             policy, chunk, path.c_str(), bytes >> 10, bytes, s.halo_bytes(), iters, median, best,
-            loop_us, double(bytes) / median / 1e3, double(bytes) / loop_us / 1e3, ceiling,
+            loop_us, host_us, double(bytes) / median / 1e3, double(bytes) / loop_us / 1e3, ceiling,
             ok ? "true" : "false", ratio.c_str(), graph_row.c_str());
       std::fflush(stdout);
     }

@@ -44,7 +44,7 @@ inline bool distinct_gpus(const mpi::communicator& world) {
 }
 
 struct raw_row {
-  double median_us = 0, loop_us = 0;
+  double median_us = 0, loop_us = 0, loop_host_us = 0;
 };
 
 #ifdef HALOX_BENCH_NCCL
@@ -88,7 +88,7 @@ class raw_nccl {
                     round(stream_);
                     cuda_check(cudaStreamSynchronize(stream_));
                   }).first;
-    r.loop_us = scheduled_loop_us(world_, round, iters);
+    r.loop_us = scheduled_loop_us(world_, round, iters, &r.loop_host_us);
     cuda_check(cudaFree(send));
     cuda_check(cudaFree(recv));
     return r;
@@ -166,9 +166,10 @@ inline void print_raw_rows(const mpi::communicator& world, std::size_t bytes, in
     if (world.rank() == 0)
       std::printf(
           "{\"impl\":\"raw_nccl\",\"case\":\"sweep %zu KiB\",\"ranks\":2,\"message_bytes\":%zu,"
-          "\"iters\":%d,\"median_us\":%.2f,\"loop_us\":%.2f,\"GBps\":%.1f,\"loop_GBps\":%.1f}\n",
-          kib, bytes, iters, r.median_us, r.loop_us, double(bytes) / r.median_us / 1e3,
-          double(bytes) / r.loop_us / 1e3);
+          "\"iters\":%d,\"median_us\":%.2f,\"loop_us\":%.2f,\"loop_host_us\":%.2f,"
+          "\"GBps\":%.1f,\"loop_GBps\":%.1f}\n",
+          kib, bytes, iters, r.median_us, r.loop_us, r.loop_host_us,
+          double(bytes) / r.median_us / 1e3, double(bytes) / r.loop_us / 1e3);
   }
 #endif
   const double mpi_us = mpi_pinned_us(world, bytes, 3, iters);

@@ -33,9 +33,12 @@ inline std::pair<double, double> time_it(const mpi::communicator& comm, int warm
 
 #ifdef HALOX_BENCH_CUDA
 // Per-iteration time of `iters` calls of `launch` on `st` after 10 untimed ones: no host
-// synchronisation inside the loop; CUDA events; the slowest rank's.
+// synchronisation inside the loop; CUDA events; the slowest rank's. `host_us`, if given: the
+// host's time per call of `launch` in the same loop (the slowest rank's): where it is close to
+// the result, the host's calls are the bound, not the GPU.
 inline double stream_loop_us(const mpi::communicator& world, cudaStream_t st,
-                             const std::function<void(cudaStream_t)>& launch, int iters) {
+                             const std::function<void(cudaStream_t)>& launch, int iters,
+                             double* host_us = nullptr) {
   cudaEvent_t t0, t1;
   cuda_check(cudaEventCreate(&t0));
   cuda_check(cudaEventCreate(&t1));
@@ -43,13 +46,16 @@ inline double stream_loop_us(const mpi::communicator& world, cudaStream_t st,
   cuda_check(cudaStreamSynchronize(st));
   world.barrier();
   cuda_check(cudaEventRecord(t0, st));
+  const double h0 = MPI_Wtime();
   for (int k = 0; k < iters; ++k) launch(st);
+  const double host = (MPI_Wtime() - h0) * 1e6 / iters;
   cuda_check(cudaEventRecord(t1, st));
   cuda_check(cudaEventSynchronize(t1));
   float ms = 0;
   cuda_check(cudaEventElapsedTime(&ms, t0, t1));
   cuda_check(cudaEventDestroy(t0));
   cuda_check(cudaEventDestroy(t1));
+  if (host_us != nullptr) *host_us = mpi::all_reduce(world, host, mpi::maximum<double>());
   return mpi::all_reduce(world, double(ms) * 1e3 / iters, mpi::maximum<double>());
 }
 
@@ -57,10 +63,11 @@ inline double stream_loop_us(const mpi::communicator& world, cudaStream_t st,
 // then schedule_wait on the stream) as a solver's time steps run them: no host synchronisation
 // inside the loop; CUDA events; the slowest rank's.
 inline double scheduled_loop_us(const mpi::communicator& world,
-                                const std::function<void(cudaStream_t)>& enqueue, int iters) {
+                                const std::function<void(cudaStream_t)>& enqueue, int iters,
+                                double* host_us = nullptr) {
   cudaStream_t st;
   cuda_check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  const double us = stream_loop_us(world, st, enqueue, iters);
+  const double us = stream_loop_us(world, st, enqueue, iters, host_us);
   cuda_check(cudaStreamDestroy(st));
   return us;
 }

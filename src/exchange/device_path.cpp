@@ -33,7 +33,7 @@ class device_path : public exchange_path {
     if (c_.unpack_pending) gpu.synchronize(me);  // the last unpack read the receive buffer
     c_.unpack_pending = false;
     c_.channels.start_recvs();
-    if (after) gpu.wait_for(after, me);
+    gpu.enter(after, me);
     gpu.launch_pack(me);  // device fields of every message, and their local copies
     if (c_.pipe) {
       c_.pipe->start(gpu.stream());
@@ -115,9 +115,9 @@ class device_nccl_path final : public exchange_path {
 
   void start(stream_t after) override {
     const int me = c_.rank();
-    if (after) c_.gpu->wait_for(after, me);
+    c_.gpu->enter(after, me);
     c_.gpu->launch_pack(me);
-    c_.nccl->enqueue(c_.gpu->stream());
+    c_.nccl->enqueue(c_.gpu->stream(), c_.gpu->capture());
     c_.unpack_pending = false;  // stream order guards the buffers
     c_.begin_exchange();
   }

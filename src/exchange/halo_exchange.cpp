@@ -61,7 +61,7 @@ struct exchange_state {
             core.rank());
     // Under CUDA graph capture: refused before anything is enqueued, so the capture stays
     // intact (the user ends it and sees halox's error).
-    if (after != nullptr && core.gpu != nullptr && capturing(after, core.rank())) {
+    if (after != nullptr && core.gpu != nullptr && core.gpu->probe(after, core.rank())) {
       require(capturable,
               "rank {}: schedule_exchange() is being captured into a CUDA graph, but {}. CUDA "
               "graphs capture exchanges of local copies, CUDA IPC with device signals and NCCL "

@@ -37,7 +37,7 @@ class ipc_handshake_path final : public exchange_path {
     c_.unpack_pending = false;
     c_.channels.start_recvs();  // peers not reached through CUDA IPC
     c_.ipc->start();            // our IPC senders may now write into the next copy
-    if (after) c_.gpu->wait_for(after, me);
+    c_.gpu->enter(after, me);
     c_.begin_exchange();
     packed_ = false;
     if (c_.ipc->cleared(c_.generation, receivers_reply_)) pack_and_send();
@@ -94,7 +94,7 @@ class ipc_handshake_path final : public exchange_path {
     c_.ipc->signal_ready();
     for (std::size_t k = 0; k < c_.mpi_send_list.size(); ++k) c_.channels.start_send(k);
     // Staging nccl: the other peers' messages, on halox's stream before the unpack.
-    if (c_.nccl) c_.nccl->enqueue(c_.gpu->stream());
+    if (c_.nccl) c_.nccl->enqueue(c_.gpu->stream(), c_.gpu->capture());
     packed_ = true;
   }
 
@@ -118,7 +118,7 @@ class ipc_signalled_path final : public exchange_path {
   void start(stream_t after) override {
     const int me = c_.rank();
     // Buffer reuse is guarded on the GPU (consumed flags): the host waits for nothing.
-    if (after) c_.gpu->wait_for(after, me);
+    c_.gpu->enter(after, me);
     c_.gpu->launch_pack(me, c_.generation);
     c_.unpack_pending = false;  // flags in GPU memory guard the buffers
     c_.begin_exchange();

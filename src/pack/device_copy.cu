@@ -129,7 +129,9 @@ struct device_copier::impl {
   gpu::stream stream = gpu::stream::greatest_priority(cudaStreamDefault);
   gpu::event done, incoming;
   table pack, unpack;
-  signal_set pack_signals, unpack_signals;
+  // unpack_counting: graph mode's unpack, whose last block also stores the exchange's number
+  // as the count (no kernel of its own).
+  signal_set pack_signals, unpack_signals, unpack_counting;
   bool signals = false;
   // Graph mode (count_on_device): the number of the last completed exchange, in device memory.
   gpu::device_array<unsigned long long> generation;
@@ -145,6 +147,11 @@ struct device_copier::impl {
   std::vector<table> unpack_steps_alt;
   std::pair<int, int> caps{1, 1};  // one wave of the plain kernel, of the general one
   bool ordered = false;
+  // The capture this exchange is enqueued into (enter()), and probe()'s answer for the enter()
+  // that follows it.
+  unsigned long long capture = 0;
+  cudaStream_t probed = nullptr;
+  unsigned long long probed_capture = 0;
   cudaStream_t s() const { return stream.get(); }
   bool odd(std::uint64_t exchange) const { return alternate && exchange % 2 == 1; }
   // The unpack of one exchange: one fused launch, or one launch per step (ordered).
@@ -265,6 +272,9 @@ void device_copier::use_signals(const device_signals& s) {
   p_->generation = gpu::device_array<unsigned long long>(1, "exchange counter", -1);
   check(cudaMemset(p_->generation.get(), 0, sizeof(unsigned long long)),
         "cudaMemset(exchange counter)", -1);
+  // Made now: count_on_device() comes under capture, where nothing may be allocated.
+  p_->unpack_counting = signal_set(
+      {}, s.unpack_wait, {reinterpret_cast<std::uint64_t*>(p_->generation.get())}, -1);
   p_->batch = stream_mem_ops();
   if (!p_->batch) return;
   // Gate of a large pack: announce the start in the senders' memory, then wait for the
@@ -299,7 +309,7 @@ void device_copier::launch_pack(int rank, std::uint64_t exchange) {
     p_->beside_pending = true;
   }
   if (p_->local_on) {  // the last local copies ran on a user's stream: this launch follows them
-    if (p_->done_capture == gpu::capture_id(p_->s(), rank))
+    if (p_->done_capture == p_->capture)
       check(cudaStreamWaitEvent(p_->s(), p_->done.get(), 0), "cudaStreamWaitEvent", rank);
     p_->local_on = nullptr;
   }
@@ -330,19 +340,16 @@ void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
   const bool waited = ops && run_mem_ops(p_->batch, p_->s(), p_->wait_ops, exchange);
   if (ops && !waited) p_->wait_ops.clear();  // refused
   if (!waited) {
-    const signal_args sig =
-        p_->signals ? p_->unpack_signals.args(exchange, p_->counter()) : signal_args{};
+    // Graph mode: the exchange's last launch, whose last block makes its number the count.
+    const signal_set& set = p_->on_device ? p_->unpack_counting : p_->unpack_signals;
+    const signal_args sig = p_->signals ? set.args(exchange, p_->counter()) : signal_args{};
     (p_->odd(exchange) ? p_->unpack_alt : p_->unpack)
         .launch(p_->s(), rank, "unpack kernel launch", sig);
   }
   for (const auto& t : p_->odd(exchange) ? p_->unpack_steps_alt : p_->unpack_steps)
     t.launch(p_->s(), rank, "unpack step launch");
-  if (p_->on_device) {  // the exchange's last launch: its number becomes the device's count
-    launch_advance_generation(p_->s(), p_->generation.get(), exchange);
-    check(cudaGetLastError(), "exchange counter launch", rank);
-  }
   check(cudaEventRecord(p_->done.get(), p_->s()), "cudaEventRecord", rank);
-  p_->done_capture = gpu::capture_id(p_->s(), rank);
+  p_->done_capture = p_->capture;
 }
 void device_copier::count_on_device() {
   if (p_->signals) p_->on_device = true;
@@ -398,17 +405,25 @@ bool device_copier::ready(int rank) {
   check(rc, "cudaEventQuery (pack/unpack kernels)", rank);
   return true;
 }
-void device_copier::wait_for(void* user_stream, int rank) {
-  check(cudaEventRecord(p_->incoming.get(), static_cast<cudaStream_t>(user_stream)),
-        "cudaEventRecord(user stream)", rank);
+bool device_copier::probe(void* user_stream, int rank) {
+  p_->probed = static_cast<cudaStream_t>(user_stream);
+  p_->probed_capture = p_->probed != nullptr ? gpu::capture_id(p_->probed, rank) : 0;
+  return p_->probed_capture != 0;
+}
+void device_copier::enter(void* user_stream, int rank) {
+  const auto u = static_cast<cudaStream_t>(user_stream);
+  p_->capture = u == nullptr ? 0 : u == p_->probed ? p_->probed_capture : gpu::capture_id(u, rank);
+  p_->probed = nullptr;
+  if (u == nullptr) return;
+  check(cudaEventRecord(p_->incoming.get(), u), "cudaEventRecord(user stream)", rank);
   check(cudaStreamWaitEvent(p_->s(), p_->incoming.get(), 0), "cudaStreamWaitEvent", rank);
 }
-bool capturing(void* stream, int rank) {
-  return gpu::capture_id(static_cast<cudaStream_t>(stream), rank) != 0;
+unsigned long long device_copier::capture() const {
+  return p_->capture;
 }
 void device_copier::signal(void* user_stream, int rank) {
   check(cudaEventRecord(p_->done.get(), p_->s()), "cudaEventRecord", rank);
-  p_->done_capture = gpu::capture_id(p_->s(), rank);
+  p_->done_capture = p_->capture;
   check(cudaStreamWaitEvent(static_cast<cudaStream_t>(user_stream), p_->done.get(), 0),
         "cudaStreamWaitEvent(user stream)", rank);
 }

@@ -206,11 +206,6 @@ __device__ void post_signals(const signal_args& sig) {
   for (int k = 0; k < sig.n_post; ++k) store_release_sys(sig.post[k], g);
 }
 
-__global__ void advance_kernel(unsigned long long* generation, unsigned long long exchange) {
-  const unsigned long long next = *generation + 1;
-  *generation = next > exchange ? next : exchange;
-}
-
 // The pack's start announcement (into the senders' memory) and its wait on the receivers'
 // announcements, ahead of a large copy launch where stream memory operations are unavailable:
 // one block spins instead of a whole grid holding the SMs.
@@ -275,11 +270,6 @@ void launch_copy_kernel(bool plain, int grid, cudaStream_t s, const copy_descrip
 
 void launch_gate_kernel(cudaStream_t s, const signal_args& sig) {
   gate_kernel<<<1, 32, 0, s>>>(sig);
-}
-
-void launch_advance_generation(cudaStream_t s, unsigned long long* generation,
-                               unsigned long long exchange) {
-  advance_kernel<<<1, 1, 0, s>>>(generation, exchange);
 }
 
 namespace {

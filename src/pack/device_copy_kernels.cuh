@@ -16,7 +16,8 @@ namespace halox::detail {
 // completed exchange lives in device memory. The launch then numbers its exchange
 // max(*generation + 1, exchange) instead of `exchange`, so that a launch captured in a CUDA
 // graph gets a new number at every replay (its parameters are frozen), and the host's number,
-// stale after replays, never lowers it; advance_generation() stores the number at the end.
+// stale after replays, never lowers it; the unpack's last block stores the number at the end
+// (its post flags include the count).
 struct signal_args {
   unsigned long long* const* start = nullptr;
   const unsigned long long* const* wait = nullptr;
@@ -38,11 +39,6 @@ void launch_copy_kernel(bool plain, int grid, cudaStream_t s, const copy_descrip
 // Enqueues the gate on `s`: one block announces the start and waits for `sig`'s flags, ahead of
 // a large copy launch. The caller checks the launch.
 void launch_gate_kernel(cudaStream_t s, const signal_args& sig);
-
-// Enqueues the end of an exchange in graph mode: *generation = max(*generation + 1, exchange),
-// the number every launch of this exchange used (see signal_args). The caller checks it.
-void launch_advance_generation(cudaStream_t s, unsigned long long* generation,
-                               unsigned long long exchange);
 
 // Blocks of the copy kernel (the plain one, or the general one) that fit at once on a GPU of
 // `sms` multiprocessors: one wave.

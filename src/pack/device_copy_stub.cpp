@@ -21,9 +21,6 @@ void device_copier::count_on_device() {}
 bool device_copier::counts_on_device() const {
   return false;
 }
-bool capturing(void*, int) {
-  return false;
-}
 void device_copier::launch_pack(int, std::uint64_t) {}
 void device_copier::launch_unpack(int, std::uint64_t) {}
 void device_copier::launch_local(void*, int) {}
@@ -36,7 +33,13 @@ void* device_copier::stream() const {
 bool device_copier::ready(int) {
   return true;
 }
-void device_copier::wait_for(void*, int) {}
+bool device_copier::probe(void*, int) {
+  return false;
+}
+void device_copier::enter(void*, int) {}
+unsigned long long device_copier::capture() const {
+  return 0;
+}
 void device_copier::signal(void*, int) {}
 std::string device_copier::summary() const {
   return {};

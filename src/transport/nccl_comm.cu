@@ -180,14 +180,17 @@ std::shared_ptr<nccl_comm> nccl_comm::create(MPI_Comm comm, int rank, int size, 
 }
 
 void nccl_comm::enqueue_group(void* stream, const nccl_call* sends, std::size_t n_sends,
-                              const nccl_call* recvs, std::size_t n_recvs) {
+                              const nccl_call* recvs, std::size_t n_recvs,
+                              unsigned long long known_capture) {
   require_usable();
   if (n_sends == 0 && n_recvs == 0) return;
   const auto st = static_cast<cudaStream_t>(stream);
   // Inside a CUDA graph capture only an event of the same capture may be waited on: the groups
-  // enqueued before the capture are ordered by the graph's launch stream (docs/graphs.md).
-  const unsigned long long capture = gpu::capture_id(st, rank_);
-  if (recorded_ && last_capture_ == capture)
+  // enqueued before the capture are ordered by the graph's launch stream (docs/graphs.md). On
+  // the stream of the latest group, stream order chains them already.
+  const unsigned long long capture =
+      known_capture != unknown_capture ? known_capture : gpu::capture_id(st, rank_);
+  if (recorded_ && last_capture_ == capture && stream != last_stream_)
     gpu::check(cudaStreamWaitEvent(st, last_, 0), "cudaStreamWaitEvent(NCCL order)", rank_);
   nccl_check(ncclGroupStart(), "ncclGroupStart", rank_, -1, comm_);
   ncclResult_t rc = ncclSuccess;
@@ -209,6 +212,7 @@ void nccl_comm::enqueue_group(void* stream, const nccl_call* sends, std::size_t 
   gpu::check(cudaEventRecord(last_, st), "cudaEventRecord(NCCL order)", rank_);
   recorded_ = true;
   last_capture_ = capture;
+  last_stream_ = stream;
 }
 
 void nccl_comm::connect(const std::vector<int>& peers) {

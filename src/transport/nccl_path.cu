@@ -250,8 +250,8 @@ void nccl_path::connect() {
   comm_->connect(peers);
 }
 
-void nccl_path::enqueue(void* stream) {
-  comm_->enqueue_group(stream, sends_.data(), sends_.size(), recvs_.data(), recvs_.size());
+void nccl_path::enqueue(void* stream, unsigned long long capture) {
+  comm_->enqueue_group(stream, sends_.data(), sends_.size(), recvs_.data(), recvs_.size(), capture);
 }
 
 void nccl_path::check_async() {

@@ -23,7 +23,8 @@ std::shared_ptr<nccl_comm> nccl_comm::shared(MPI_Comm) {
 std::shared_ptr<nccl_comm> nccl_comm::create(MPI_Comm, int, int, int) {
   no_nccl();
 }
-void nccl_comm::enqueue_group(void*, const nccl_call*, std::size_t, const nccl_call*, std::size_t) {
+void nccl_comm::enqueue_group(void*, const nccl_call*, std::size_t, const nccl_call*, std::size_t,
+                              unsigned long long) {
   no_nccl();
 }
 void nccl_comm::connect(const std::vector<int>&) {
@@ -47,7 +48,7 @@ nccl_path::nccl_path(std::shared_ptr<nccl_comm>, const std::vector<message>&,
                      const std::vector<message>&, const void*, std::size_t, void*, std::size_t) {
   no_nccl();
 }
-void nccl_path::enqueue(void*) {}
+void nccl_path::enqueue(void*, unsigned long long) {}
 void nccl_path::connect() {}
 bool nccl_path::send_direct(int) const {
   return false;

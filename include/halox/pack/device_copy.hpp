@@ -95,8 +95,15 @@ class device_copier {
   void* stream() const;
   /// True when everything enqueued has run. Never blocks.
   bool ready(int rank);
-  /// Makes halox's stream wait for the work already on `user_stream` (no host wait).
-  void wait_for(void* user_stream, int rank);
+  /// Whether `user_stream` is being captured into a CUDA graph now; the answer
+  /// is kept for the enter() that follows, so that one exchange asks CUDA once.
+  /// Throws halox::error where an earlier call invalidated its capture.
+  bool probe(void* user_stream, int rank);
+  /// Begins an exchange: halox's stream waits for the work already on `user_stream` (an event,
+  /// no host wait; nothing when it is null), and the exchange's capture is noted.
+  void enter(void* user_stream, int rank);
+  /// The capture this exchange is enqueued into (0: none), as enter() found it.
+  unsigned long long capture() const;
   /// Makes `user_stream` wait for the work enqueued so far (no host wait).
   void signal(void* user_stream, int rank);
   /// One line on the launches, for describe(): copies, tiles, and pairs of adjacent narrow
@@ -107,10 +114,6 @@ class device_copier {
   struct impl;
   std::unique_ptr<impl> p_;
 };
-
-/// Whether `stream` (a `cudaStream_t`) is being captured into a CUDA graph now. Throws
-/// halox::error where an earlier call invalidated its capture.
-bool capturing(void* stream, int rank);
 
 /// Pinned host memory mapped into the device address space: the pack kernel writes messages
 /// straight into it and MPI reads them from there. Zero-initialised, 64-byte aligned.

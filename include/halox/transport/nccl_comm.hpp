@@ -80,9 +80,12 @@ class nccl_comm {
   /// capture the chain holds within the capture only (CUDA allows no wait across a capture's
   /// boundary); the graph's launch stream orders it after earlier groups. A failed call still
   /// closes the group. Allocates nothing. Throws halox::error naming the call, the rank and
-  /// the peer.
+  /// the peer. `capture`: the id of the capture `stream` is in (0: none), where the caller
+  /// knows it (unknown_capture: asked of CUDA here).
+  static constexpr unsigned long long unknown_capture = ~0ull;
   void enqueue_group(void* stream, const nccl_call* sends, std::size_t n_sends,
-                     const nccl_call* recvs, std::size_t n_recvs);
+                     const nccl_call* recvs, std::size_t n_recvs,
+                     unsigned long long capture = unknown_capture);
 
   /// Connects NCCL to `peers` now (this rank's peers of one exchange or chain, either
   /// direction; itself and repeats ignored): 16 bytes each way in one group, waited for, so
@@ -116,6 +119,7 @@ class nccl_comm {
   MPI_Comm key_ = MPI_COMM_NULL;  // private duplicate: the registry compares users' with it
   ::CUevent_st* last_ = nullptr;  // recorded after the latest group of any user
   bool recorded_ = false;
+  void* last_stream_ = nullptr;  // the stream of the latest group (compared, never used)
   unsigned long long last_capture_ = 0;  // the CUDA graph capture `last_` was recorded in (0: none)
   bool counted_ = false;  // in the test hooks' counts (set once fully created)
   std::atomic<bool> aborted_{false};

@@ -55,8 +55,8 @@ class nccl_path {
   /// Enqueues this rank's sends and receives on `stream` (a `cudaStream_t` of the
   /// communicator's GPU) as one group (nccl_comm::enqueue_group): the data has moved once the
   /// stream reaches that point. Throws halox::error naming the NCCL call, its error, the rank and
-  /// the peer.
-  void enqueue(void* stream);
+  /// the peer. `capture`: as nccl_comm::enqueue_group's.
+  void enqueue(void* stream, unsigned long long capture = nccl_comm::unknown_capture);
   /// Connects NCCL to every peer of this path now (nccl_comm::connect): pairwise collective,
   /// called at set-up by every rank with a path, in the same order.
   void connect();
