@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -166,11 +167,15 @@ struct device_copier::impl {
     for (const auto& g : scatter)
       steps.emplace_back(std::vector<copy_op>{}, std::vector{g}, scatter_kind, -1, caps);
   }
-  // run_local_beside(): the local copies, their stream (forked from halox's at every pack and
-  // joined before the unpack) and the events that fork and join it.
+  // run_local_beside(): the local copies, and (made then, for the exchanges that have them)
+  // their stream, forked from halox's at every pack and joined before the unpack, with the
+  // events that fork and join it.
+  struct lane {
+    gpu::stream stream{cudaStreamNonBlocking};
+    gpu::event fork, join;
+  };
   table beside;
-  gpu::stream beside_stream{cudaStreamNonBlocking};
-  gpu::event fork, join;
+  std::optional<lane> side;
   bool beside_pending = false;
   cudaStream_t local_on = nullptr;  // the user's stream of the last launch_local() (compared,
                                     // never used: it may be destroyed since)
@@ -207,7 +212,7 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
 device_copier::~device_copier() {
   if (!p_) return;
   (void)cudaStreamSynchronize(p_->s());
-  (void)cudaStreamSynchronize(p_->beside_stream.get());
+  if (p_->side) (void)cudaStreamSynchronize(p_->side->stream.get());
   // launch_local's copies, on a user stream; `done` last recorded inside a CUDA graph capture
   // cannot be waited on (the graph's replays are the user's to complete).
   if (p_->done_capture == 0) (void)cudaEventSynchronize(p_->done.get());
@@ -298,14 +303,16 @@ void device_copier::run_local_beside(const std::vector<copy_op>& local) {
     fail("local copies beside the pack requested with signals or ordered unpacking (internal "
          "error)");
   p_->beside = table(local, {}, gather_kind, -1, p_->caps);
+  if (p_->beside.n > 0) p_->side.emplace();
 }
 void device_copier::launch_pack(int rank, std::uint64_t exchange) {
-  if (p_->beside.n > 0) {
-    check(cudaEventRecord(p_->fork.get(), p_->s()), "cudaEventRecord(fork)", rank);
-    check(cudaStreamWaitEvent(p_->beside_stream.get(), p_->fork.get(), 0),
-          "cudaStreamWaitEvent(fork)", rank);
-    p_->beside.launch(p_->beside_stream.get(), rank, "local copy launch");
-    check(cudaEventRecord(p_->join.get(), p_->beside_stream.get()), "cudaEventRecord(join)", rank);
+  if (p_->side) {
+    auto& side = *p_->side;
+    check(cudaEventRecord(side.fork.get(), p_->s()), "cudaEventRecord(fork)", rank);
+    check(cudaStreamWaitEvent(side.stream.get(), side.fork.get(), 0), "cudaStreamWaitEvent(fork)",
+          rank);
+    p_->beside.launch(side.stream.get(), rank, "local copy launch");
+    check(cudaEventRecord(side.join.get(), side.stream.get()), "cudaEventRecord(join)", rank);
     p_->beside_pending = true;
   }
   if (p_->local_on) {  // the last local copies ran on a user's stream: this launch follows them
@@ -333,7 +340,8 @@ void device_copier::launch_pack(int rank, std::uint64_t exchange) {
 }
 void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
   if (p_->beside_pending) {
-    check(cudaStreamWaitEvent(p_->s(), p_->join.get(), 0), "cudaStreamWaitEvent(join)", rank);
+    check(cudaStreamWaitEvent(p_->s(), p_->side->join.get(), 0), "cudaStreamWaitEvent(join)",
+          rank);
     p_->beside_pending = false;
   }
   const bool ops = p_->batch && !p_->wait_ops.empty() && !p_->on_device;
