@@ -224,18 +224,165 @@ TEST_CASE("errors: element types or options that differ across ranks, collective
                     Catch::Contains("max_elements"));
 }
 
+namespace {
+const std::string round_call = "a round (exchange, start or schedule_exchange)";
+
+// The error of a rank whose `side` neighbour `nb` made call `theirs`, this rank `mine`.
+std::string calls_differ(int me, const std::string& mine, const char* side, int nb,
+                         const std::string& theirs) {
+  return fmt::format(
+      "halox: rank {}: chain calls differ: this rank called {}, but its {} neighbour (rank {}) "
+      "called {}; every rank must make the same chain calls in the same order (gathers with the "
+      "same w)",
+      me, mine, side, nb, theirs);
+}
+
+// This rank's halox::error message from `f()`, empty when it does not throw.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const halox::error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// After a failed call the chain works on: no message of it was left behind.
+void check_round_works(halox::chain<i64>& ch, int me) {
+  const auto res = ch.exchange(payload(me, 5, 0), payload(me, 5, 1));
+  if (ch.left() >= 0) CHECK(as_vector(*res.from_left()) == payload(ch.left(), 5, 1));
+  if (ch.right() >= 0) CHECK(as_vector(*res.from_right()) == payload(ch.right(), 5, 0));
+}
+}  // namespace
+
 TEST_CASE("errors: gather with different w across ranks; device chain without a usable GPU") {
   mpi::communicator world;
   const int me = world.rank();
   halox::chain<i64> ch(world);
   const std::vector<i64> mine(3, me);
-  if (world.size() > 1)
-    CHECK_THROWS_WITH(ch.gather_left(mine, me == 0 ? 4 : 5),
-                      Catch::Contains("every rank must pass the same w"));
+  // Ranks 0 and 1 meet in the first round and both throw. Rank 2 needs two elements of rank
+  // 0's slice, which rank 1 no longer passes on: it throws too. Ranks beyond have their five
+  // elements from ranks 1 and 2, which were passed on before.
+  if (world.size() > 1) {
+    std::span<const i64> got;
+    const std::string msg = error_of([&] { got = ch.gather_left(mine, me == 0 ? 4 : 5); });
+    if (me <= 1)
+      CHECK_THAT(msg, Catch::Contains(me == 0 ? "gather_left(w = 4), but its right neighbour "
+                                                "(rank 1) called gather_left(w = 5)"
+                                              : "gather_left(w = 5), but its left neighbour "
+                                                "(rank 0) called gather_left(w = 4)"));
+    else if (me == 2)
+      CHECK_THAT(msg, Catch::Contains("rank 2: gather_left: the left neighbour (rank 1) failed"));
+    else
+      CHECK(as_vector(got) == std::vector<i64>{me - 2, me - 2, me - 1, me - 1, me - 1});
+  }
   REQUIRE(ch.gather_left(mine, 2).size() == (me == 0 ? 0u : 2u));  // still usable
   if (halox::detail::device_count() == 0)
     CHECK_THROWS_AS(halox::chain<i64>(world, {.space = halox::device}), halox::error);
   if (!halox::detail::cuda_enabled())
     CHECK_THROWS_WITH(halox::chain<i64>(world, {.space = halox::device}),
                       Catch::Contains("built without CUDA"));
+}
+
+TEST_CASE("errors: exchange on one rank, gather_left on the others: a clear error, no hang") {
+  mpi::communicator world;
+  const int P = world.size(), me = world.rank();
+  if (P == 1) return;  // nothing to differ from
+  const bool periodic = GENERATE(false, true);
+  halox::chain<i64> ch(world, {.periodic = periodic});
+  std::vector<i64> mine(5);  // five elements each, as in issue 26
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = i64(me) * 100 + i64(i);
+  std::span<const i64> got;
+  const std::string msg = error_of([&] {
+    if (me == 0)
+      (void)ch.exchange(mine, mine);
+    else
+      got = ch.gather_left(mine, 2);
+  });
+  const std::string gather2 = "gather_left(w = 2)";
+  // CHECKs, so that every rank reaches the round below even where one fails.
+  if (me == 0 && periodic) {  // the left neighbour is named where both differ
+    CHECK(msg == calls_differ(0, round_call, "left", P - 1, gather2));
+  } else if (me == 0) {
+    CHECK(msg == calls_differ(0, round_call, "right", 1, gather2));
+  } else if (me == 1) {
+    CHECK(msg == calls_differ(1, gather2, "left", 0, round_call));
+  } else if (periodic && me == P - 1) {
+    CHECK(msg == calls_differ(me, gather2, "right", 0, round_call));
+  } else {
+    // Not next to rank 0: the context is the left neighbour's last two elements, in round 0.
+    CHECK(msg.empty());
+    CHECK(as_vector(got) == std::vector<i64>{i64(me - 1) * 100 + 3, i64(me - 1) * 100 + 4});
+  }
+  check_round_works(ch, me);
+}
+
+TEST_CASE("errors: every rank next to a rank making another call throws, and says which") {
+  mpi::communicator world;
+  const int P = world.size(), me = world.rank();
+  if (P == 1) return;
+  const bool periodic = GENERATE(false, true);
+  const int variant = GENERATE(0, 1, 2);
+  halox::chain<i64> ch(world, {.periodic = periodic});
+  const std::vector<i64> mine(4, me);
+  // Even ranks make one call, odd ranks another: every rank has a neighbour of the other kind.
+  const std::string names[3][2] = {{round_call, "gather_right(w = 3)"},
+                                   {"gather_left(w = 7)", "gather_right(w = 7)"},
+                                   {"gather_left(w = 0)", round_call}};
+  auto call_of = [&](int r) { return names[variant][r % 2]; };
+  const std::string msg = error_of([&] {
+    if (call_of(me) == round_call) {
+      auto h = ch.start(mine, mine);  // split phase: the error comes from wait()
+      (void)h.wait();
+    } else {
+      const bool left = call_of(me).rfind("gather_left", 0) == 0;
+      const std::size_t w = variant == 0 ? 3 : variant == 1 ? 7 : 0;
+      (void)(left ? ch.gather_left(mine, w) : ch.gather_right(mine, w));
+    }
+  });
+  // The left neighbour's call is named where it differs, the right one's otherwise.
+  const int l = ch.left(), r = ch.right();
+  const bool left_differs = l >= 0 && call_of(l) != call_of(me);
+  const int nb = left_differs ? l : r;
+  CAPTURE(periodic, variant);
+  CHECK(msg == calls_differ(me, call_of(me), left_differs ? "left" : "right", nb, call_of(nb)));
+  REQUIRE_FALSE(ch.in_flight());
+  check_round_works(ch, me);
+}
+
+TEST_CASE("errors: gathers with different w: the ranks between fail, those beyond complete") {
+  mpi::communicator world;
+  const int P = world.size(), me = world.rank();
+  if (P == 1) return;
+  // One element per rank; ranks below m gather 2, the others 3. Ranks m-1 and m meet in round
+  // 0. Rank m then has no context to pass on: m+1 fails in round 1, and m+2 in round 2 (through
+  // m+1). Rank m+3 has its three elements by then (m's own came through in round 0), and ranks
+  // below m-1 never need anything from the right.
+  const int m = P / 2;
+  halox::chain<i64> ch(world);
+  layout l;
+  l.offset.push_back(0);
+  for (int k = 0; k < P; ++k) {
+    l.n.push_back(1);
+    l.offset.push_back(l.offset.back() + 1);
+  }
+  const std::size_t w = me < m ? 2 : 3;
+  std::span<const i64> got;
+  const std::string msg = error_of([&] { got = ch.gather_left(l.slice(me), w); });
+  CAPTURE(m);
+  if (me == m - 1)
+    CHECK(msg == calls_differ(me, "gather_left(w = 2)", "right", m, "gather_left(w = 3)"));
+  else if (me == m)
+    CHECK(msg == calls_differ(me, "gather_left(w = 3)", "left", m - 1, "gather_left(w = 2)"));
+  else if (me == m + 1 || me == m + 2)
+    CHECK(msg == fmt::format("halox: rank {}: gather_left: the left neighbour (rank {}) failed "
+                             "and passed on none of the context this rank needs (round {} of "
+                             "the gather); see its error",
+                             me, me - 1, me - m));
+  else
+    CHECK(as_vector(got) == expected_context(l, me, w, false, true));
+  // Every pair finished its rounds: the chain goes on, rounds and gathers alike.
+  check_round_works(ch, me);
+  REQUIRE(as_vector(ch.gather_left(l.slice(me), 3)) == expected_context(l, me, 3, false, true));
 }

@@ -130,6 +130,44 @@ TEST_CASE(
   HXT_REQUIRE_OK(hxt::check(dom, good, halox::stencil<2>::box(2), {1, 0}));
 }
 
+TEST_CASE("make_exchange: a halo wrapping a periodic dimension too often, on every rank") {
+  mpi::communicator world;
+  const int me = world.rank();
+  // The case that used to build its plan for minutes: 1000000 cells of halo on a 4-cell ring.
+  halox::cartesian<2> dom(world, {4, 4}, halox::periodic{true, true});
+  halox::field_options named;
+  named.name = "u";
+  auto u = dom.make_field<double>(halox::stencil<2>::box(1), halox::host, named);
+  named.name = "v";
+  auto v = dom.make_field<float>(halox::stencil<2>::box(1), halox::host, named);
+  hxt::fill(dom, u, {0, 0});
+  hxt::fill(dom, v, {1, 0});
+  const auto su = hxt::snapshot(u);
+  const auto sv = hxt::snapshot(v);
+  const auto huge = halox::stencil<2>::star({1000000, 0}, {1000000, 0});
+  const std::string why =
+      "halo width 1000000 on the low side of dimension 0 is more than 16 times the periodic "
+      "global extent 4; a halo may wrap around a periodic dimension at most 16 times (here: "
+      "width at most 64)";
+  // Checked with the stencil, before the padding: every rank throws, quoting rank 0.
+  REQUIRE_HALOX_ERROR(halox::make_exchange(dom, huge, u, v), "rank 0: field #0 'u': " + why);
+  REQUIRE_THROWS_WITH(halox::make_exchange(dom, huge, u, v),
+                      Catch::StartsWith(fmt::format("halox: rank {}: ", me)));
+  REQUIRE_HALOX_ERROR(halox::make_reverse_exchange(dom, huge, halox::reduction::sum, u),
+                      "rank 0: field #0 'u': " + why);
+  // Per-field halos: the field whose own halo is too wide is named; one cell over the limit.
+  REQUIRE_HALOX_ERROR(
+      halox::make_exchange(dom, halox::halo(halox::stencil<2>::box(1), u),
+                           halox::halo(halox::stencil<2>::star({0, 0}, {0, 65}), v)),
+      "rank 0: field #1 'v': halo width 65 on the high side of dimension 1 is more than 16 "
+      "times the periodic global extent 4");
+  // make_plan alone is local work: it throws on the calling rank, with the same text.
+  REQUIRE_THROWS_WITH(halox::make_plan(dom, huge),
+                      Catch::Equals(fmt::format("halox: rank {}: {}", me, why)));
+  REQUIRE(hxt::snapshot(u) == su);
+  REQUIRE(hxt::snapshot(v) == sv);
+}
+
 TEST_CASE("make_exchange: an error on one rank only makes every rank throw") {
   mpi::communicator world;
   halox::cartesian<2> dom(world, {8, 6}, halox::periodic{true, true});

@@ -8,6 +8,7 @@
 
 #include <span>
 
+#include "centering_check.hpp"
 #include "check.hpp"
 #include "support.hpp"
 
@@ -346,6 +347,38 @@ TEST_CASE("halos wider than a neighbour's box") {
   REQUIRE_OK(exchange_once(dom2, halox::stencil<2>::box({4, 0}, {1, 5})));
   halox::cartesian<3> dom3(world, {2, 3, 2}, halox::periodic{true, false, true});
   REQUIRE_OK(exchange_once(dom3, halox::stencil<3>::box(2)));
+}
+
+TEST_CASE("halos up to max_periodic_wraps times a periodic extent wrap; wider ones are refused") {
+  mpi::communicator world;
+  static_assert(halox::max_periodic_wraps == 16);
+  halox::cartesian<2> dom(world, {4, 4}, halox::periodic{true, true});
+  // 64 = 16 x 4, the widest halo a 4-cell periodic dimension takes: 17 images per side.
+  REQUIRE_OK(exchange_once(dom, halox::stencil<2>::star({64, 0}, {64, 0})));
+  REQUIRE_OK(exchange_once(dom, halox::stencil<2>::star({5, 64}, {63, 9})));
+  REQUIRE_OK(exchange_once<int>(dom, halox::stencil<2>::box({64, 3}, {7, 13})));
+  // One more cell, or the width of the issue, is refused at once (make_plan: this rank).
+  REQUIRE_THROWS_WITH(halox::make_plan(dom, halox::stencil<2>::star({65, 0}, {0, 0})),
+                      Catch::Contains("halo width 65 on the low side of dimension 0") &&
+                          Catch::Contains("(here: width at most 64)"));
+  REQUIRE_THROWS_AS(halox::make_plan(dom, halox::stencil<2>::star({1000000, 0}, {1000000, 0})),
+                    halox::error);
+  // Along a non-periodic dimension a halo only clips, whatever its width.
+  halox::cartesian<2> open(world, {4, 4}, halox::periodic{false, true});
+  const auto plan = halox::make_plan(open, halox::stencil<2>::star({1000000, 0}, {1000000, 0}));
+  std::size_t pieces = plan.local.size();
+  for (const auto& p : plan.recvs) pieces += p.items.size();
+  REQUIRE(pieces <= 2 * std::size_t(world.size()));
+  REQUIRE_OK(exchange_once(halox::cartesian<1>(world, {8}, halox::periodic{false}),
+                           halox::stencil<1>::star(200)));
+  // Centred on faces along the periodic dimension: its points wrap as often as the cells.
+  halox::field_options faces;
+  faces.at = halox::centering::face(0);
+  auto f = dom.make_field<double>(halox::stencil<2>::star({64, 1}, {64, 1}), halox::host, faces);
+  hxt::fill_points(f, {2, 0});
+  auto ex = halox::make_exchange(dom, halox::stencil<2>::star({64, 1}, {64, 1}), f);
+  ex.exchange();
+  REQUIRE_OK(hxt::check_points(f, halox::stencil<2>::star({64, 1}, {64, 1}), {2, 0}));
 }
 
 TEST_CASE("2 ranks periodic: the same peer on both sides; 1 rank periodic: itself") {

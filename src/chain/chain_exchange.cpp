@@ -4,7 +4,6 @@
 #include "halox/chain/chain_exchange.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -17,6 +16,7 @@
 #include <cxxabi.h>
 #endif
 
+#include "chain_call.hpp"
 #include "halox/chain/chain_device.hpp"
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
@@ -32,8 +32,12 @@ namespace {
 // message to my left and the one to my right, both going to the same peer, never mix.
 constexpr int tag_size_rightward = 21, tag_size_leftward = 22;
 constexpr int tag_data_rightward = 23, tag_data_leftward = 24;
-// A size message carrying this instead of a count: the sender rejected its own payload.
+// A size message carrying this instead of a count: the sender rejected its own payload (or, in
+// a gather, has no context to pass on).
 constexpr std::uint64_t rejected = ~std::uint64_t(0);
+// A size message is two words: the count (or `rejected`) and the call (chain_call.hpp).
+constexpr int head_words = 2;
+constexpr std::size_t head_bytes = head_words * sizeof(std::uint64_t);
 // Data messages travel in pieces of at most 1 GiB (MPI counts are int); same tag, in order.
 constexpr std::size_t piece_bytes = std::size_t(1) << 30;
 constexpr const char* side_name[2] = {"left", "right"};
@@ -80,9 +84,14 @@ struct growing {
 struct chain_side {
   int peer = -1;  // -1: no neighbour on this side
   int send_size_tag = 0, send_data_tag = 0, recv_data_tag = 0;
-  std::uint64_t send_count = 0;  // elements (or `rejected`); MPI reads it until the round ends
-  std::uint64_t recv_count = 0;  // written by the size receive
+  bool active = false;           // takes part in this round (a gather skips finished pairs)
+  std::uint64_t send_count = 0;  // elements, or `rejected`
+  std::uint64_t send_head[head_words] = {0, 0};  // count and call; MPI reads it until the end
+  std::uint64_t recv_head[head_words] = {0, 0};  // written by the size receive
+  std::uint64_t recv_count = 0;                  // elements announced (0 after `rejected`)
   bool size_arrived = false;
+  bool mismatch = false;                 // the neighbour made another call
+  bool rejected_in = false;              // the neighbour announced `rejected`
   const std::byte* send_from = nullptr;  // host memory MPI sends from
   MPI_Request size_send = MPI_REQUEST_NULL;
   std::vector<MPI_Request> data_send, data_recv;
@@ -102,15 +111,17 @@ struct chain_state {
   // Staging nccl: the communicator shared over these ranks; declared before `gpu`, so that the
   // stream has drained before the last user lets it go.
   std::shared_ptr<nccl_comm> nccl;
-  growing sizes_host, sizes_dev;      // nccl: pinned and device [send left, send right, recv l, r]
+  growing sizes_host, sizes_dev;      // nccl: pinned and device heads [send l, send r, recv l, r]
   bool sizes_pending = false;         // nccl: this round's size group is enqueued, not yet read
   std::unique_ptr<chain_stream> gpu;  // device chains: staging copies on halox's stream
   bool delivery_enqueued = false;     // this round's host-to-device copies are enqueued
   bool delivery_pending = false;      // ... and may still be reading the pinned staging
   std::uint64_t generation = 0;
   bool in_flight = false;
-  std::string neighbor_error;  // a neighbour rejected its payload this round
-  growing context;             // gather: the collected elements
+  std::uint64_t current_call = 0;  // the call under way (chain_call.hpp), sent with every size
+  std::string round_error;         // a neighbour made another call or rejected its payload
+  bool round_mismatch = false;     // ... and it was another call (that message wins)
+  growing context;                 // gather: the collected elements
   std::size_t context_first = 0, context_count = 0;
 
   chain_state(const boost::mpi::communicator& c, const chain_options& o, std::size_t e,
@@ -209,11 +220,11 @@ struct chain_state {
               "communicator on one node share a GPU, which NCCL does not allow; run one rank per "
               "GPU or use staging auto",
               rank);
-      sizes_host.reserve(4 * sizeof(std::uint64_t), memory_space::host, true, rank);
-      sizes_dev.reserve(4 * sizeof(std::uint64_t), memory_space::device, false, rank);
+      sizes_host.reserve(4 * head_bytes, memory_space::host, true, rank);
+      sizes_dev.reserve(4 * head_bytes, memory_space::device, false, rank);
     });
     nccl = nccl_comm::shared(raw);  // collective; fails on every rank together
-    std::vector<int> peers;  // connected now, not in the first round
+    std::vector<int> peers;         // connected now, not in the first round
     for (const auto& d : side)
       if (d.peer >= 0) peers.push_back(d.peer);
     nccl->connect(peers);
@@ -255,54 +266,73 @@ struct chain_state {
     return {};
   }
 
+  // A round of the user's: exchange, start or schedule_exchange.
   void start(chain_bytes to_left, chain_bytes to_right, stream_t after) {
     require(!in_flight,
             "rank {}: chain round started while round {} is still in flight; wait() on its "
             "handle first",
             rank, generation);
+    current_call = encode_call(chain_op::round);
     const chain_bytes out[2] = {to_left, to_right};
     std::string bad = reject_reason(out[0], 0);
     if (bad.empty()) bad = reject_reason(out[1], 1);
+    const bool both[2] = {true, true}, marked[2] = {!bad.empty(), !bad.empty()};
+    post_round(out, both, marked, after);
+    if (bad.empty()) return;
+    // Nothing of the data goes out; the neighbours learn of it from the size and fail this
+    // round too instead of waiting. Complete the round so that the object stays usable. Another
+    // call on a neighbour is the error both sides report, so it wins over this rank's own.
+    try {
+      finish(true, nullptr);
+    } catch (const error& e) {
+      if (round_mismatch) bad = std::string(e.what()).substr(std::string("halox: ").size());
+    }
+    throw error(bad);
+  }
+
+  // Posts a round on the `active` sides: the sizes, each with the call, then (MPI) the data.
+  // A `marked` side announces `rejected` and sends no data.
+  void post_round(const chain_bytes* out, const bool* active, const bool* marked, stream_t after) {
     // The last delivery read the pinned staging (NCCL has none: its stream keeps the order).
     if (gpu && delivery_pending && !nccl) gpu->synchronize();
     delivery_pending = delivery_enqueued = false;
     ++generation;
     in_flight = true;
-    neighbor_error.clear();
-    if (nccl) {
-      post_sizes_nccl(out, bad, after);
-    } else {
-      post_sizes_mpi(out, bad);
-    }
-    if (!bad.empty()) {
-      // Nothing of the data goes out; the neighbours learn of it from the size and fail this
-      // round too instead of waiting. Complete the round so that the object stays usable.
-      try {
-        finish(true, nullptr);
-      } catch (const error&) {
-      }
-      throw error(bad);
-    }
-    if (nccl) return;  // the data group follows the sizes, in finish()
-    stage_sends(out, after);
-    for (int s = 0; s < 2; ++s) send_data(side[s]);
-  }
-
-  void post_sizes_mpi(const chain_bytes* out, const std::string& bad) {
+    round_error.clear();
+    round_mismatch = false;
     for (int s = 0; s < 2; ++s) {
       auto& d = side[s];
-      d.size_arrived = d.peer < 0;
+      d.active = d.peer >= 0 && active[s];
+      d.size_arrived = !d.active;
       d.recv_count = 0;
+      d.mismatch = d.rejected_in = false;
+      d.send_count = marked[s] ? rejected : out[s].count;
+      d.send_from = out[s].data;
+      d.send_head[0] = d.send_count;
+      d.send_head[1] = current_call;
       d.data_recv.clear();
       d.data_send.clear();
-      if (d.peer < 0) continue;
+    }
+    if (nccl) {
+      post_sizes_nccl(after);
+      return;  // the data group follows the sizes, in finish()
+    }
+    post_sizes_mpi();
+    stage_sends(after);
+    for (auto& d : side) send_data(d);
+  }
+
+  void post_sizes_mpi() {
+    for (int s = 0; s < 2; ++s) {
+      auto& d = side[s];
+      if (!d.active) continue;
       // Its size comes with the tag of the opposite direction: from my left neighbour, moving
       // rightwards.
       const int recv_tag = s == 0 ? tag_size_rightward : tag_size_leftward;
-      check(MPI_Irecv(&d.recv_count, 1, MPI_UINT64_T, d.peer, recv_tag, raw, &size_recv[s]),
+      check(MPI_Irecv(d.recv_head, head_words, MPI_UINT64_T, d.peer, recv_tag, raw, &size_recv[s]),
             "MPI_Irecv(size)", d.peer);
-      d.send_count = bad.empty() ? out[s].count : rejected;
-      check(MPI_Isend(&d.send_count, 1, MPI_UINT64_T, d.peer, d.send_size_tag, raw, &d.size_send),
+      check(MPI_Isend(d.send_head, head_words, MPI_UINT64_T, d.peer, d.send_size_tag, raw,
+                      &d.size_send),
             "MPI_Isend(size)", d.peer);
     }
   }
@@ -313,35 +343,28 @@ struct chain_state {
   // neighbour are the same rank (two ranks, periodic) or this rank itself (one rank).
   static constexpr int recv_order[2] = {1, 0};
 
-  std::uint64_t* sizes_at(std::size_t k) const {
-    return reinterpret_cast<std::uint64_t*>(sizes_host.get()) + k;
+  // Staging nccl: the heads in pinned memory, [send left, send right, recv left, recv right].
+  std::uint64_t* head_at(std::size_t k) const {
+    return reinterpret_cast<std::uint64_t*>(sizes_host.get()) + k * head_words;
   }
 
   // Staging nccl: the sizes go device to device as a group, after the work on `after`; their
   // copy back to pinned memory is read once the stream has passed it (finish_nccl).
-  void post_sizes_nccl(const chain_bytes* out, const std::string& bad, stream_t after) {
+  void post_sizes_nccl(stream_t after) {
     nccl_call sends[2], recvs[2];
     std::size_t ns = 0, nr = 0;
-    auto* dev = reinterpret_cast<std::uint64_t*>(sizes_dev.get());
+    auto* dev = reinterpret_cast<std::byte*>(sizes_dev.get());
     for (int s = 0; s < 2; ++s) {
-      auto& d = side[s];
-      d.size_arrived = d.peer < 0;
-      d.recv_count = 0;
-      d.send_count = bad.empty() ? out[s].count : rejected;
-      d.send_from = out[s].data;
-      *sizes_at(std::size_t(s)) = d.send_count;
-      if (d.peer >= 0)
-        sends[ns++] = {d.peer, reinterpret_cast<std::byte*>(dev + s), sizeof(std::uint64_t)};
+      std::memcpy(head_at(std::size_t(s)), side[s].send_head, head_bytes);
+      if (side[s].active) sends[ns++] = {side[s].peer, dev + s * head_bytes, head_bytes};
     }
     for (int s : recv_order)
-      if (side[s].peer >= 0)
-        recvs[nr++] = {side[s].peer, reinterpret_cast<std::byte*>(dev + 2 + s),
-                       sizeof(std::uint64_t)};
+      if (side[s].active) recvs[nr++] = {side[s].peer, dev + (2 + s) * head_bytes, head_bytes};
     if (after) gpu->wait_for(after);
     if (ns + nr == 0) return;
-    gpu->copy(dev, sizes_at(0), 2 * sizeof(std::uint64_t));
+    gpu->copy(dev, head_at(0), 2 * head_bytes);
     nccl->enqueue_group(gpu->get(), sends, ns, recvs, nr);
-    gpu->copy(sizes_at(2), dev + 2, 2 * sizeof(std::uint64_t));
+    gpu->copy(head_at(2), dev + 2 * head_bytes, 2 * head_bytes);
     gpu->record();
     sizes_pending = true;
   }
@@ -356,32 +379,38 @@ struct chain_state {
     return true;
   }
 
-  // Staging nccl: sizes read, then the data group (receiving straight into the device buffers),
-  // then completion: on the host, or by making `before` wait for the chain's stream.
-  bool finish_nccl(bool block, stream_t before) {
+  // Staging nccl, once the sizes are in: the data group, receiving straight into the device
+  // buffers. Pairs whose calls differ send nothing either way (both sides know).
+  void post_data_nccl() {
+    for (int s = 0; s < 2; ++s) {
+      if (!side[s].active) continue;
+      std::memcpy(side[s].recv_head, head_at(2 + std::size_t(s)), head_bytes);
+      on_size(s);
+    }
+    nccl_call sends[2], recvs[2];
+    std::size_t ns = 0, nr = 0;
+    for (int s = 0; s < 2; ++s) {
+      const auto& d = side[s];
+      if (d.active && !d.mismatch && d.send_count != rejected && d.send_count > 0)
+        sends[ns++] = {d.peer, const_cast<std::byte*>(d.send_from), d.send_count * elem};
+    }
+    for (int s : recv_order) {
+      const auto& d = side[s];
+      if (d.active && d.recv_count > 0)
+        recvs[nr++] = {d.peer, d.recv_dev.get(), d.recv_count * elem};
+    }
+    nccl->enqueue_group(gpu->get(), sends, ns, recvs, nr);
+    gpu->record();  // for the polls of test()
+    delivery_enqueued = delivery_pending = true;
+  }
+
+  // Staging nccl: sizes read, then the data group, then completion: on the host, or by making
+  // `before` wait for the chain's stream.
+  bool progress_nccl(bool block, stream_t before) {
     if (sizes_pending) {
       if (!settle(block)) return false;
       sizes_pending = false;
-      for (int s = 0; s < 2; ++s) {
-        if (side[s].peer < 0) continue;
-        side[s].recv_count = *sizes_at(2 + std::size_t(s));
-        on_size(s);
-      }
-      nccl_call sends[2], recvs[2];
-      std::size_t ns = 0, nr = 0;
-      for (int s = 0; s < 2; ++s) {
-        const auto& d = side[s];
-        if (d.peer >= 0 && d.send_count != rejected && d.send_count > 0)
-          sends[ns++] = {d.peer, const_cast<std::byte*>(d.send_from), d.send_count * elem};
-      }
-      for (int s : recv_order) {
-        const auto& d = side[s];
-        if (d.peer >= 0 && d.recv_count > 0)
-          recvs[nr++] = {d.peer, d.recv_dev.get(), d.recv_count * elem};
-      }
-      nccl->enqueue_group(gpu->get(), sends, ns, recvs, nr);
-      gpu->record();  // for the polls of test()
-      delivery_enqueued = delivery_pending = true;
+      post_data_nccl();
     }
     if (before) {
       gpu->signal(before);  // the user's stream waits; the host does not
@@ -391,22 +420,19 @@ struct chain_state {
     }
     nccl->check_async();
     in_flight = false;
-    if (!neighbor_error.empty()) throw error(neighbor_error);
     return true;
   }
 
   // Points each side's send at host memory: the user's span, or (device) its pinned copy.
-  void stage_sends(const chain_bytes* out, stream_t after) {
+  void stage_sends(stream_t after) {
     // Also orders this round's deliveries after the stream's reads of the last round's data.
     if (gpu && after) gpu->wait_for(after);
     bool copied = false;
-    for (int s = 0; s < 2; ++s) {
-      auto& d = side[s];
-      d.send_from = out[s].data;
-      if (!gpu || d.peer < 0 || out[s].count == 0) continue;
-      const std::size_t bytes = out[s].count * elem;
+    for (auto& d : side) {
+      if (!gpu || !d.active || d.send_count == rejected || d.send_count == 0) continue;
+      const std::size_t bytes = d.send_count * elem;
       d.send_stage.reserve(bytes, memory_space::host, true, rank);
-      gpu->copy(d.send_stage.get(), out[s].data, bytes);
+      gpu->copy(d.send_stage.get(), d.send_from, bytes);
       d.send_from = d.send_stage.get();
       copied = true;
     }
@@ -414,7 +440,7 @@ struct chain_state {
   }
 
   void send_data(chain_side& d) {
-    if (d.peer < 0 || d.send_count == 0) return;
+    if (!d.active || d.send_count == rejected || d.send_count == 0) return;
     const std::size_t bytes = d.send_count * elem;
     d.data_send.resize(pieces(bytes));
     for (std::size_t k = 0; k < d.data_send.size(); ++k)
@@ -423,16 +449,35 @@ struct chain_state {
             "MPI_Isend(data)", d.peer);
   }
 
-  // A size has arrived: post the data receive of exactly that size.
+  // The neighbour on side `s` made call `theirs`, not this rank's: the error of this round (the
+  // left side's, where both differ, so that the message does not depend on arrival order).
+  void note_mismatch(int s, std::uint64_t theirs) {
+    side[s].mismatch = true;
+    if (round_mismatch && s != 0) return;
+    round_mismatch = true;
+    round_error = fmt::format(
+        "rank {}: chain calls differ: this rank called {}, but its {} neighbour (rank {}) called "
+        "{}; every rank must make the same chain calls in the same order (gathers with the same "
+        "w)",
+        rank, describe_call(current_call), side_name[s], side[s].peer, describe_call(theirs));
+  }
+
+  // A size has arrived: check the call, then post the data receive of exactly that size. Data
+  // from a neighbour that made another call is received all the same (MPI: it is on its way)
+  // and never handed out, so that no message is left behind to meet a later call.
   void on_size(int s) {
     auto& d = side[s];
     d.size_arrived = true;
+    d.recv_count = d.recv_head[0];
+    if (d.recv_head[1] != current_call) note_mismatch(s, d.recv_head[1]);
     if (d.recv_count == rejected) {
       d.recv_count = 0;
-      neighbor_error = fmt::format(
-          "rank {}: the {} neighbour (rank {}) rejected its payload in chain round {}; see its "
-          "error",
-          rank, side_name[s], d.peer, generation);
+      d.rejected_in = true;
+      if (round_error.empty())
+        round_error = fmt::format(
+            "rank {}: the {} neighbour (rank {}) rejected its payload in chain round {}; see its "
+            "error",
+            rank, side_name[s], d.peer, generation);
       return;
     }
     // Options agree across ranks, so this means a corrupted or foreign message.
@@ -440,6 +485,7 @@ struct chain_state {
             "rank {}: the {} neighbour (rank {}) announced {} elements, more than max_elements "
             "= {}",
             rank, side_name[s], d.peer, d.recv_count, opt.max_elements);
+    if (d.mismatch && nccl) d.recv_count = 0;  // over NCCL such a pair sends no data
     if (d.recv_count == 0) return;
     const std::size_t bytes = d.recv_count * elem;
     if (device()) d.recv_dev.reserve(bytes, memory_space::device, false, rank);
@@ -452,21 +498,28 @@ struct chain_state {
             "MPI_Irecv(data)", d.peer);
   }
 
-  bool complete(std::vector<MPI_Request>& reqs, bool block, const char* call) {
+  bool complete(std::vector<MPI_Request>& reqs, bool block, const char* call_name) {
     if (reqs.empty()) return true;
     int flag = 1;
     if (block)
-      check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), call, -1);
+      check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), call_name, -1);
     else
-      check(MPI_Testall(int(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE), call, -1);
+      check(MPI_Testall(int(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE), call_name, -1);
     return flag != 0;
   }
 
   // Progresses the round; with `block`, to its end. Returns whether it is complete. Throws
-  // (after completing) if a neighbour rejected its payload.
+  // (after completing) if a neighbour made another call or rejected its payload.
   bool finish(bool block, stream_t before) {
     if (!in_flight) return true;
-    if (nccl) return finish_nccl(block, before);
+    if (!progress(block, before)) return false;
+    if (!round_error.empty()) throw error(round_error);
+    return true;
+  }
+
+  // As finish, but leaves round_error to the caller (gathers).
+  bool progress(bool block, stream_t before) {
+    if (nccl) return progress_nccl(block, before);
     while (!side[0].size_arrived || !side[1].size_arrived) {
       int idx = MPI_UNDEFINED, flag = 1;
       if (block)
@@ -489,9 +542,11 @@ struct chain_state {
       }
       if (!complete(d.data_send, block, "MPI_Waitall(data sends)")) return false;
     }
+    // A neighbour's data from another call was only received to be dropped.
+    for (auto& d : side)
+      if (d.mismatch) d.recv_count = 0;
     if (gpu && !deliver(block, before)) return false;
     in_flight = false;
-    if (!neighbor_error.empty()) throw error(neighbor_error);
     return true;
   }
 
@@ -555,58 +610,97 @@ struct chain_state {
     context_count += in.count;
   }
 
-  // Where a gather stands after its rounds so far: my context size before the last round's
-  // data arrived, and the elements that round delivered.
-  struct gather_progress {
-    std::size_t before_last = 0, last = 0;
+  // A gather in progress, pair by pair: each rank runs rounds with each neighbour for as long
+  // as that pair needs them, deciding from counts both ends know, so no collective step is
+  // needed and a neighbour that made another call is told in the first round.
+  struct gather_run {
+    int from = 0, to = 1;  // the data comes from side `from` and goes on to side `to`
+    std::size_t w = 0;
+    int reach = 0, next_reach = 0;  // rounds in which this rank / the `to` neighbour take data
+    std::size_t sent = 0;           // elements sent on to the `to` neighbour: its context size
+    std::size_t last = 0;           // elements the last round added to this context
+    bool done[2] = {false, false};  // pair over: no neighbour, another call, or `rejected`
+    bool poisoned = false;          // this context cannot be completed: announce `rejected`
+    std::string error;              // thrown at the end: the first, another call first of all
+    bool error_is_mismatch = false;
+
+    void fail(const std::string& why, bool mismatch) {
+      if (!error.empty() && (error_is_mismatch || !mismatch)) return;
+      error = why;
+      error_is_mismatch = mismatch;
+    }
   };
 
-  // What my neighbour on the far side still lacks after round k-1, from the elements k hops
-  // from it: all of its context so far came through me.
-  chain_bytes onward(chain_bytes mine, std::size_t w, bool from_left, int k,
-                     gather_progress g) const {
+  gather_run begin_gather(std::size_t w, bool from_left) const {
+    gather_run g;
+    g.from = from_left ? 0 : 1;
+    g.to = 1 - g.from;
+    g.w = w;
+    // Data k hops away arrives in round k, so a rank has everything there is after `reach`
+    // rounds: the chain's start (non-periodic) or every other rank (periodic).
+    auto reach = [&](int r) { return opt.periodic ? size - 1 : (from_left ? r : size - 1 - r); };
+    g.reach = reach(rank);
+    g.next_reach = reach(from_left ? rank + 1 : rank - 1);
+    for (int s = 0; s < 2; ++s) g.done[s] = side[s].peer < 0;
+    return g;
+  }
+
+  // What my `to` neighbour still lacks, from the elements k hops from it: all of its context so
+  // far came through me, `g.sent` elements, and the last round brought me `g.last` more.
+  chain_bytes onward(chain_bytes mine, bool from_left, int k, const gather_run& g) const {
     chain_bytes out;
     if (k == 0) {
-      out.count = std::min(w, mine.count);
+      out.count = std::min(g.w, mine.count);
       out.data = from_left ? mine.data + (mine.count - out.count) * elem : mine.data;
       return out;
     }
-    const std::size_t theirs = std::min(w, g.before_last + mine.count);
-    out.count = std::min(w - theirs, g.last);
+    out.count = std::min(g.w - g.sent, g.last);
     const std::size_t seg = from_left ? context_first : context_first + context_count - g.last;
     const std::size_t at = from_left ? seg + g.last - out.count : seg;
     out.data = context.get() + at * elem;
     return out;
   }
 
-  // Collective: whether any rank still needs more (`more` is this rank's say). Also checks that
-  // every rank passed the same w (all throw if not).
-  bool any_needs_more(bool more, std::size_t w, int from) {
-    const long long wl = (long long)std::min<std::size_t>(w, LLONG_MAX);
-    long long in[4] = {more ? 1 : 0, wl, -wl, 0}, out[4];
-    check(MPI_Allreduce(in, out, 4, MPI_LONG_LONG, MPI_MAX, raw), "MPI_Allreduce(gather)", -1);
-    require(out[1] == -out[2],
-            "rank {}: gather_{} with w = {}, but w ranges from {} to {} across ranks; every rank "
-            "must pass the same w",
-            rank, side_name[from], w, -out[2], out[1]);
-    return out[0] != 0;
-  }
-
-  // One blocking round of a gather, sending `onward` away from `from`. Every rank learns whether
-  // any failed, so none is left waiting in the next round: then all throw.
-  void gather_round(chain_bytes onward, int from, int k) {
-    std::string failed;
-    try {
-      start(from == 0 ? chain_bytes{} : onward, from == 0 ? onward : chain_bytes{}, nullptr);
-      finish(true, nullptr);
-    } catch (const error& e) {
-      failed = e.what();
+  // One blocking round of a gather on the `active` pairs. Round 0 runs on every pair: its
+  // sizes carry the call, so that neighbours making other calls meet there and stop.
+  void gather_round(chain_bytes mine, gather_run& g, int k, const bool* active, bool feed) {
+    const bool from_left = g.from == 0;
+    chain_bytes out[2] = {};
+    bool marked[2] = {false, false};
+    if (active[g.to] && feed) {
+      if (!g.poisoned) out[g.to] = onward(mine, from_left, k, g);
+      const std::string bad = g.poisoned ? std::string() : reject_reason(out[g.to], g.to);
+      if (!bad.empty()) g.fail(bad, false);
+      marked[g.to] = g.poisoned || !bad.empty();
+      g.poisoned = marked[g.to];
     }
-    long long bad = failed.empty() ? 0 : 1, any = 0;
-    check(MPI_Allreduce(&bad, &any, 1, MPI_LONG_LONG, MPI_MAX, raw), "MPI_Allreduce(gather)", -1);
-    if (!failed.empty()) throw error(failed.substr(std::string("halox: ").size()));
-    require(any == 0, "rank {}: gather_{} stopped in round {} because another rank failed", rank,
-            side_name[from], k);
+    post_round(out, active, marked, nullptr);
+    progress(true, nullptr);
+    if (round_mismatch) g.fail(round_error, true);
+    if (active[g.to] && (side[g.to].mismatch || marked[g.to]))
+      g.done[g.to] = true;
+    else if (active[g.to])
+      g.sent += out[g.to].count;
+    g.last = 0;
+    if (!active[g.from]) return;
+    const auto& d = side[g.from];
+    if (d.mismatch || d.rejected_in) {
+      g.done[g.from] = true;
+      g.poisoned = true;
+      if (d.rejected_in && !d.mismatch)
+        g.fail(fmt::format("rank {}: gather_{}: the {} neighbour (rank {}) failed and passed on "
+                           "none of the context this rank needs (round {} of the gather); see "
+                           "its error",
+                           rank, side_name[g.from], side_name[g.from], d.peer, k),
+               false);
+    } else if (context_count < g.w && k < g.reach) {
+      chain_bytes got = received(g.from);
+      const std::size_t all = got.count;
+      got.count = std::min(got.count, g.w - context_count);
+      if (from_left) got.data += (all - got.count) * elem;
+      extend_context(got, from_left);
+      g.last = got.count;
+    }
   }
 
   chain_bytes gather(chain_bytes mine, std::size_t w, bool from_left) {
@@ -614,25 +708,23 @@ struct chain_state {
             "rank {}: gather started while chain round {} is still in flight; wait() on its "
             "handle first",
             rank, generation);
-    const int from = from_left ? 0 : 1;
-    // Rounds after which this rank has everything there is: data k hops away arrives in round k.
-    const int reach = opt.periodic ? size - 1 : (from_left ? rank : size - 1 - rank);
+    current_call = encode_call(from_left ? chain_op::gather_left : chain_op::gather_right, w);
+    gather_run g = begin_gather(w, from_left);
     context_count = 0;
     context_first = 0;
-    gather_progress g;
     for (int k = 0;; ++k) {
-      const chain_bytes out = onward(mine, w, from_left, k, g);
-      if (!any_needs_more(context_count < w && k < reach, w, from)) break;
-      gather_round(out, from, k);
-      chain_bytes got = received(from);
-      if (side[from].peer < 0 || k >= reach) got.count = 0;
-      got.count = std::min(got.count, w - context_count);
-      if (from_left) got.data += (received(from).count - got.count) * elem;
-      g.before_last = context_count;
-      extend_context(got, from_left);
-      g.last = got.count;
+      // The pair with my `from` neighbour runs while I need more, the one with my `to`
+      // neighbour while it does: it has exactly what I sent it, so both ends agree.
+      const bool need = context_count < w && k < g.reach;
+      const bool feed = g.sent < w && k < g.next_reach;
+      bool active[2];
+      active[g.from] = !g.done[g.from] && (k == 0 || need);
+      active[g.to] = !g.done[g.to] && (k == 0 || feed);
+      if (!active[0] && !active[1]) break;
+      gather_round(mine, g, k, active, feed);
     }
     if (gpu) gpu->synchronize();
+    if (!g.error.empty()) throw error(g.error);
     return {context.get() ? context.get() + context_first * elem : nullptr, context_count};
   }
 };

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "../chain_model.hpp"
@@ -50,6 +51,33 @@ void check_round(const halox::chain<i64>& ch, const halox::chain_result<i64>& re
   REQUIRE(res.from_right().has_value() == (ch.right() >= 0));
   if (ch.left() >= 0) REQUIRE(download(*res.from_left(), s) == payload(ch.left(), round, 1));
   if (ch.right() >= 0) REQUIRE(download(*res.from_right(), s) == payload(ch.right(), round, 0));
+}
+
+// Even ranks run a round, odd ranks gather_left(w = 2): every rank (at two ranks or more) sits
+// next to a rank making the other call and throws, naming it; the data already sent (pinned
+// staging) or held back (NCCL) leaves nothing behind: a round afterwards delivers its own.
+void check_mismatched_calls(halox::chain<i64>& ch, int me) {
+  const device_vector mine(payload(me, 3, 0)), more(std::vector<i64>(9, me));
+  std::string msg;
+  try {
+    if (me % 2 == 0)
+      (void)ch.exchange(more.span(), more.span());
+    else
+      (void)ch.gather_left(mine.span(), 2);
+  } catch (const halox::error& e) {
+    msg = e.what();
+  }
+  const int l = ch.left(), nb = l >= 0 && l % 2 != me % 2 ? l : ch.right();
+  const char* round = "a round (exchange, start or schedule_exchange)";
+  const char* gather = "gather_left(w = 2)";
+  CHECK(msg == "halox: rank " + std::to_string(me) + ": chain calls differ: this rank called " +
+                   (me % 2 == 0 ? round : gather) + ", but its " + (nb == l ? "left" : "right") +
+                   " neighbour (rank " + std::to_string(nb) + ") called " +
+                   (me % 2 == 0 ? gather : round) +
+                   "; every rank must make the same chain calls in the same order (gathers with "
+                   "the same w)");
+  const device_vector tl(payload(me, 4, 0)), tr(payload(me, 4, 1));
+  check_round(ch, ch.exchange(tl.span(), tr.span()), 4);
 }
 
 }  // namespace chain_model

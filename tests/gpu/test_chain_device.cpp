@@ -88,3 +88,11 @@ TEST_CASE("device chain: a host payload is rejected") {
   const device_vector tl(payload(world.rank(), 0, 0)), tr(payload(world.rank(), 0, 1));
   check_round(ch, ch.exchange(tl.span(), tr.span()), 0);  // usable afterwards
 }
+
+TEST_CASE("device chain: ranks making different calls throw, and the chain goes on") {
+  mpi::communicator world;
+  if (world.size() == 1) return;  // nothing to differ from
+  const bool periodic = GENERATE(false, true);
+  halox::chain<i64> ch(world, {.periodic = periodic, .space = halox::device});
+  check_mismatched_calls(ch, world.rank());
+}

@@ -216,3 +216,11 @@ TEST_CASE("chain over NCCL: payload checks as on the pinned path") {
   const device_vector tl(payload(world.rank(), 0, 0)), tr(payload(world.rank(), 0, 1));
   check_round(ch, ch.exchange(tl.span(), tr.span()), 0);  // usable afterwards
 }
+
+TEST_CASE("chain over NCCL: ranks making different calls throw, and the chain goes on") {
+  mpi::communicator world;
+  if (world.size() == 1 || !nccl_usable(world)) return;
+  const bool periodic = GENERATE(false, true);
+  halox::chain<i64> ch(world, over_nccl(periodic));
+  check_mismatched_calls(ch, world.rank());
+}

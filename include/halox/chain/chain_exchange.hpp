@@ -146,10 +146,13 @@ class chain_handle {
 /// A 1-D chain over the ranks of a communicator, in rank order, exchanging variable-size
 /// payloads of `T` with the left and right neighbour in rounds. Construction is collective
 /// (every rank, same `T`, same options); so is every round and gather: all ranks run the same
-/// sequence of them.
+/// sequence of them. Two neighbours that make different calls (a round against a gather,
+/// gathers with different sides or `w`) both throw halox::error naming the two calls; ranks
+/// further away complete theirs unless they need context through a rank that failed
+/// (docs/chain.md, "Calls that differ").
 ///
-/// Each round sends the payload sizes first, then the data, over a duplicate of the
-/// communicator owned by the object. Received data lands in buffers the object owns, grown
+/// Each round sends the payload sizes (with the call) first, then the data, over a duplicate of
+/// the communicator owned by the object. Received data lands in buffers the object owns, grown
 /// only when a larger payload arrives: rounds whose sizes do not grow allocate nothing.
 template <class T>
 class chain {
@@ -205,10 +208,12 @@ class chain {
   /// Collects, on every rank, the last `min(w, available)` elements that precede `mine` in
   /// chain order: the tails of the slices of the ranks to the left, nearest last. Available:
   /// everything left of this rank (non-periodic), or every other rank's slice, wrapping around
-  /// (periodic; never this rank's own slice). Runs rounds until every rank has its context,
-  /// deciding collectively when to stop (one small all-reduce per round). Every rank must pass
-  /// the same `w`. The span points into the chain's buffer (device memory for device chains),
-  /// valid until the next round or gather on this chain.
+  /// (periodic; never this rank's own slice). Runs rounds with each neighbour for as long as
+  /// that pair needs them, decided from counts both ends know (no collective step). Every rank
+  /// must pass the same `w`; a neighbour with another `w` or call makes both throw, and a rank
+  /// whose context would come through a rank that failed throws too. The span points into the
+  /// chain's buffer (device memory for device chains), valid until the next round or gather on
+  /// this chain.
   std::span<const T> gather_left(std::span<const T> mine, std::size_t w) {
     return detail::typed<T>(core_.gather(detail::untyped(mine), w, true));
   }

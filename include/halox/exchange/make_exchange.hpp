@@ -64,11 +64,17 @@ template <int D, class Domain>
 void validate_fields(const Domain& dom, const std::vector<const stencil<D>*>& stencils,
                      const std::vector<const field_state<D>*>& fields) {
   const int me = dom.rank();
-  for (const auto* s : stencils)
+  for (std::size_t k = 0; k < stencils.size(); ++k) {
+    const auto* s = stencils[k];
     for (int i = 0; i < D; ++i)
       require(s->lo[i] >= 0 && s->hi[i] >= 0,
               "rank {}: stencil widths {}/{} in dimension {} must not be negative", me, s->lo[i],
               s->hi[i], i);
+    // Checked here too (make_plan checks alone), so that every rank agrees on it.
+    const std::string why = periodic_width_problem<D>(dom, s->lo, s->hi);
+    require(why.empty(), "rank {}: {}: {}", me,
+            fields[k] ? field_label(int(k), *fields[k]) : format("field #{}", k), why);
+  }
   const auto& boxes = dom.local_boxes();
   for (int k = 0; k < int(fields.size()); ++k) {
     const auto* f = fields[k];

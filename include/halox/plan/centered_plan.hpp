@@ -68,6 +68,7 @@ template <int D, class Domain>
 structured_plan<D> make_plan(const Domain& dom, const stencil<D>& st,
                              const detail::point_grid<D>& g) {
   if (!g.any()) return make_plan<D>(dom, st);
+  detail::require_periodic_widths<D>(dom, st);  // the widths below grow by one: still bounded
   const detail::point_view<D, Domain> view(dom, g);
   std::vector<detail::point_region<D>> regions;
   for (const auto& rule : detail::runtime_regions<D>(st)) regions.push_back({rule, false, &view.g});

@@ -4,10 +4,14 @@
 /// derived once by intersecting halo regions (periodic images included) with owned boxes.
 
 #include <algorithm>
+#include <climits>
+#include <initializer_list>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "halox/core/box.hpp"
+#include "halox/core/error.hpp"
 #include "halox/pattern/halo_pattern.hpp"
 #include "halox/pattern/stencil.hpp"
 
@@ -39,7 +43,43 @@ struct structured_plan {
   std::vector<transfer<D>> local;        ///< this rank to itself (other block or periodic image)
 };
 
+/// How many times a halo may wrap around a periodic dimension: its width there (each side) may
+/// be at most this many times the global extent. A wider halo wraps correctly (every image is a
+/// transfer), but set-up and every exchange walk each image, so a width far beyond the
+/// domain (a typo, a width meant for another axis) would build for minutes; it is refused with
+/// halox::error instead.
+inline constexpr int max_periodic_wraps = 16;
+
 namespace detail {
+
+/// Why widths `lo`/`hi` wrap too often around one of `dom`'s periodic dimensions (see
+/// max_periodic_wraps), or "" when they do not.
+template <int D, class Domain>
+std::string periodic_width_problem(const Domain& dom, const widths<D>& lo, const widths<D>& hi) {
+  const auto& n = dom.global_box().hi;
+  for (int i = 0; i < D; ++i) {
+    if (!dom.periodicity()[i]) continue;
+    // Widths are int: the limit is compared without overflow for any extent.
+    const index limit = index(max_periodic_wraps) * std::min<index>(n[i], INT_MAX);
+    for (const int side : {0, 1}) {
+      const int w = side == 0 ? lo[i] : hi[i];
+      if (index(w) <= limit) continue;
+      return format(
+          "halo width {} on the {} side of dimension {} is more than {} times the periodic global "
+          "extent {}; a halo may wrap around a periodic dimension at most {} times (here: width "
+          "at most {})",
+          w, side == 0 ? "low" : "high", i, max_periodic_wraps, n[i], max_periodic_wraps, limit);
+    }
+  }
+  return {};
+}
+
+/// Throws halox::error on this rank if `st` wraps too often (periodic_width_problem).
+template <int D, class Domain>
+void require_periodic_widths(const Domain& dom, const stencil<D>& st) {
+  const std::string why = periodic_width_problem<D>(dom, st.lo, st.hi);
+  require(why.empty(), "rank {}: {}", dom.rank(), why);
+}
 
 /// Calls `f(image_box, shift)` for every periodic image of `r` that meets the global box
 /// `[0, n)`: `image_box` is the part of `r` inside the image, moved back into `[0, n)`, and
@@ -137,9 +177,12 @@ structured_plan<D> build_plan(const Domain& dom, const W& lo, const W& hi, const
 }  // namespace detail
 
 /// Builds this rank's plan for `st` on `dom`. Local work only: each rank replays the
-/// receive side of the ranks whose halos can reach its boxes, so no message is sent.
+/// receive side of the ranks whose halos can reach its boxes, so no message is sent. Throws
+/// halox::error (this rank only) for a width more than max_periodic_wraps times a periodic
+/// global extent.
 template <int D, class Domain>
 structured_plan<D> make_plan(const Domain& dom, const stencil<D>& st) {
+  detail::require_periodic_widths<D>(dom, st);
   return detail::build_plan<D>(dom, st.lo, st.hi, detail::runtime_regions<D>(st));
 }
 
@@ -148,6 +191,7 @@ structured_plan<D> make_plan(const Domain& dom, const stencil<D>& st) {
 template <auto St, class Domain>
 structured_plan<decltype(St)::dimension> make_plan(const Domain& dom) {
   using pat = halo_pattern<St>;
+  detail::require_periodic_widths<pat::dimension>(dom, St);
   return detail::build_plan<pat::dimension>(dom, St.lo, St.hi, pat::regions);
 }
 
