@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "../gpu/capture.hpp"
-#include "../gpu/check.hpp"
-#include "../gpu/event.hpp"
-#include "../gpu/memory.hpp"
+#include "gpu/capture.hpp"
+#include "gpu/check.hpp"
+#include "gpu/event.hpp"
+#include "gpu/memory.hpp"
 
 namespace halox::detail {
 

@@ -1,5 +1,5 @@
 // Set-up shared by every transport mode, and the choice of the mode (see exchange_core.hpp).
-#include "exchange_core.hpp"
+#include "exchange/exchange_core.hpp"
 
 #include <algorithm>
 #include <iterator>

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
-#include "exchange_core.hpp"
+#include "exchange/exchange_core.hpp"
 #include "halox/core/error.hpp"
 
 namespace halox {

@@ -13,17 +13,17 @@
 
 #include <fmt/format.h>
 
-#include "../gpu/capture.hpp"
-#include "../gpu/check.hpp"
-#include "../gpu/cuda_driver.hpp"
-#include "../gpu/event.hpp"
-#include "../gpu/memory.hpp"
-#include "../gpu/pinned.hpp"
-#include "../gpu/stream.hpp"
-#include "device_copy_kernels.cuh"
-#include "device_copy_lowering.hpp"
+#include "gpu/capture.hpp"
+#include "gpu/check.hpp"
+#include "gpu/cuda_driver.hpp"
+#include "gpu/event.hpp"
+#include "gpu/memory.hpp"
+#include "gpu/pinned.hpp"
+#include "gpu/stream.hpp"
 #include "halox/core/error.hpp"
 #include "halox/pack/device_copy.hpp"
+#include "pack/device_copy_kernels.cuh"
+#include "pack/device_copy_lowering.hpp"
 
 namespace halox::detail {
 

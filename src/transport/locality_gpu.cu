@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "../gpu/check.hpp"
+#include "gpu/check.hpp"
 #include "halox/transport/locality.hpp"
 
 namespace halox::detail {

@@ -9,13 +9,13 @@
 #include <thread>
 #include <vector>
 
-#include "../gpu/capture.hpp"
-#include "../gpu/check.hpp"
-#include "../gpu/memory.hpp"
-#include "../gpu/stream.hpp"
+#include "gpu/capture.hpp"
+#include "gpu/check.hpp"
+#include "gpu/memory.hpp"
+#include "gpu/stream.hpp"
 #include "halox/core/error.hpp"
 #include "halox/transport/nccl_comm.hpp"
-#include "nccl_check.hpp"
+#include "transport/nccl_check.hpp"
 
 static_assert(NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0), "halox needs NCCL 2.14 or newer");
 

@@ -8,8 +8,8 @@
 
 #include "halox/core/error.hpp"
 #include "halox/transport/nccl_path.hpp"
-#include "nccl_check.hpp"
-#include "nccl_pieces.hpp"
+#include "transport/nccl_check.hpp"
+#include "transport/nccl_pieces.hpp"
 
 namespace halox::detail {
 

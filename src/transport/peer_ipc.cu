@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "../gpu/check.hpp"
-#include "../gpu/cuda_driver.hpp"
+#include "gpu/check.hpp"
+#include "gpu/cuda_driver.hpp"
 #include "halox/core/error.hpp"
 #include "halox/transport/locality.hpp"
 #include "halox/transport/peer_ipc.hpp"

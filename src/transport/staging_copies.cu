@@ -6,9 +6,9 @@
 
 #include <algorithm>
 
-#include "../gpu/check.hpp"
-#include "../gpu/event.hpp"
-#include "../gpu/stream.hpp"
+#include "gpu/check.hpp"
+#include "gpu/event.hpp"
+#include "gpu/stream.hpp"
 
 namespace halox::detail {
 
