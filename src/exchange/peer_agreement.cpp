@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "halox/comm/agree.hpp"
 #include "halox/comm/sparse_exchange.hpp"
 #include "halox/core/error.hpp"
+#include "mpi/check.hpp"
 
 namespace halox::detail {
 
@@ -79,9 +81,7 @@ pair_view decode(const std::vector<std::byte>& in, int from) {
   return v;
 }
 
-void check_mpi(int rc, int me) {
-  if (rc != MPI_SUCCESS) fail("rank {}: an MPI call of the exchange set-up failed", me);
-}
+constexpr std::string_view part = "exchange set-up: peer agreement";  // for MPI errors
 
 std::string bytes_phrase(long long b) {
   return b < 0 ? std::string("no message") : fmt::format("{} bytes per exchange", b);
@@ -128,7 +128,7 @@ std::string complaint(int me, const pair_view& mine, int peer, const pair_view& 
 void check_peer_agreement(MPI_Comm comm, const exchange_program& prog) {
   if (testing::skip_peer_agreement) return;
   int me = 0;
-  check_mpi(MPI_Comm_rank(comm, &me), -1);
+  mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, part);
   std::map<int, pair_view> mine;
   for (const auto& m : prog.sends) mine[m.peer].sends = (long long)m.bytes;
   for (const auto& m : prog.recvs) mine[m.peer].expects = (long long)m.bytes;
@@ -166,8 +166,10 @@ void check_peer_agreement(MPI_Comm comm, const exchange_program& prog) {
     long value;
     int rank;
   } mine_h{long(h >> 1), me}, lowest{}, highest{};
-  check_mpi(MPI_Allreduce(&mine_h, &lowest, 1, MPI_LONG_INT, MPI_MINLOC, comm), me);
-  check_mpi(MPI_Allreduce(&mine_h, &highest, 1, MPI_LONG_INT, MPI_MAXLOC, comm), me);
+  mpi::check(MPI_Allreduce(&mine_h, &lowest, 1, MPI_LONG_INT, MPI_MINLOC, comm),
+             "MPI_Allreduce(MINLOC)", me, part);
+  mpi::check(MPI_Allreduce(&mine_h, &highest, 1, MPI_LONG_INT, MPI_MAXLOC, comm),
+             "MPI_Allreduce(MAXLOC)", me, part);
   if (lowest.value == highest.value) return;
   std::string a, b;
   if (me == lowest.rank) a.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
