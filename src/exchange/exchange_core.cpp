@@ -26,13 +26,6 @@ const std::vector<message>& remaining(const exchange_program& prog, const peer_i
   return sends ? prog.sends : prog.recvs;
 }
 
-// The largest end of a message: the bytes a staging copy moves.
-std::size_t extent_of(const std::vector<message>& msgs) {
-  std::size_t e = 0;
-  for (const auto& m : msgs) e = std::max(e, m.offset + m.bytes);
-  return e;
-}
-
 // Collective whenever the program has device fields: whether NCCL carries the messages CUDA
 // IPC does not. Every rank must want it (forced or automatic) and no two ranks of a node may
 // share a GPU (NCCL refuses them); otherwise automatic NCCL falls back to host staging by

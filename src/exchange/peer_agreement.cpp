@@ -14,6 +14,7 @@
 #include <boost/serialization/string.hpp>
 
 #include "halox/comm/agree.hpp"
+#include "halox/comm/settings_agreement.hpp"
 #include "halox/comm/sparse_exchange.hpp"
 #include "halox/core/error.hpp"
 #include "mpi/check.hpp"
@@ -160,8 +161,9 @@ void check_peer_agreement(MPI_Comm comm, const exchange_program& prog) {
   // rank's declaration finds any two ranks that still differ.
   const pair_view self{-1, -1, prog.declared};
   const auto bytes = encode(self);
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (const auto b : bytes) h = (h ^ std::uint64_t(b)) * 1099511628211ull;
+  settings_hash hash;
+  hash.add(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  const std::uint64_t h = hash.value();
   struct {
     long value;
     int rank;

@@ -35,12 +35,6 @@ void require_reachable(const void* p, int device, const char* which, int rank) {
           rank, which, device);
 }
 
-std::size_t extent_of(const std::vector<message>& msgs) {
-  std::size_t e = 0;
-  for (const auto& m : msgs) e = std::max(e, m.offset + m.bytes);
-  return e;
-}
-
 // A side of a message as it travels to the peer at set-up: direct, edge count, edges.
 using side_wire = std::array<std::uint64_t, 3 + nccl_max_pieces>;
 constexpr int tag_sender_side = 40, tag_receiver_side = 41;

@@ -96,12 +96,6 @@ void agree_pairs(MPI_Comm comm, std::map<int, bool>& ok, int me) {
   for (auto& [peer, can] : ok) can = can && in[k++] != 0;
 }
 
-std::size_t extent_of(const std::vector<message>& msgs) {
-  std::size_t e = 0;
-  for (const auto& m : msgs) e = std::max(e, m.offset + m.bytes);
-  return e;
-}
-
 struct handle_msg {
   cudaIpcMemHandle_t handle;
   unsigned long long offset;  // of the receiver's message from the sender, in its buffer

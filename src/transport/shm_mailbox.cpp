@@ -100,8 +100,7 @@ struct segment {
 
 segment make_segment(const exchange_program& prog, bool wanted) {
   segment s;
-  std::size_t send_size = 0;
-  for (const auto& m : prog.sends) send_size = std::max(send_size, m.offset + m.bytes);
+  const std::size_t send_size = extent_of(prog.sends);
   s.data_at = (prog.sends.size() * slot_bytes + 63) / 64 * 64;
   s.stride = (send_size + 63) / 64 * 64;
   s.size = std::max<std::size_t>(s.data_at + 2 * s.stride, 64);
