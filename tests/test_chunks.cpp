@@ -5,6 +5,8 @@
 #include <halox/transport/chunks.hpp>
 #include <halox/transport/mpi_channels.hpp>
 
+#include "core/environment.hpp"
+
 #include <boost/mpi/collectives.hpp>
 #include <boost/mpi/communicator.hpp>
 

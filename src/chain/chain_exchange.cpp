@@ -21,9 +21,9 @@
 #include "halox/chain/chain_device.hpp"
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
+#include "halox/core/options.hpp"
 #include "halox/transport/locality.hpp"
 #include "halox/transport/nccl_comm.hpp"
-#include "halox/transport/staging.hpp"
 #include "mpi/check.hpp"
 
 namespace halox::detail {

@@ -15,9 +15,9 @@
 #include "gpu/check.hpp"
 #include "gpu/cuda_driver.hpp"
 #include "halox/core/error.hpp"
+#include "halox/core/options.hpp"
 #include "halox/transport/locality.hpp"
 #include "halox/transport/peer_ipc.hpp"
-#include "halox/transport/staging.hpp"
 #include "mpi/check.hpp"
 
 namespace halox::detail {
