@@ -1,6 +1,6 @@
 // Boundary rules of device fields: one kernel launch per dimension with built-in fills, over
-// a descriptor table uploaded once (see halox/boundary/device_boundary.hpp).
-#include "halox/boundary/device_boundary.hpp"
+// a descriptor table uploaded once (see boundary/device_boundary.hpp).
+#include "boundary/device_boundary.hpp"
 
 #include <cuda_runtime.h>
 

@@ -18,13 +18,13 @@
 #include <cxxabi.h>
 #endif
 
-#include "halox/chain/chain_device.hpp"
+#include "chain/chain_device.hpp"
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
 #include "halox/core/options.hpp"
-#include "halox/transport/locality.hpp"
-#include "halox/transport/nccl_comm.hpp"
 #include "mpi/check.hpp"
+#include "transport/locality.hpp"
+#include "transport/nccl_comm.hpp"
 
 namespace halox::detail {
 

@@ -1,4 +1,4 @@
-#include "halox/comm/sparse_exchange.hpp"
+#include "comm/sparse_exchange.hpp"
 
 #include <algorithm>
 #include <climits>

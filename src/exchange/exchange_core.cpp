@@ -5,9 +5,9 @@
 #include <iterator>
 #include <string_view>
 
+#include "exchange/peer_agreement.hpp"
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
-#include "halox/exchange/peer_agreement.hpp"
 #include "mpi/check.hpp"
 
 namespace halox::detail {

@@ -1,5 +1,5 @@
-// Set-up agreement between peers (see halox/exchange/peer_agreement.hpp).
-#include "halox/exchange/peer_agreement.hpp"
+// Set-up agreement between peers (see exchange/peer_agreement.hpp).
+#include "exchange/peer_agreement.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -13,9 +13,9 @@
 #include <boost/mpi/communicator.hpp>
 #include <boost/serialization/string.hpp>
 
+#include "comm/sparse_exchange.hpp"
 #include "halox/comm/agree.hpp"
 #include "halox/comm/settings_agreement.hpp"
-#include "halox/comm/sparse_exchange.hpp"
 #include "halox/core/error.hpp"
 #include "mpi/check.hpp"
 

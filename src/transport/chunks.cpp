@@ -1,4 +1,4 @@
-#include "halox/transport/chunks.hpp"
+#include "transport/chunks.hpp"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
-// Node-local ranks and their GPUs (see halox/transport/locality.hpp).
-#include "halox/transport/locality.hpp"
+// Node-local ranks and their GPUs (see transport/locality.hpp).
+#include "transport/locality.hpp"
 
 #include <cstring>
 #include <string_view>

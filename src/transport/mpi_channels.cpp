@@ -1,4 +1,4 @@
-#include "halox/transport/mpi_channels.hpp"
+#include "transport/mpi_channels.hpp"
 
 #include <algorithm>
 #include <string_view>

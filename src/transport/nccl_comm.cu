@@ -1,4 +1,4 @@
-// One NCCL communicator per group of ranks, shared (see halox/transport/nccl_comm.hpp).
+// One NCCL communicator per group of ranks, shared (see transport/nccl_comm.hpp).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -15,9 +15,9 @@
 #include "gpu/memory.hpp"
 #include "gpu/stream.hpp"
 #include "halox/core/error.hpp"
-#include "halox/transport/nccl_comm.hpp"
 #include "mpi/check.hpp"
 #include "transport/nccl_check.hpp"
+#include "transport/nccl_comm.hpp"
 
 static_assert(NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0), "halox needs NCCL 2.14 or newer");
 

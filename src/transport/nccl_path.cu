@@ -1,4 +1,4 @@
-// Device messages through NCCL (see halox/transport/nccl_path.hpp).
+// Device messages through NCCL (see transport/nccl_path.hpp).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "halox/core/error.hpp"
-#include "halox/transport/nccl_path.hpp"
 #include "mpi/check.hpp"
 #include "transport/nccl_check.hpp"
+#include "transport/nccl_path.hpp"
 #include "transport/nccl_pieces.hpp"
 
 namespace halox::detail {

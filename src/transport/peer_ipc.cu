@@ -1,4 +1,4 @@
-// CUDA IPC transport between node-local GPUs (see halox/transport/peer_ipc.hpp).
+// CUDA IPC transport between node-local GPUs (see transport/peer_ipc.hpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,9 +16,9 @@
 #include "gpu/cuda_driver.hpp"
 #include "halox/core/error.hpp"
 #include "halox/core/options.hpp"
-#include "halox/transport/locality.hpp"
-#include "halox/transport/peer_ipc.hpp"
 #include "mpi/check.hpp"
+#include "transport/locality.hpp"
+#include "transport/peer_ipc.hpp"
 
 namespace halox::detail {
 

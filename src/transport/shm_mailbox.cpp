@@ -1,5 +1,5 @@
-// Shared-memory messages between node-local ranks (see halox/transport/shm_mailbox.hpp).
-#include "halox/transport/shm_mailbox.hpp"
+// Shared-memory messages between node-local ranks (see transport/shm_mailbox.hpp).
+#include "transport/shm_mailbox.hpp"
 
 #include <fcntl.h>
 #include <sched.h>

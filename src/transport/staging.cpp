@@ -1,4 +1,4 @@
-#include "halox/transport/staging.hpp"
+#include "transport/staging.hpp"
 
 #include <string>
 
@@ -8,7 +8,7 @@
 #endif
 
 #include "halox/core/error.hpp"
-#include "halox/transport/nccl_path.hpp"
+#include "transport/nccl_path.hpp"
 
 namespace halox {
 

@@ -85,7 +85,7 @@ struct exchange_program {
   /// fields, see boundary/boundary.hpp). Prepared at set-up; running them allocates nothing.
   std::vector<std::function<void()>> after_exchange;
   /// Boundary rules of device fields: built-in fills that halox's kernels run on its stream after
-  /// the unpack, and callbacks (see boundary/device_boundary.hpp).
+  /// the unpack, and callbacks (see src/boundary/device_boundary.hpp).
   device_rules device_boundary;
 };
 

@@ -12,7 +12,7 @@
 #include <mpi.h>
 
 #include "halox/program/program.hpp"
-#include "halox/transport/chunks.hpp"
+#include "transport/chunks.hpp"
 
 namespace halox::detail {
 
