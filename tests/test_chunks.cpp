@@ -2,8 +2,6 @@
 // persistent MPI requests per piece moving every byte to its place between ranks.
 #include <catch2/catch.hpp>
 #include <halox/core/error.hpp>
-#include <halox/transport/chunks.hpp>
-#include <halox/transport/mpi_channels.hpp>
 
 #include <boost/mpi/collectives.hpp>
 #include <boost/mpi/communicator.hpp>
@@ -13,6 +11,10 @@
 #include <cstdlib>
 #include <functional>
 #include <vector>
+
+#include "core/environment.hpp"
+#include "transport/chunks.hpp"
+#include "transport/mpi_channels.hpp"
 
 using halox::detail::group_stages;
 using halox::detail::message;

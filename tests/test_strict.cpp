@@ -15,9 +15,9 @@
 #include <fmt/ranges.h>
 
 #include "check.hpp"
-#include "halox/exchange/peer_agreement.hpp"
-#include "halox/transport/shm_mailbox.hpp"
+#include "exchange/peer_agreement.hpp"
 #include "support.hpp"
+#include "transport/shm_mailbox.hpp"
 
 namespace mpi = boost::mpi;
 

@@ -1,6 +1,6 @@
 // Boundary rules of device fields: one kernel launch per dimension with built-in fills, over
-// a descriptor table uploaded once (see halox/boundary/device_boundary.hpp).
-#include "halox/boundary/device_boundary.hpp"
+// a descriptor table uploaded once (see boundary/device_boundary.hpp).
+#include "boundary/device_boundary.hpp"
 
 #include <cuda_runtime.h>
 
@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "../gpu/capture.hpp"
-#include "../gpu/check.hpp"
-#include "../gpu/event.hpp"
-#include "../gpu/memory.hpp"
+#include "gpu/capture.hpp"
+#include "gpu/check.hpp"
+#include "gpu/event.hpp"
+#include "gpu/memory.hpp"
 
 namespace halox::detail {
 

@@ -1,6 +1,6 @@
 // Builds without CUDA: make_exchange rejects device fields before any boundary rule of theirs
 // is compiled, so this is never reached in a correct program; it fails loudly if it is.
-#include "halox/boundary/device_boundary.hpp"
+#include "boundary/device_boundary.hpp"
 #include "halox/core/error.hpp"
 
 namespace halox::detail {

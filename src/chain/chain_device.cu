@@ -2,11 +2,11 @@
 // memory and the pointer query, each call through the one check.
 #include <cuda_runtime.h>
 
-#include "../gpu/check.hpp"
-#include "../gpu/event.hpp"
-#include "../gpu/pinned.hpp"
-#include "../gpu/stream.hpp"
-#include "halox/chain/chain_device.hpp"
+#include "chain/chain_device.hpp"
+#include "gpu/check.hpp"
+#include "gpu/event.hpp"
+#include "gpu/pinned.hpp"
+#include "gpu/stream.hpp"
 #include "halox/core/error.hpp"
 
 namespace halox::detail {

@@ -1,6 +1,6 @@
 // Builds without CUDA: no device chain can be constructed (the constructor of its stream
 // fails), so the rest is never reached in a correct program; it fails loudly if it is.
-#include "halox/chain/chain_device.hpp"
+#include "chain/chain_device.hpp"
 #include "halox/core/error.hpp"
 
 namespace halox::detail {

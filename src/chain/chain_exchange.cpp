@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -16,13 +17,14 @@
 #include <cxxabi.h>
 #endif
 
-#include "chain_call.hpp"
-#include "halox/chain/chain_device.hpp"
+#include "chain/chain_call.hpp"
+#include "chain/chain_device.hpp"
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
-#include "halox/transport/locality.hpp"
-#include "halox/transport/nccl_comm.hpp"
-#include "halox/transport/staging.hpp"
+#include "halox/core/options.hpp"
+#include "mpi/check.hpp"
+#include "transport/locality.hpp"
+#include "transport/nccl_comm.hpp"
 
 namespace halox::detail {
 
@@ -32,6 +34,7 @@ namespace {
 // message to my left and the one to my right, both going to the same peer, never mix.
 constexpr int tag_size_rightward = 21, tag_size_leftward = 22;
 constexpr int tag_data_rightward = 23, tag_data_leftward = 24;
+constexpr std::string_view part = "chain";  // for MPI errors
 // A size message carrying this instead of a count: the sender rejected its own payload (or, in
 // a gather, has no context to pass on).
 constexpr std::uint64_t rejected = ~std::uint64_t(0);
@@ -133,7 +136,8 @@ struct chain_state {
     bool want_nccl = false;
     agree_on_setup(type_name, want_nccl);
     if (opt.max_elements == 0) opt.max_elements = (std::size_t(1) << 40) / elem;
-    check(MPI_Comm_set_errhandler(raw, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
+    mpi::check(MPI_Comm_set_errhandler(raw, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", rank,
+               part);
     const bool ends = !opt.periodic;
     side[0].peer = ends && rank == 0 ? -1 : (rank + size - 1) % size;
     side[1].peer = ends && rank == size - 1 ? -1 : (rank + 1) % size;
@@ -200,7 +204,8 @@ struct chain_state {
   // throws. Ranks that do not want NCCL anywhere do one all-reduce and nothing else.
   void agree_on_nccl(bool want) {
     int in[2] = {want ? 1 : 0, want ? -1 : 0}, out[2] = {0, 0};
-    check(MPI_Allreduce(in, out, 2, MPI_INT, MPI_MIN, raw), "MPI_Allreduce(staging)", -1);
+    mpi::check(MPI_Allreduce(in, out, 2, MPI_INT, MPI_MIN, raw), "MPI_Allreduce(staging)", rank,
+               part);
     const bool all = out[0] != 0, any = out[1] != 0;
     if (!any) return;
     agree(comm, [&] {
@@ -228,15 +233,6 @@ struct chain_state {
     for (const auto& d : side)
       if (d.peer >= 0) peers.push_back(d.peer);
     nccl->connect(peers);
-  }
-
-  void check(int rc, const char* call, int peer) const {
-    if (rc == MPI_SUCCESS) return;
-    char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, text, &len);
-    if (peer < 0) fail("rank {}: chain: {} failed: {}", rank, call, std::string(text, len));
-    fail("rank {}: chain: {} (peer {}) failed: {}", rank, call, peer, std::string(text, len));
   }
 
   bool device() const { return opt.space == memory_space::device; }
@@ -329,11 +325,12 @@ struct chain_state {
       // Its size comes with the tag of the opposite direction: from my left neighbour, moving
       // rightwards.
       const int recv_tag = s == 0 ? tag_size_rightward : tag_size_leftward;
-      check(MPI_Irecv(d.recv_head, head_words, MPI_UINT64_T, d.peer, recv_tag, raw, &size_recv[s]),
-            "MPI_Irecv(size)", d.peer);
-      check(MPI_Isend(d.send_head, head_words, MPI_UINT64_T, d.peer, d.send_size_tag, raw,
-                      &d.size_send),
-            "MPI_Isend(size)", d.peer);
+      mpi::check(
+          MPI_Irecv(d.recv_head, head_words, MPI_UINT64_T, d.peer, recv_tag, raw, &size_recv[s]),
+          "MPI_Irecv(size)", rank, part, d.peer);
+      mpi::check(MPI_Isend(d.send_head, head_words, MPI_UINT64_T, d.peer, d.send_size_tag, raw,
+                           &d.size_send),
+                 "MPI_Isend(size)", rank, part, d.peer);
     }
   }
 
@@ -444,9 +441,9 @@ struct chain_state {
     const std::size_t bytes = d.send_count * elem;
     d.data_send.resize(pieces(bytes));
     for (std::size_t k = 0; k < d.data_send.size(); ++k)
-      check(MPI_Isend(d.send_from + k * piece_bytes, piece_size(bytes, k), MPI_BYTE, d.peer,
-                      d.send_data_tag, raw, &d.data_send[k]),
-            "MPI_Isend(data)", d.peer);
+      mpi::check(MPI_Isend(d.send_from + k * piece_bytes, piece_size(bytes, k), MPI_BYTE, d.peer,
+                           d.send_data_tag, raw, &d.data_send[k]),
+                 "MPI_Isend(data)", rank, part, d.peer);
   }
 
   // The neighbour on side `s` made call `theirs`, not this rank's: the error of this round (the
@@ -493,18 +490,20 @@ struct chain_state {
     d.recv_host.reserve(bytes, memory_space::host, device(), rank);
     d.data_recv.resize(pieces(bytes));
     for (std::size_t k = 0; k < d.data_recv.size(); ++k)
-      check(MPI_Irecv(d.recv_host.get() + k * piece_bytes, piece_size(bytes, k), MPI_BYTE, d.peer,
-                      d.recv_data_tag, raw, &d.data_recv[k]),
-            "MPI_Irecv(data)", d.peer);
+      mpi::check(MPI_Irecv(d.recv_host.get() + k * piece_bytes, piece_size(bytes, k), MPI_BYTE,
+                           d.peer, d.recv_data_tag, raw, &d.data_recv[k]),
+                 "MPI_Irecv(data)", rank, part, d.peer);
   }
 
   bool complete(std::vector<MPI_Request>& reqs, bool block, const char* call_name) {
     if (reqs.empty()) return true;
     int flag = 1;
     if (block)
-      check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), call_name, -1);
+      mpi::check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), call_name, rank,
+                 part);
     else
-      check(MPI_Testall(int(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE), call_name, -1);
+      mpi::check(MPI_Testall(int(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE), call_name,
+                 rank, part);
     return flag != 0;
   }
 
@@ -523,9 +522,11 @@ struct chain_state {
     while (!side[0].size_arrived || !side[1].size_arrived) {
       int idx = MPI_UNDEFINED, flag = 1;
       if (block)
-        check(MPI_Waitany(2, size_recv, &idx, MPI_STATUS_IGNORE), "MPI_Waitany(size)", -1);
+        mpi::check(MPI_Waitany(2, size_recv, &idx, MPI_STATUS_IGNORE), "MPI_Waitany(size)", rank,
+                   part);
       else
-        check(MPI_Testany(2, size_recv, &idx, &flag, MPI_STATUS_IGNORE), "MPI_Testany(size)", -1);
+        mpi::check(MPI_Testany(2, size_recv, &idx, &flag, MPI_STATUS_IGNORE), "MPI_Testany(size)",
+                   rank, part);
       if (!flag) return false;
       if (idx == MPI_UNDEFINED) break;  // cannot happen: a side still waits for its size
       on_size(idx);
@@ -535,9 +536,11 @@ struct chain_state {
       if (d.size_send != MPI_REQUEST_NULL) {
         int flag = 1;
         if (block)
-          check(MPI_Wait(&d.size_send, MPI_STATUS_IGNORE), "MPI_Wait(size send)", d.peer);
+          mpi::check(MPI_Wait(&d.size_send, MPI_STATUS_IGNORE), "MPI_Wait(size send)", rank, part,
+                     d.peer);
         else
-          check(MPI_Test(&d.size_send, &flag, MPI_STATUS_IGNORE), "MPI_Test(size send)", d.peer);
+          mpi::check(MPI_Test(&d.size_send, &flag, MPI_STATUS_IGNORE), "MPI_Test(size send)", rank,
+                     part, d.peer);
         if (!flag) return false;
       }
       if (!complete(d.data_send, block, "MPI_Waitall(data sends)")) return false;

@@ -1,26 +1,22 @@
-#include "halox/comm/sparse_exchange.hpp"
+#include "comm/sparse_exchange.hpp"
 
 #include <algorithm>
 #include <climits>
+#include <string_view>
 
 #include "halox/core/error.hpp"
+#include "mpi/check.hpp"
 
 namespace halox::detail {
 
 namespace {
-void check(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  fail("{} failed during set-up: {}", call, std::string(text, len));
-}
+constexpr std::string_view part = "set-up";  // for MPI errors
 }  // namespace
 
 std::vector<byte_list> sparse_exchange(MPI_Comm comm, const std::vector<byte_list>& outgoing,
                                        int tag) {
   int me = 0;
-  check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
+  mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, part);
   std::vector<MPI_Request> sends(outgoing.size(), MPI_REQUEST_NULL);
   std::vector<byte_list> incoming;
   for (std::size_t k = 0; k < outgoing.size(); ++k) {
@@ -28,34 +24,36 @@ std::vector<byte_list> sparse_exchange(MPI_Comm comm, const std::vector<byte_lis
     require(o.data.size() <= std::size_t(INT_MAX),
             "rank {}: a set-up list of {} bytes for rank {} exceeds one MPI message", me,
             o.data.size(), o.rank);
-    check(MPI_Issend(o.data.data(), int(o.data.size()), MPI_BYTE, o.rank, tag, comm, &sends[k]),
-          "MPI_Issend");
+    mpi::check(
+        MPI_Issend(o.data.data(), int(o.data.size()), MPI_BYTE, o.rank, tag, comm, &sends[k]),
+        "MPI_Issend", me, part, o.rank);
   }
   MPI_Request barrier = MPI_REQUEST_NULL;
   bool barrier_started = false;
   for (;;) {
     int flag = 0;
     MPI_Status st;
-    check(MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &flag, &st), "MPI_Iprobe");
+    mpi::check(MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &flag, &st), "MPI_Iprobe", me, part);
     if (flag) {
       int count = 0;
-      check(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count");
+      mpi::check(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count", me, part);
       byte_list in{st.MPI_SOURCE, std::vector<std::byte>(std::size_t(count))};
-      check(MPI_Recv(in.data.data(), count, MPI_BYTE, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE),
-            "MPI_Recv");
+      mpi::check(
+          MPI_Recv(in.data.data(), count, MPI_BYTE, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE),
+          "MPI_Recv", me, part, st.MPI_SOURCE);
       incoming.push_back(std::move(in));
     }
     if (!barrier_started) {
       int all_sent = 0;
-      check(MPI_Testall(int(sends.size()), sends.data(), &all_sent, MPI_STATUSES_IGNORE),
-            "MPI_Testall");
+      mpi::check(MPI_Testall(int(sends.size()), sends.data(), &all_sent, MPI_STATUSES_IGNORE),
+                 "MPI_Testall", me, part);
       if (all_sent) {  // every message of mine has been matched: join the barrier
-        check(MPI_Ibarrier(comm, &barrier), "MPI_Ibarrier");
+        mpi::check(MPI_Ibarrier(comm, &barrier), "MPI_Ibarrier", me, part);
         barrier_started = true;
       }
     } else {
       int done = 0;
-      check(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      mpi::check(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test", me, part);
       if (done) break;
     }
   }

@@ -5,8 +5,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "comm/sparse_exchange.hpp"
 #include "halox/comm/agree.hpp"
-#include "halox/comm/sparse_exchange.hpp"
 
 namespace halox {
 

@@ -11,7 +11,7 @@
 // kernel and starts each piece's send as soon as its copy has run, taking arrived pieces
 // meanwhile (each copied into the device at once); it returns once every send is started.
 // wait()/test() take the remaining pieces, then the unpack follows their copies.
-#include "exchange_core.hpp"
+#include "exchange/exchange_core.hpp"
 
 namespace halox::detail {
 

@@ -1,12 +1,14 @@
 // Set-up shared by every transport mode, and the choice of the mode (see exchange_core.hpp).
-#include "exchange_core.hpp"
+#include "exchange/exchange_core.hpp"
 
 #include <algorithm>
 #include <iterator>
+#include <string_view>
 
+#include "exchange/peer_agreement.hpp"
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
-#include "halox/exchange/peer_agreement.hpp"
+#include "mpi/check.hpp"
 
 namespace halox::detail {
 
@@ -14,9 +16,7 @@ namespace {
 // The program's index of each message in `subset` (matched by peer: one message per peer).
 const std::vector<message> no_messages;
 
-void check_mpi_call(int rc, const char* call, int rank) {
-  if (rc != MPI_SUCCESS) fail("rank {}: {} failed (exchange set-up)", rank, call);
-}
+constexpr std::string_view part = "exchange set-up";  // for MPI errors
 
 // The messages that go neither through CUDA IPC nor through shared memory.
 const std::vector<message>& remaining(const exchange_program& prog, const peer_ipc* ipc,
@@ -24,13 +24,6 @@ const std::vector<message>& remaining(const exchange_program& prog, const peer_i
   if (ipc) return sends ? ipc->mpi_sends() : ipc->mpi_recvs();
   if (shm) return sends ? shm->mpi_sends() : shm->mpi_recvs();
   return sends ? prog.sends : prog.recvs;
-}
-
-// The largest end of a message: the bytes a staging copy moves.
-std::size_t extent_of(const std::vector<message>& msgs) {
-  std::size_t e = 0;
-  for (const auto& m : msgs) e = std::max(e, m.offset + m.bytes);
-  return e;
 }
 
 // Collective whenever the program has device fields: whether NCCL carries the messages CUDA
@@ -41,10 +34,10 @@ std::size_t extent_of(const std::vector<message>& msgs) {
 bool agree_on_nccl(MPI_Comm comm, exchange_program& prog, const locality& here) {
   if (!prog.has_device_fields) return false;
   int me = 0;
-  check_mpi_call(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1);
+  mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, part);
   const bool forced = prog.options.device_staging == staging::nccl;
   int mine = (forced || prog.auto_nccl) && !prog.has_host_fields, all = 0;
-  check_mpi_call(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me);
+  mpi::check(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me, part);
   const bool usable = all != 0 && !here.gpu_shared();
   agree(boost::mpi::communicator(comm, boost::mpi::comm_attach), [&] {
     if (!forced || usable) return;
@@ -87,8 +80,8 @@ std::size_t agree_on_chunk(MPI_Comm comm, const exchange_program& prog) {
   if (!prog.has_device_fields) return 0;
   constexpr auto none = ~0ULL;
   unsigned long long mine = prog.device_buffers ? none : prog.options.staging_chunk_bytes, all = 0;
-  check_mpi_call(MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm),
-                 "MPI_Allreduce", -1);
+  mpi::check(MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm), "MPI_Allreduce",
+             -1, part);
   return all == none ? 0 : std::size_t(all);
 }
 
@@ -98,11 +91,11 @@ std::unique_ptr<nccl_path> attach_nccl(MPI_Comm comm, bool usable, const exchang
                                        const peer_ipc* ipc) {
   if (!usable) return nullptr;
   int me = 0;
-  check_mpi_call(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1);
+  mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, part);
   const auto& sends = remaining(prog, ipc, nullptr, true);
   const auto& recvs = remaining(prog, ipc, nullptr, false);
   int mine = !sends.empty() || !recvs.empty(), any = 0;
-  check_mpi_call(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, comm), "MPI_Allreduce", me);
+  mpi::check(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, comm), "MPI_Allreduce", me, part);
   if (!any && prog.options.device_staging != staging::nccl) return nullptr;
   // Zero-copy pieces where NCCL carries every message (CUDA IPC places its own).
   return nccl_path::attach(comm, false, prog, sends, prog.send_buf.get(), recvs,

@@ -15,16 +15,16 @@
 
 #include <boost/mpi/communicator.hpp>
 
-#include "halox/boundary/device_boundary.hpp"
+#include "boundary/device_boundary.hpp"
 #include "halox/core/stream.hpp"
-#include "halox/pack/device_copy.hpp"
 #include "halox/program/program.hpp"
-#include "halox/transport/locality.hpp"
-#include "halox/transport/mpi_channels.hpp"
-#include "halox/transport/nccl_path.hpp"
-#include "halox/transport/peer_ipc.hpp"
-#include "halox/transport/shm_mailbox.hpp"
-#include "halox/transport/staging_pipeline.hpp"
+#include "pack/device_copy.hpp"
+#include "transport/locality.hpp"
+#include "transport/mpi_channels.hpp"
+#include "transport/nccl_path.hpp"
+#include "transport/peer_ipc.hpp"
+#include "transport/shm_mailbox.hpp"
+#include "transport/staging_pipeline.hpp"
 
 namespace halox::detail {
 

@@ -6,8 +6,9 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
-#include "exchange_core.hpp"
+#include "exchange/exchange_core.hpp"
 #include "halox/core/error.hpp"
+#include "mpi/check.hpp"
 
 namespace halox {
 
@@ -33,8 +34,8 @@ struct exchange_state {
       : after_exchange(std::move(p.after_exchange)), core(c, std::move(p)), path(make_path(core)) {
     blocker = path->capture_blocker();
     int mine = blocker == nullptr ? 1 : 0, all = 0;
-    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_Comm(core.comm)) != MPI_SUCCESS)
-      fail("rank {}: MPI_Allreduce failed (exchange set-up: CUDA graph capture)", core.rank());
+    mpi::check(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_Comm(core.comm)),
+               "MPI_Allreduce", core.rank(), "exchange set-up: CUDA graph capture");
     capturable = all != 0;
     require(capturable || !core.prog.options.require_capturable,
             "rank {}: exchange_options::require_capturable asks for an exchange a CUDA graph can "

@@ -9,7 +9,7 @@
 // deferred shared-memory messages, copy the direct messages into this rank's halos whose
 // senders have started, and, where a receiver has started but not copied yet, copy its message
 // for it: a rank's completion never waits for a peer to reach its wait().
-#include "exchange_core.hpp"
+#include "exchange/exchange_core.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // Device fields whose node-local messages travel through CUDA IPC (the pack kernel writes into
 // the receiver's GPU memory); messages to other peers of the same exchange go through MPI.
-#include "exchange_core.hpp"
+#include "exchange/exchange_core.hpp"
 
 #include <algorithm>
 

@@ -1,10 +1,11 @@
-// Set-up agreement between peers (see halox/exchange/peer_agreement.hpp).
-#include "halox/exchange/peer_agreement.hpp"
+// Set-up agreement between peers (see exchange/peer_agreement.hpp).
+#include "exchange/peer_agreement.hpp"
 
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -12,9 +13,11 @@
 #include <boost/mpi/communicator.hpp>
 #include <boost/serialization/string.hpp>
 
+#include "comm/sparse_exchange.hpp"
 #include "halox/comm/agree.hpp"
-#include "halox/comm/sparse_exchange.hpp"
+#include "halox/comm/settings_agreement.hpp"
 #include "halox/core/error.hpp"
+#include "mpi/check.hpp"
 
 namespace halox::detail {
 
@@ -79,9 +82,7 @@ pair_view decode(const std::vector<std::byte>& in, int from) {
   return v;
 }
 
-void check_mpi(int rc, int me) {
-  if (rc != MPI_SUCCESS) fail("rank {}: an MPI call of the exchange set-up failed", me);
-}
+constexpr std::string_view part = "exchange set-up: peer agreement";  // for MPI errors
 
 std::string bytes_phrase(long long b) {
   return b < 0 ? std::string("no message") : fmt::format("{} bytes per exchange", b);
@@ -128,7 +129,7 @@ std::string complaint(int me, const pair_view& mine, int peer, const pair_view& 
 void check_peer_agreement(MPI_Comm comm, const exchange_program& prog) {
   if (testing::skip_peer_agreement) return;
   int me = 0;
-  check_mpi(MPI_Comm_rank(comm, &me), -1);
+  mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, part);
   std::map<int, pair_view> mine;
   for (const auto& m : prog.sends) mine[m.peer].sends = (long long)m.bytes;
   for (const auto& m : prog.recvs) mine[m.peer].expects = (long long)m.bytes;
@@ -160,14 +161,17 @@ void check_peer_agreement(MPI_Comm comm, const exchange_program& prog) {
   // rank's declaration finds any two ranks that still differ.
   const pair_view self{-1, -1, prog.declared};
   const auto bytes = encode(self);
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (const auto b : bytes) h = (h ^ std::uint64_t(b)) * 1099511628211ull;
+  settings_hash hash;
+  hash.add(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  const std::uint64_t h = hash.value();
   struct {
     long value;
     int rank;
   } mine_h{long(h >> 1), me}, lowest{}, highest{};
-  check_mpi(MPI_Allreduce(&mine_h, &lowest, 1, MPI_LONG_INT, MPI_MINLOC, comm), me);
-  check_mpi(MPI_Allreduce(&mine_h, &highest, 1, MPI_LONG_INT, MPI_MAXLOC, comm), me);
+  mpi::check(MPI_Allreduce(&mine_h, &lowest, 1, MPI_LONG_INT, MPI_MINLOC, comm),
+             "MPI_Allreduce(MINLOC)", me, part);
+  mpi::check(MPI_Allreduce(&mine_h, &highest, 1, MPI_LONG_INT, MPI_MAXLOC, comm),
+             "MPI_Allreduce(MAXLOC)", me, part);
   if (lowest.value == highest.value) return;
   std::string a, b;
   if (me == lowest.rank) a.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());

@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "halox/core/format.hpp"
-#include "halox/pack/device_copy.hpp"
-#include "halox/transport/staging.hpp"
+#include "pack/device_copy.hpp"
+#include "transport/staging.hpp"
 
 namespace halox::detail {
 

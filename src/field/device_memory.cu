@@ -3,8 +3,8 @@
 
 #include <memory>
 
-#include "../gpu/check.hpp"
-#include "../gpu/stream.hpp"
+#include "gpu/check.hpp"
+#include "gpu/stream.hpp"
 #include "halox/core/error.hpp"
 #include "halox/field/memory.hpp"
 

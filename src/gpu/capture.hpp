@@ -4,7 +4,7 @@
 // the one it belongs to), which CUDA refuses (cudaErrorStreamCaptureIsolation).
 #include <cuda_runtime.h>
 
-#include "check.hpp"
+#include "gpu/check.hpp"
 
 namespace halox::detail::gpu {
 

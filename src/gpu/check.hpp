@@ -1,6 +1,7 @@
 #pragma once
 // The one check of every CUDA runtime call in halox's CUDA sources: a failed call becomes a
 // halox::error naming the call, CUDA's text and name, and the MPI rank when there is one.
+// (mpi/check.hpp does the same for MPI calls.)
 #include <cuda_runtime.h>
 
 #include <string>

@@ -5,7 +5,7 @@
 
 #include <utility>
 
-#include "check.hpp"
+#include "gpu/check.hpp"
 
 namespace halox::detail::gpu {
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "check.hpp"
+#include "gpu/check.hpp"
 
 namespace halox::detail::gpu {
 

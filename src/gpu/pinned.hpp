@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-#include "check.hpp"
+#include "gpu/check.hpp"
 
 namespace halox::detail::gpu {
 

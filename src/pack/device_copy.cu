@@ -1,4 +1,4 @@
-// The launcher of the GPU copy engine: device_copier (halox/pack/device_copy.hpp) uploads the
+// The launcher of the GPU copy engine: device_copier (pack/device_copy.hpp) uploads the
 // tables the lowering made (device_copy_lowering.hpp), enqueues the kernels
 // (device_copy_kernels.cuh) on its own stream, and orders them with events, users' streams and
 // peers' signals. Every resource is owned by a gpu/ wrapper: nothing leaks where a constructor
@@ -14,17 +14,17 @@
 
 #include <fmt/format.h>
 
-#include "../gpu/capture.hpp"
-#include "../gpu/check.hpp"
-#include "../gpu/cuda_driver.hpp"
-#include "../gpu/event.hpp"
-#include "../gpu/memory.hpp"
-#include "../gpu/pinned.hpp"
-#include "../gpu/stream.hpp"
-#include "device_copy_kernels.cuh"
-#include "device_copy_lowering.hpp"
+#include "gpu/capture.hpp"
+#include "gpu/check.hpp"
+#include "gpu/cuda_driver.hpp"
+#include "gpu/event.hpp"
+#include "gpu/memory.hpp"
+#include "gpu/pinned.hpp"
+#include "gpu/stream.hpp"
 #include "halox/core/error.hpp"
-#include "halox/pack/device_copy.hpp"
+#include "pack/device_copy.hpp"
+#include "pack/device_copy_kernels.cuh"
+#include "pack/device_copy_lowering.hpp"
 
 namespace halox::detail {
 

@@ -6,11 +6,11 @@
 // copy the tile (consecutive threads, consecutive elements: coalesced where regions are
 // contiguous). Grid-stride over tiles, so any halo size works; small tiles and many resident
 // blocks keep enough loads in flight (the copy is latency-bound, not bandwidth-bound, otherwise).
-#include "device_copy_kernels.cuh"
+#include "pack/device_copy_kernels.cuh"
 
 #include <algorithm>
 
-#include "../gpu/check.hpp"
+#include "gpu/check.hpp"
 
 namespace halox::detail {
 

@@ -4,7 +4,7 @@
 // kernels themselves live in device_copy_kernels.cu; these functions enqueue them.
 #include <cuda_runtime.h>
 
-#include "device_copy_lowering.hpp"
+#include "pack/device_copy_lowering.hpp"
 
 namespace halox::detail {
 

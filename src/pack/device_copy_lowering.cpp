@@ -1,5 +1,5 @@
 // Lowering of copy lists to the fused copy kernel's tables (see device_copy_lowering.hpp).
-#include "device_copy_lowering.hpp"
+#include "pack/device_copy_lowering.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
 // Builds without CUDA: no device field can exist, so these are never reached in a correct
 // program; they fail loudly if they are.
 #include "halox/core/error.hpp"
-#include "halox/pack/device_copy.hpp"
+#include "pack/device_copy.hpp"
 
 namespace halox::detail {
 

@@ -1,6 +1,6 @@
 // Placing a compiled program's steps where the transports put its messages (see
-// halox/program/placement.hpp).
-#include "halox/program/placement.hpp"
+// program/placement.hpp).
+#include "program/placement.hpp"
 
 #include <algorithm>
 

@@ -1,9 +1,6 @@
-#include "halox/transport/chunks.hpp"
+#include "transport/chunks.hpp"
 
 #include <algorithm>
-#include <string>
-
-#include "halox/core/error.hpp"
 
 namespace halox::detail {
 
@@ -49,25 +46,6 @@ std::vector<stage> group_stages(const std::vector<piece>& pieces, std::size_t ch
     out.push_back({p.offset, p.bytes, k, k + 1});
   }
   return out;
-}
-
-std::size_t parse_bytes(const char* name, const char* text) {
-  const std::string s = text;
-  std::size_t digits = 0;
-  while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
-  const std::string unit = s.substr(digits);
-  std::size_t shift = 0;
-  if (unit == "K" || unit == "k" || unit == "KiB")
-    shift = 10;
-  else if (unit == "M" || unit == "m" || unit == "MiB")
-    shift = 20;
-  else if (unit == "G" || unit == "g" || unit == "GiB")
-    shift = 30;
-  else if (!unit.empty())
-    digits = 0;  // an unknown unit
-  if (digits == 0 || digits > 12)
-    fail("{}='{}' is not a number of bytes; use e.g. 1048576, 512K, 4M or 0", name, s);
-  return std::stoull(s.substr(0, digits)) << shift;
 }
 
 }  // namespace halox::detail

@@ -1,12 +1,12 @@
-// The locality decision's GPU side (see halox/transport/locality.hpp): which GPU this process
+// The locality decision's GPU side (see transport/locality.hpp): which GPU this process
 // uses. Alone in its file so that anything that decides locality (exchanges, chains) can link it
 // without the transports.
 #include <cuda_runtime.h>
 
 #include <string>
 
-#include "../gpu/check.hpp"
-#include "halox/transport/locality.hpp"
+#include "gpu/check.hpp"
+#include "transport/locality.hpp"
 
 namespace halox::detail {
 

@@ -1,5 +1,5 @@
 // Builds without CUDA: no GPU takes part in the locality decision.
-#include "halox/transport/locality.hpp"
+#include "transport/locality.hpp"
 
 namespace halox::detail {
 

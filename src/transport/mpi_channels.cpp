@@ -1,13 +1,16 @@
-#include "halox/transport/mpi_channels.hpp"
+#include "transport/mpi_channels.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 #include "halox/core/error.hpp"
+#include "mpi/check.hpp"
 
 namespace halox::detail {
 
 namespace {
 constexpr int tag = 7;  // each object has its own communicator, so one tag suffices
+constexpr std::string_view part = "MPI transport";  // for MPI errors
 }  // namespace
 
 mpi_channels::mpi_channels(MPI_Comm comm, const std::vector<message>& sends,
@@ -16,14 +19,15 @@ mpi_channels::mpi_channels(MPI_Comm comm, const std::vector<message>& sends,
     : comm_(comm),
       send_piece_(split_messages(sends, chunk)),
       recv_piece_(split_messages(recvs, chunk)) {
-  check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank", -1);
-  check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
+  mpi::check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank", -1, part);
+  mpi::check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", rank_,
+             part);
   send_first_.assign(sends.size() + 1, 0);
   for (const auto& p : send_piece_) {
     const int peer = sends[p.message].peer;
     MPI_Request r;
-    check(MPI_Send_init(send_buf + p.offset, int(p.bytes), MPI_BYTE, peer, tag, comm, &r),
-          "MPI_Send_init", peer);
+    mpi::check(MPI_Send_init(send_buf + p.offset, int(p.bytes), MPI_BYTE, peer, tag, comm, &r),
+               "MPI_Send_init", rank_, part, peer);
     send_req_.push_back(r);
     send_first_[p.message + 1] = int(send_req_.size());
   }
@@ -32,8 +36,8 @@ mpi_channels::mpi_channels(MPI_Comm comm, const std::vector<message>& sends,
   for (const auto& p : recv_piece_) {
     const int peer = recvs[p.message].peer;
     MPI_Request r;
-    check(MPI_Recv_init(recv_buf + p.offset, int(p.bytes), MPI_BYTE, peer, tag, comm, &r),
-          "MPI_Recv_init", peer);
+    mpi::check(MPI_Recv_init(recv_buf + p.offset, int(p.bytes), MPI_BYTE, peer, tag, comm, &r),
+               "MPI_Recv_init", rank_, part, peer);
     recv_req_.push_back(r);
     ++recv_pieces_[p.message];
   }
@@ -52,29 +56,22 @@ mpi_channels::~mpi_channels() {
   for (auto& r : recv_req_) (void)MPI_Request_free(&r);
 }
 
-void mpi_channels::check(int rc, const char* call, int peer) const {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  if (peer < 0) fail("rank {}: {} (all peers) failed: {}", rank_, call, std::string(text, len));
-  fail("rank {}: {} (peer {}) failed: {}", rank_, call, peer, std::string(text, len));
-}
-
 void mpi_channels::start_recvs() {
   std::copy(recv_pieces_.begin(), recv_pieces_.end(), recv_left_.begin());
   if (!recv_req_.empty())
-    check(MPI_Startall(int(recv_req_.size()), recv_req_.data()), "MPI_Startall(receives)", -1);
+    mpi::check(MPI_Startall(int(recv_req_.size()), recv_req_.data()), "MPI_Startall(receives)",
+               rank_, part);
 }
 
 void mpi_channels::start_send(std::size_t m) {
   const int first = send_first_[m], n = send_first_[m + 1] - first;
-  check(MPI_Startall(n, send_req_.data() + first), "MPI_Startall(send)", send_peer_[m]);
+  mpi::check(MPI_Startall(n, send_req_.data() + first), "MPI_Startall(send)", rank_, part,
+             send_peer_[m]);
 }
 
 int mpi_channels::finish_recv_request(int req, const MPI_Status& st) {
   int got = 0;
-  check(MPI_Get_count(&st, MPI_BYTE, &got), "MPI_Get_count", st.MPI_SOURCE);
+  mpi::check(MPI_Get_count(&st, MPI_BYTE, &got), "MPI_Get_count", rank_, part, st.MPI_SOURCE);
   const std::size_t want = recv_piece_[std::size_t(req)].bytes;
   if (std::size_t(got) != want)
     fail(
@@ -89,7 +86,8 @@ int mpi_channels::wait_recv() {
   for (;;) {
     int idx = MPI_UNDEFINED;
     MPI_Status st;
-    check(MPI_Waitany(int(recv_req_.size()), recv_req_.data(), &idx, &st), "MPI_Waitany", -1);
+    mpi::check(MPI_Waitany(int(recv_req_.size()), recv_req_.data(), &idx, &st),
+               "MPI_Waitany(receives)", rank_, part);
     if (idx == MPI_UNDEFINED) return -1;
     if (const int m = finish_recv_request(idx, st); m >= 0) return m;
   }
@@ -98,9 +96,9 @@ int mpi_channels::wait_recv() {
 int mpi_channels::test_recvs(int* done) {
   if (recv_req_.empty()) return 0;
   int count = 0;
-  check(MPI_Testsome(int(recv_req_.size()), recv_req_.data(), &count, scratch_.data(),
-                     statuses_.data()),
-        "MPI_Testsome", -1);
+  mpi::check(MPI_Testsome(int(recv_req_.size()), recv_req_.data(), &count, scratch_.data(),
+                          statuses_.data()),
+             "MPI_Testsome(receives)", rank_, part);
   int n = 0;
   if (count == MPI_UNDEFINED) return 0;
   for (int k = 0; k < count; ++k)
@@ -109,13 +107,15 @@ int mpi_channels::test_recvs(int* done) {
 }
 
 void mpi_channels::start_send_piece(std::size_t p) {
-  check(MPI_Start(&send_req_[p]), "MPI_Start(send)", send_peer_[send_piece_[p].message]);
+  mpi::check(MPI_Start(&send_req_[p]), "MPI_Start(send)", rank_, part,
+             send_peer_[send_piece_[p].message]);
 }
 
 int mpi_channels::wait_recv_piece() {
   int idx = MPI_UNDEFINED;
   MPI_Status st;
-  check(MPI_Waitany(int(recv_req_.size()), recv_req_.data(), &idx, &st), "MPI_Waitany", -1);
+  mpi::check(MPI_Waitany(int(recv_req_.size()), recv_req_.data(), &idx, &st),
+             "MPI_Waitany(receives)", rank_, part);
   if (idx == MPI_UNDEFINED) return -1;
   finish_recv_request(idx, st);
   return idx;
@@ -124,8 +124,8 @@ int mpi_channels::wait_recv_piece() {
 int mpi_channels::test_recv_pieces(int* done) {
   if (recv_req_.empty()) return 0;
   int count = 0;
-  check(MPI_Testsome(int(recv_req_.size()), recv_req_.data(), &count, done, statuses_.data()),
-        "MPI_Testsome", -1);
+  mpi::check(MPI_Testsome(int(recv_req_.size()), recv_req_.data(), &count, done, statuses_.data()),
+             "MPI_Testsome(receives)", rank_, part);
   if (count == MPI_UNDEFINED) return 0;
   for (int k = 0; k < count; ++k) finish_recv_request(done[k], statuses_[k]);
   return count;
@@ -133,15 +133,15 @@ int mpi_channels::test_recv_pieces(int* done) {
 
 void mpi_channels::wait_sends() {
   if (!send_req_.empty())
-    check(MPI_Waitall(int(send_req_.size()), send_req_.data(), MPI_STATUSES_IGNORE),
-          "MPI_Waitall(sends)", -1);
+    mpi::check(MPI_Waitall(int(send_req_.size()), send_req_.data(), MPI_STATUSES_IGNORE),
+               "MPI_Waitall(sends)", rank_, part);
 }
 
 bool mpi_channels::test_sends() {
   int flag = 1;
   if (!send_req_.empty())
-    check(MPI_Testall(int(send_req_.size()), send_req_.data(), &flag, MPI_STATUSES_IGNORE),
-          "MPI_Testall(sends)", -1);
+    mpi::check(MPI_Testall(int(send_req_.size()), send_req_.data(), &flag, MPI_STATUSES_IGNORE),
+               "MPI_Testall(sends)", rank_, part);
   return flag != 0;
 }
 

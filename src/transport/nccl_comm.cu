@@ -1,4 +1,4 @@
-// One NCCL communicator per group of ranks, shared (see halox/transport/nccl_comm.hpp).
+// One NCCL communicator per group of ranks, shared (see transport/nccl_comm.hpp).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -6,16 +6,18 @@
 #include <exception>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
-#include "../gpu/capture.hpp"
-#include "../gpu/check.hpp"
-#include "../gpu/memory.hpp"
-#include "../gpu/stream.hpp"
+#include "gpu/capture.hpp"
+#include "gpu/check.hpp"
+#include "gpu/memory.hpp"
+#include "gpu/stream.hpp"
 #include "halox/core/error.hpp"
-#include "halox/transport/nccl_comm.hpp"
-#include "nccl_check.hpp"
+#include "mpi/check.hpp"
+#include "transport/nccl_check.hpp"
+#include "transport/nccl_comm.hpp"
 
 static_assert(NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0), "halox needs NCCL 2.14 or newer");
 
@@ -25,12 +27,7 @@ namespace {
 
 std::atomic<long> created_comms{0}, live_comms{0};
 
-// `rank` < 0: no rank known yet.
-void check_mpi(int rc, const char* call, int rank) {
-  if (rc != MPI_SUCCESS)
-    fail("{}{} failed (NCCL communicator set-up)",
-         rank >= 0 ? format("rank {}: ", rank) : std::string(), call);
-}
+constexpr std::string_view part = "NCCL communicator set-up";  // for MPI errors
 
 std::string last_error(ncclComm_t comm) {
   const char* last = ncclGetLastError(comm);
@@ -79,9 +76,9 @@ nccl_comm::~nccl_comm() {
 std::shared_ptr<nccl_comm> nccl_comm::shared(MPI_Comm comm) {
   require(comm != MPI_COMM_NULL, "an NCCL communicator was requested for MPI_COMM_NULL");
   int rank = 0, size = 0, inter = 0;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", -1);
-  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size", rank);
-  check_mpi(MPI_Comm_test_inter(comm, &inter), "MPI_Comm_test_inter", rank);
+  mpi::check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", -1, part);
+  mpi::check(MPI_Comm_size(comm, &size), "MPI_Comm_size", rank, part);
+  mpi::check(MPI_Comm_test_inter(comm, &inter), "MPI_Comm_test_inter", rank, part);
   require(inter == 0, "rank {}: an NCCL communicator needs an intracommunicator", rank);
 
   // Local steps first; a failure joins the agreement below, so no rank waits for one that threw.
@@ -100,7 +97,7 @@ std::shared_ptr<nccl_comm> nccl_comm::shared(MPI_Comm comm) {
       if (!s || s->device_ != device || s->aborted_.load() || (live && live->id_ > s->id_))
         continue;
       int same = MPI_UNEQUAL;
-      check_mpi(MPI_Comm_compare(s->key_, comm, &same), "MPI_Comm_compare", rank);
+      mpi::check(MPI_Comm_compare(s->key_, comm, &same), "MPI_Comm_compare", rank, part);
       if (same == MPI_IDENT || same == MPI_CONGRUENT) live = std::move(s);
     }
   } catch (...) {
@@ -111,7 +108,8 @@ std::shared_ptr<nccl_comm> nccl_comm::shared(MPI_Comm comm) {
   // keep it until they go. MPI_MIN over {ok, have, id, -id}: all ok, all have, min and max id.
   const long long id = live ? live->id_ : 0;
   long long local[4] = {problem ? 0 : 1, live ? 1 : 0, id, -id}, all[4] = {0, 0, 0, 0};
-  check_mpi(MPI_Allreduce(local, all, 4, MPI_LONG_LONG, MPI_MIN, comm), "MPI_Allreduce", rank);
+  mpi::check(MPI_Allreduce(local, all, 4, MPI_LONG_LONG, MPI_MIN, comm), "MPI_Allreduce", rank,
+             part);
   if (problem) std::rethrow_exception(problem);
   if (all[0] == 0)
     fail("rank {}: another rank could not look up its NCCL communicator (see that rank's error)",
@@ -136,7 +134,8 @@ std::shared_ptr<nccl_comm> nccl_comm::create(MPI_Comm comm, int rank, int size, 
     msg.result = int(ncclGetUniqueId(&msg.id));
     msg.serial = ++created_on_this_process;
   }
-  check_mpi(MPI_Bcast(&msg, int(sizeof msg), MPI_BYTE, 0, comm), "MPI_Bcast(ncclUniqueId)", rank);
+  mpi::check(MPI_Bcast(&msg, int(sizeof msg), MPI_BYTE, 0, comm), "MPI_Bcast(ncclUniqueId)", rank,
+             part);
   if (msg.result != ncclSuccess)
     nccl_fail(ncclResult_t(msg.result), "ncclGetUniqueId (on rank 0)", rank, -1, nullptr);
 
@@ -164,14 +163,14 @@ std::shared_ptr<nccl_comm> nccl_comm::create(MPI_Comm comm, int rank, int size, 
   // Every rank leaves together: one rank's failure is every rank's error, and no rank keeps a
   // communicator another lacks.
   int ok = problem ? 0 : 1, all = 0;
-  check_mpi(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", rank);
+  mpi::check(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", rank, part);
   if (problem) std::rethrow_exception(problem);
   if (all == 0) {
     (void)ncclCommAbort(s->comm_);
     s->comm_ = nullptr;
     fail("rank {}: ncclCommInitRankConfig failed on another rank (see that rank's error)", rank);
   }
-  check_mpi(MPI_Comm_dup(comm, &s->key_), "MPI_Comm_dup", rank);
+  mpi::check(MPI_Comm_dup(comm, &s->key_), "MPI_Comm_dup", rank, part);
   gpu::check(cudaEventCreateWithFlags(&s->last_, cudaEventDisableTiming), "cudaEventCreate", rank);
   s->counted_ = true;
   ++created_comms;

@@ -1,15 +1,17 @@
-// Device messages through NCCL (see halox/transport/nccl_path.hpp).
+// Device messages through NCCL (see transport/nccl_path.hpp).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
 #include <array>
+#include <string_view>
 #include <utility>
 
 #include "halox/core/error.hpp"
-#include "halox/transport/nccl_path.hpp"
-#include "nccl_check.hpp"
-#include "nccl_pieces.hpp"
+#include "mpi/check.hpp"
+#include "transport/nccl_check.hpp"
+#include "transport/nccl_path.hpp"
+#include "transport/nccl_pieces.hpp"
 
 namespace halox::detail {
 
@@ -33,12 +35,6 @@ void require_reachable(const void* p, int device, const char* which, int rank) {
           rank, which, device);
 }
 
-std::size_t extent_of(const std::vector<message>& msgs) {
-  std::size_t e = 0;
-  for (const auto& m : msgs) e = std::max(e, m.offset + m.bytes);
-  return e;
-}
-
 // A side of a message as it travels to the peer at set-up: direct, edge count, edges.
 using side_wire = std::array<std::uint64_t, 3 + nccl_max_pieces>;
 constexpr int tag_sender_side = 40, tag_receiver_side = 41;
@@ -59,9 +55,7 @@ nccl_side from_wire(const side_wire& w) {
   return s;
 }
 
-void check_mpi(int rc, const char* call, int rank) {
-  if (rc != MPI_SUCCESS) fail("rank {}: {} failed (NCCL zero-copy set-up)", rank, call);
-}
+constexpr std::string_view part = "NCCL zero-copy set-up";  // for MPI errors
 
 // This rank's side of each message, told to each peer; the peer's side of the same message
 // back. Both ranks of a pair then cut it alike.
@@ -92,22 +86,22 @@ sides swap_sides(MPI_Comm comm, const exchange_program& prog, const std::vector<
   const int n = int(sizeof(side_wire));
   std::size_t r = 0;
   for (std::size_t k = 0; k < ns; ++k) {
-    check_mpi(MPI_Isend(out_send[k].data(), n, MPI_BYTE, sends[k].peer, tag_sender_side, comm,
-                        &reqs[r++]),
-              "MPI_Isend", me);
-    check_mpi(MPI_Irecv(in_recv[k].data(), n, MPI_BYTE, sends[k].peer, tag_receiver_side, comm,
-                        &reqs[r++]),
-              "MPI_Irecv", me);
+    const int peer = sends[k].peer;
+    mpi::check(MPI_Isend(out_send[k].data(), n, MPI_BYTE, peer, tag_sender_side, comm, &reqs[r++]),
+               "MPI_Isend", me, part, peer);
+    mpi::check(MPI_Irecv(in_recv[k].data(), n, MPI_BYTE, peer, tag_receiver_side, comm, &reqs[r++]),
+               "MPI_Irecv", me, part, peer);
   }
   for (std::size_t k = 0; k < nr; ++k) {
-    check_mpi(MPI_Isend(out_recv[k].data(), n, MPI_BYTE, recvs[k].peer, tag_receiver_side, comm,
-                        &reqs[r++]),
-              "MPI_Isend", me);
-    check_mpi(MPI_Irecv(in_send[k].data(), n, MPI_BYTE, recvs[k].peer, tag_sender_side, comm,
-                        &reqs[r++]),
-              "MPI_Irecv", me);
+    const int peer = recvs[k].peer;
+    mpi::check(
+        MPI_Isend(out_recv[k].data(), n, MPI_BYTE, peer, tag_receiver_side, comm, &reqs[r++]),
+        "MPI_Isend", me, part, peer);
+    mpi::check(MPI_Irecv(in_send[k].data(), n, MPI_BYTE, peer, tag_sender_side, comm, &reqs[r++]),
+               "MPI_Irecv", me, part, peer);
   }
-  check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall", me);
+  mpi::check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall", me,
+             part);
   for (const auto& w : in_recv) s.theirs_recv.push_back(from_wire(w));
   for (const auto& w : in_send) s.theirs_send.push_back(from_wire(w));
   return s;
@@ -132,7 +126,7 @@ std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm comm, bool gpu_shared,
                                              const std::vector<message>& recvs,
                                              std::byte* recv_buf, bool zero_copy) {
   int me = 0;
-  if (MPI_Comm_rank(comm, &me) != MPI_SUCCESS) fail("MPI_Comm_rank failed (NCCL transport)");
+  mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, "NCCL transport");
   require(!gpu_shared,
           "rank {}: staging 'nccl' needs one GPU per rank, but ranks of this communicator on one "
           "node share a GPU, which NCCL does not allow; run one rank per GPU or use another "

@@ -1,8 +1,8 @@
 // Builds without NCCL: the nccl staging policy is refused at make_exchange, and asking for an
 // NCCL communicator is an error.
 #include "halox/core/error.hpp"
-#include "halox/transport/nccl_comm.hpp"
-#include "halox/transport/nccl_path.hpp"
+#include "transport/nccl_comm.hpp"
+#include "transport/nccl_path.hpp"
 
 namespace halox::detail {
 

@@ -1,5 +1,5 @@
 // Zero-copy NCCL messages: the cut both sides agree on (see nccl_pieces.hpp).
-#include "nccl_pieces.hpp"
+#include "transport/nccl_pieces.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// CUDA IPC transport between node-local GPUs (see halox/transport/peer_ipc.hpp).
+// CUDA IPC transport between node-local GPUs (see transport/peer_ipc.hpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -7,16 +7,18 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "../gpu/check.hpp"
-#include "../gpu/cuda_driver.hpp"
+#include "gpu/check.hpp"
+#include "gpu/cuda_driver.hpp"
 #include "halox/core/error.hpp"
-#include "halox/transport/locality.hpp"
-#include "halox/transport/peer_ipc.hpp"
-#include "halox/transport/staging.hpp"
+#include "halox/core/options.hpp"
+#include "mpi/check.hpp"
+#include "transport/locality.hpp"
+#include "transport/peer_ipc.hpp"
 
 namespace halox::detail {
 
@@ -32,9 +34,7 @@ enum : int {
   tag_start = 16
 };
 
-void check_mpi(int rc, const char* call, int rank) {
-  if (rc != MPI_SUCCESS) fail("rank {}: {} failed (CUDA IPC transport)", rank, call);
-}
+constexpr std::string_view part = "CUDA IPC transport";  // for MPI errors
 
 // This rank's view of its peers: which can be reached through CUDA IPC (on this node, with a
 // GPU this rank's GPU can access, or the same GPU), and whether any shares this rank's GPU.
@@ -82,24 +82,18 @@ void agree_pairs(MPI_Comm comm, std::map<int, bool>& ok, int me) {
   std::size_t k = 0;
   for (const auto& [peer, can] : ok) {
     reqs.emplace_back();
-    check_mpi(MPI_Irecv(&in[k], 1, MPI_INT, peer, tag_pair, comm, &reqs.back()),
-              "MPI_Irecv(IPC pair)", me);
+    mpi::check(MPI_Irecv(&in[k], 1, MPI_INT, peer, tag_pair, comm, &reqs.back()),
+               "MPI_Irecv(IPC pair)", me, part, peer);
     reqs.emplace_back();
-    check_mpi(MPI_Isend(&out[k], 1, MPI_INT, peer, tag_pair, comm, &reqs.back()),
-              "MPI_Isend(IPC pair)", me);
+    mpi::check(MPI_Isend(&out[k], 1, MPI_INT, peer, tag_pair, comm, &reqs.back()),
+               "MPI_Isend(IPC pair)", me, part, peer);
     ++k;
   }
   if (!reqs.empty())
-    check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitall(IPC pairs)", me);
+    mpi::check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
+               "MPI_Waitall(IPC pairs)", me, part);
   k = 0;
   for (auto& [peer, can] : ok) can = can && in[k++] != 0;
-}
-
-std::size_t extent_of(const std::vector<message>& msgs) {
-  std::size_t e = 0;
-  for (const auto& m : msgs) e = std::max(e, m.offset + m.bytes);
-  return e;
 }
 
 struct handle_msg {
@@ -235,7 +229,8 @@ decision decide(MPI_Comm comm, const exchange_program& prog, const locality& her
   int mine =
       d.all && !r.shares_gpu && !prog.ordered_device_unpack && prog.options.ipc_device_signals;
   int everywhere = 0;
-  check_mpi(MPI_Allreduce(&mine, &everywhere, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me);
+  mpi::check(MPI_Allreduce(&mine, &everywhere, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me,
+             part);
   d.signalled = everywhere != 0;
   return d;
 }
@@ -276,16 +271,17 @@ struct peer_ipc::impl {
       for (auto& r : *v) MPI_Request_free(&r);
   }
   void start_all(std::vector<MPI_Request>& v, const char* what) {
-    if (!v.empty()) check_mpi(MPI_Startall(int(v.size()), v.data()), what, rank);
+    if (!v.empty()) mpi::check(MPI_Startall(int(v.size()), v.data()), what, rank, part);
   }
   void wait_all(std::vector<MPI_Request>& v, const char* what) {
     if (!v.empty())
-      check_mpi(MPI_Waitall(int(v.size()), v.data(), MPI_STATUSES_IGNORE), what, rank);
+      mpi::check(MPI_Waitall(int(v.size()), v.data(), MPI_STATUSES_IGNORE), what, rank, part);
   }
   bool test_all(std::vector<MPI_Request>& v, const char* what) {
     int flag = 1;
     if (!v.empty())
-      check_mpi(MPI_Testall(int(v.size()), v.data(), &flag, MPI_STATUSES_IGNORE), what, rank);
+      mpi::check(MPI_Testall(int(v.size()), v.data(), &flag, MPI_STATUSES_IGNORE), what, rank,
+                 part);
     return flag != 0;
   }
 };
@@ -506,22 +502,23 @@ class ipc_setup {
   void post(std::vector<MPI_Request>& reqs, const void* data, std::size_t bytes, int peer, int tag,
             bool send) {
     reqs.emplace_back();
-    check_mpi(send ? MPI_Isend(data, int(bytes), MPI_BYTE, peer, tag, comm_, &reqs.back())
-                   : MPI_Irecv(const_cast<void*>(data), int(bytes), MPI_BYTE, peer, tag, comm_,
-                               &reqs.back()),
-              send ? "MPI_Isend(CUDA IPC set-up)" : "MPI_Irecv(CUDA IPC set-up)", me_);
+    mpi::check(send ? MPI_Isend(data, int(bytes), MPI_BYTE, peer, tag, comm_, &reqs.back())
+                    : MPI_Irecv(const_cast<void*>(data), int(bytes), MPI_BYTE, peer, tag, comm_,
+                                &reqs.back()),
+               send ? "MPI_Isend(CUDA IPC set-up)" : "MPI_Irecv(CUDA IPC set-up)", me_, part, peer);
   }
   void wait(std::vector<MPI_Request>& reqs, const char* what) {
     if (!reqs.empty())
-      check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), what, me_);
+      mpi::check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), what, me_, part);
   }
   void init(std::vector<MPI_Request>& v, const std::vector<std::size_t>& which,
             const std::vector<message>& msgs, bool send, int tag) {
     for (std::size_t k : which) {
       v.emplace_back();
-      check_mpi(send ? MPI_Send_init(&p_.dummy, 0, MPI_BYTE, msgs[k].peer, tag, comm_, &v.back())
-                     : MPI_Recv_init(&p_.dummy, 0, MPI_BYTE, msgs[k].peer, tag, comm_, &v.back()),
-                "MPI_Send_init/MPI_Recv_init(IPC control)", me_);
+      mpi::check(send ? MPI_Send_init(&p_.dummy, 0, MPI_BYTE, msgs[k].peer, tag, comm_, &v.back())
+                      : MPI_Recv_init(&p_.dummy, 0, MPI_BYTE, msgs[k].peer, tag, comm_, &v.back()),
+                 send ? "MPI_Send_init(IPC control)" : "MPI_Recv_init(IPC control)", me_, part,
+                 msgs[k].peer);
     }
   }
 
@@ -549,7 +546,7 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, const exchange_program
   // takes part and declines every pair.
   if (!prog.has_device_fields || prog.has_host_fields) return nullptr;
   int me = 0;
-  check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1);
+  mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, part);
   const decision d = decide(comm, prog, here, me);
   if (!d.any) return nullptr;  // every message of this rank goes through MPI
   auto p = std::make_unique<impl>();

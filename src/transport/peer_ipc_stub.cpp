@@ -1,5 +1,5 @@
 // Builds without CUDA: there are no device fields, so no exchange runs over CUDA IPC.
-#include "halox/transport/peer_ipc.hpp"
+#include "transport/peer_ipc.hpp"
 
 namespace halox::detail {
 

@@ -1,5 +1,5 @@
-// Shared-memory messages between node-local ranks (see halox/transport/shm_mailbox.hpp).
-#include "halox/transport/shm_mailbox.hpp"
+// Shared-memory messages between node-local ranks (see transport/shm_mailbox.hpp).
+#include "transport/shm_mailbox.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -12,11 +12,13 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "halox/core/error.hpp"
 #include "halox/field/memory.hpp"
+#include "mpi/check.hpp"
 
 namespace halox::detail {
 
@@ -28,9 +30,7 @@ enum : int { tag_offer = 20, tag_reply = 21, tag_regions = 22, tag_sources = 23,
 constexpr std::size_t slot_bytes = 256;
 constexpr std::size_t at_consumed = 8, at_started = 16, at_claim = 24;  // in words
 
-void check_mpi(int rc, const char* call, int rank) {
-  if (rc != MPI_SUCCESS) fail("rank {}: {} failed (shared-memory transport set-up)", rank, call);
-}
+constexpr std::string_view part = "shared-memory transport set-up";  // for MPI errors
 
 }  // namespace
 
@@ -100,8 +100,7 @@ struct segment {
 
 segment make_segment(const exchange_program& prog, bool wanted) {
   segment s;
-  std::size_t send_size = 0;
-  for (const auto& m : prog.sends) send_size = std::max(send_size, m.offset + m.bytes);
+  const std::size_t send_size = extent_of(prog.sends);
   s.data_at = (prog.sends.size() * slot_bytes + 63) / 64 * 64;
   s.stride = (send_size + 63) / 64 * 64;
   s.size = std::max<std::size_t>(s.data_at + 2 * s.stride, 64);
@@ -120,15 +119,15 @@ void swap_per_message(MPI_Comm comm, int me, const std::vector<T>& out,
   std::vector<MPI_Request> reqs;
   for (std::size_t k = 0; k < to.size(); ++k) {
     reqs.emplace_back();
-    check_mpi(MPI_Isend(&out[k], sizeof(T), MPI_BYTE, to[k].peer, tag, comm, &reqs.back()),
-              "MPI_Isend(shared-memory set-up)", me);
+    mpi::check(MPI_Isend(&out[k], sizeof(T), MPI_BYTE, to[k].peer, tag, comm, &reqs.back()),
+               "MPI_Isend", me, part, to[k].peer);
   }
   for (std::size_t k = 0; k < from.size(); ++k) {
     reqs.emplace_back();
-    check_mpi(MPI_Irecv(&in[k], sizeof(T), MPI_BYTE, from[k].peer, tag, comm, &reqs.back()),
-              "MPI_Irecv(shared-memory set-up)", me);
+    mpi::check(MPI_Irecv(&in[k], sizeof(T), MPI_BYTE, from[k].peer, tag, comm, &reqs.back()),
+               "MPI_Irecv", me, part, from[k].peer);
   }
-  check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), what, me);
+  mpi::check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), what, me, part);
 }
 
 // One unpack step of a direct message as its receiver describes it to the sender: where it
@@ -174,18 +173,18 @@ void swap_lists(MPI_Comm comm, int me, const std::vector<std::vector<T>>& out,
   for (std::size_t k = 0; k < to.size(); ++k) {
     if (out[k].empty()) continue;
     reqs.emplace_back();
-    check_mpi(MPI_Isend(out[k].data(), int(out[k].size() * sizeof(T)), MPI_BYTE, to[k].peer, tag,
-                        comm, &reqs.back()),
-              "MPI_Isend(shared-memory set-up)", me);
+    mpi::check(MPI_Isend(out[k].data(), int(out[k].size() * sizeof(T)), MPI_BYTE, to[k].peer, tag,
+                         comm, &reqs.back()),
+               "MPI_Isend", me, part, to[k].peer);
   }
   for (std::size_t k = 0; k < from.size(); ++k) {
     if (in[k].empty()) continue;
     reqs.emplace_back();
-    check_mpi(MPI_Irecv(in[k].data(), int(in[k].size() * sizeof(T)), MPI_BYTE, from[k].peer, tag,
-                        comm, &reqs.back()),
-              "MPI_Irecv(shared-memory set-up)", me);
+    mpi::check(MPI_Irecv(in[k].data(), int(in[k].size() * sizeof(T)), MPI_BYTE, from[k].peer, tag,
+                         comm, &reqs.back()),
+               "MPI_Irecv", me, part, from[k].peer);
   }
-  check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), what, me);
+  mpi::check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), what, me, part);
 }
 
 std::uint64_t* word(std::uint64_t* slot, std::size_t k) {
@@ -428,7 +427,7 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_p
   // The environment is per rank and only decides what this rank offers and accepts.
   if (prog.has_device_fields) return nullptr;
   int me = 0;
-  check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1);
+  mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, part);
   const auto& opt = prog.options;
   // Node-local ranks (of `comm`), optionally restricted by exchange_options::peer_shm_ranks.
   const auto& listed = opt.peer_shm_ranks;

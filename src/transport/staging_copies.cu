@@ -1,14 +1,14 @@
 // Host staging in pieces, the GPU side (see staging_copies.hpp): every stream and event is
 // created here at set-up; an exchange only enqueues copies, records and queries events.
-#include "halox/transport/staging_copies.hpp"
+#include "transport/staging_copies.hpp"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
-#include "../gpu/check.hpp"
-#include "../gpu/event.hpp"
-#include "../gpu/stream.hpp"
+#include "gpu/check.hpp"
+#include "gpu/event.hpp"
+#include "gpu/stream.hpp"
 
 namespace halox::detail {
 

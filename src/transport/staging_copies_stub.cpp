@@ -1,6 +1,6 @@
 // Builds without CUDA: no device fields, so nothing is ever staged through host memory.
 #include "halox/core/error.hpp"
-#include "halox/transport/staging_copies.hpp"
+#include "transport/staging_copies.hpp"
 
 namespace halox::detail {
 

@@ -1,4 +1,4 @@
-#include "halox/transport/staging_pipeline.hpp"
+#include "transport/staging_pipeline.hpp"
 
 #include "halox/core/error.hpp"
 

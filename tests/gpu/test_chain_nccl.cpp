@@ -9,7 +9,6 @@
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
-#include <halox/transport/nccl_comm.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -23,6 +22,7 @@
 #include "../chain_model.hpp"
 #include "chain_device_check.hpp"
 #include "gpu_setup.hpp"
+#include "transport/nccl_comm.hpp"
 
 namespace mpi = boost::mpi;
 using namespace chain_model;

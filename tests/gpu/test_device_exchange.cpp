@@ -3,9 +3,6 @@
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
-#include <halox/transport/nccl_path.hpp>
-
-#include "halox/exchange/peer_agreement.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,8 +10,10 @@
 #include <vector>
 
 #include "../check.hpp"
+#include "exchange/peer_agreement.hpp"
 #include "gpu_setup.hpp"
 #include "kernels.hpp"
+#include "transport/nccl_path.hpp"
 
 namespace {
 

@@ -4,7 +4,6 @@
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
-#include <halox/transport/nccl_comm.hpp>
 
 #include <cstring>
 #include <string>
@@ -12,6 +11,7 @@
 
 #include "gpu_setup.hpp"
 #include "kernels.hpp"
+#include "transport/nccl_comm.hpp"
 
 namespace {
 

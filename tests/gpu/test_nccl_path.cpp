@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
-#include <halox/transport/nccl_path.hpp>
 
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +17,7 @@
 #include <mpi.h>
 
 #include "gpu_setup.hpp"
+#include "transport/nccl_path.hpp"
 
 using halox::detail::message;
 using halox::detail::nccl_comm;

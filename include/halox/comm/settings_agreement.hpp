@@ -18,7 +18,8 @@
 
 namespace halox::detail {
 
-/// FNV-1a over the arguments ranks must agree on.
+/// FNV-1a (64-bit) over the arguments ranks must agree on: halox's one hash, also of an
+/// exchange's declaration (peer agreement).
 class settings_hash {
  public:
   void add(std::uint64_t v) {

@@ -80,4 +80,11 @@ struct exchange_options {
   bool require_capturable = false;
 };
 
+namespace detail {
+/// `o` with every set `HALOX_*` variable named above applied: what make_exchange and the other
+/// builders run on every rank (compiled: src/core/environment.cpp). Throws halox::error naming
+/// the variable and its value on a value it does not know, and on a negative node size or rank.
+exchange_options with_environment(exchange_options o);
+}  // namespace detail
+
 }  // namespace halox

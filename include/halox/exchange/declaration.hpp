@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// What a rank declares for an exchange, item by item, so that a rank can compare its own
-/// declaration with each peer's at set-up (see exchange/peer_agreement.hpp).
+/// declaration with each peer's at set-up (see src/exchange/peer_agreement.hpp).
 
 #include <climits>
 #include <cstdint>

@@ -13,6 +13,7 @@
 
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
+#include "halox/core/options.hpp"
 #include "halox/core/reduction.hpp"
 #include "halox/exchange/declaration.hpp"
 #include "halox/exchange/halo_exchange.hpp"
@@ -21,7 +22,6 @@
 #include "halox/pack/strided_copy.hpp"
 #include "halox/plan/centered_plan.hpp"
 #include "halox/plan/structured_plan.hpp"
-#include "halox/transport/staging.hpp"
 
 namespace halox {
 

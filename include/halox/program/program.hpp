@@ -24,6 +24,14 @@ struct message {
   std::size_t bytes = 0;
 };
 
+/// The bytes a buffer holding `msgs` spans: the largest end of a message.
+inline std::size_t extent_of(const std::vector<message>& msgs) {
+  std::size_t e = 0;
+  for (const auto& m : msgs)
+    if (m.offset + m.bytes > e) e = m.offset + m.bytes;
+  return e;
+}
+
 /// What a rank declared for an exchange, as (item, value) pairs in a fixed order ("stencil",
 /// "field #0", ...): each rank compares it with its peers' at set-up.
 using declaration = std::vector<std::pair<std::string, std::string>>;
@@ -77,7 +85,7 @@ struct exchange_program {
   /// fields, see boundary/boundary.hpp). Prepared at set-up; running them allocates nothing.
   std::vector<std::function<void()>> after_exchange;
   /// Boundary rules of device fields: built-in fills that halox's kernels run on its stream after
-  /// the unpack, and callbacks (see boundary/device_boundary.hpp).
+  /// the unpack, and callbacks (see src/boundary/device_boundary.hpp).
   device_rules device_boundary;
 };
 

@@ -12,7 +12,7 @@
 #include <mpi.h>
 
 #include "halox/program/program.hpp"
-#include "halox/transport/chunks.hpp"
+#include "transport/chunks.hpp"
 
 namespace halox::detail {
 
@@ -54,7 +54,6 @@ class mpi_channels {
 
  private:
   int finish_recv_request(int req, const MPI_Status& st);
-  void check(int rc, const char* call, int peer) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;

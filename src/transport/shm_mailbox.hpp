@@ -33,9 +33,9 @@
 
 #include <mpi.h>
 
-#include "halox/program/placement.hpp"
 #include "halox/program/program.hpp"
-#include "halox/transport/locality.hpp"
+#include "program/placement.hpp"
+#include "transport/locality.hpp"
 
 namespace halox::detail {
 

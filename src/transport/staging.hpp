@@ -1,7 +1,6 @@
 #pragma once
 /// @file
-/// The staging policy: how messages of device fields reach MPI, and the options of an
-/// exchange with the environment applied.
+/// The staging policy: how messages of device fields reach MPI.
 
 #include <string>
 
@@ -24,10 +23,6 @@ struct staging_choice {
   std::string why;
 };
 staging_choice choose_staging(staging s, bool host_fields);
-/// `o` with every set `HALOX_*` transport variable applied (see exchange_options). Throws
-/// halox::error naming the variable and its value on a value it does not know, and on a
-/// negative node size.
-exchange_options with_environment(exchange_options o);
 }  // namespace detail
 
 }  // namespace halox

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "halox/transport/chunks.hpp"
-#include "halox/transport/mpi_channels.hpp"
-#include "halox/transport/staging_copies.hpp"
+#include "transport/chunks.hpp"
+#include "transport/mpi_channels.hpp"
+#include "transport/staging_copies.hpp"
 
 namespace halox::detail {
 

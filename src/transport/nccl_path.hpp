@@ -14,7 +14,7 @@
 #include <mpi.h>
 
 #include "halox/program/program.hpp"
-#include "halox/transport/nccl_comm.hpp"
+#include "transport/nccl_comm.hpp"
 
 namespace halox::detail {
 

@@ -13,10 +13,10 @@
 
 #include <mpi.h>
 
-#include "halox/pack/device_copy.hpp"
-#include "halox/program/placement.hpp"
 #include "halox/program/program.hpp"
-#include "halox/transport/locality.hpp"
+#include "pack/device_copy.hpp"
+#include "program/placement.hpp"
+#include "transport/locality.hpp"
 
 namespace halox::detail {
 

@@ -44,8 +44,4 @@ std::vector<piece> split_messages(const std::vector<message>& msgs, std::size_t 
 /// bytes; 0: every adjacent piece in one stage.
 std::vector<stage> group_stages(const std::vector<piece>& pieces, std::size_t chunk);
 
-/// Bytes from a text such as "1048576", "512K", "4M" or "1G" (binary units), for
-/// `HALOX_STAGING_CHUNK`; throws halox::error naming `name` and the text otherwise.
-std::size_t parse_bytes(const char* name, const char* text);
-
 }  // namespace halox::detail

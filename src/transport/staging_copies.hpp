@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "halox/transport/chunks.hpp"
+#include "transport/chunks.hpp"
 
 namespace halox::detail {
 
