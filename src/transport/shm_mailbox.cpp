@@ -207,148 +207,195 @@ std::byte* shm_mailbox::map_peer_field(long long pid, int fd, std::size_t size) 
   return at.get();
 }
 
+namespace {
+
+// The messages of a program that go through shared memory, with their indices in the program.
+struct shared_messages {
+  std::vector<message> sends, recvs;
+  std::vector<std::size_t> send_at, recv_at;
+};
+
+shared_messages shared_in(const shm_mailbox& box, const exchange_program& prog) {
+  shared_messages sh;
+  for (std::size_t m = 0; m < prog.sends.size(); ++m)
+    if (box.send_shared(m)) {
+      sh.sends.push_back(prog.sends[m]);
+      sh.send_at.push_back(m);
+    }
+  for (std::size_t m = 0; m < prog.recvs.size(); ++m)
+    if (box.recv_shared(m)) {
+      sh.recvs.push_back(prog.recvs[m]);
+      sh.recv_at.push_back(m);
+    }
+  return sh;
+}
+
+// Receiver, receive message m: its unpack steps (into `ops`), each described as a region of
+// halox's own field memory; empty where the message is too small, its steps are not plain or
+// one of them writes elsewhere.
+std::vector<region_msg> unpack_regions(const exchange_program& prog, std::size_t m, long long pid,
+                                       std::vector<const copy_op*>& ops) {
+  if (prog.recvs[m].bytes < prog.options.shm_direct_min_bytes ||
+      !plain_steps(prog.unpack, prog.unpack_range[m], ops))
+    return {};
+  std::vector<region_msg> regions;
+  for (const copy_op* op : ops) {
+    shareable_block b;
+    if (!find_shareable(op->dst, b)) break;
+    region_msg r;
+    r.pid = pid;
+    r.fd = b.fd;
+    r.alloc_size = b.size;
+    r.alloc_offset = std::uint64_t(op->dst - b.base);
+    r.buf_offset = std::uint64_t(op->src - (prog.recv_buf.get() + prog.recvs[m].offset));
+    r.elem = op->elem;
+    r.ndims = op->ndims;
+    for (int d = 0; d < op->ndims; ++d) {
+      r.count[d] = op->count[std::size_t(d)];
+      r.buf_stride[d] = op->src_stride[std::size_t(d)];
+      r.field_stride[d] = op->dst_stride[std::size_t(d)];
+    }
+    regions.push_back(r);
+  }
+  if (regions.size() != ops.size()) return {};
+  return regions;
+}
+
+// A list per message each way, their lengths swapped first (`in` is sized from those).
+template <class T>
+void swap_counted_lists(MPI_Comm comm, int me, const std::vector<std::vector<T>>& out,
+                        const std::vector<message>& to, std::vector<std::vector<T>>& in,
+                        const std::vector<message>& from, int tag, const char* what) {
+  std::vector<long long> n_out(to.size()), n_in(from.size());
+  for (std::size_t k = 0; k < to.size(); ++k) n_out[k] = (long long)out[k].size();
+  swap_per_message(comm, me, n_out, to, n_in, from, tag, what);
+  in.assign(from.size(), {});
+  for (std::size_t k = 0; k < from.size(); ++k) in[k].resize(std::size_t(n_in[k]));
+  swap_lists(comm, me, out, to, in, from, tag, what);
+}
+
+// Sender, send message m: each pack step matched to the receiver's region of the same message
+// bytes and shape, the receiver's field mapped with `map_peer`. Fills `push_out` (the copies
+// into the receiver's field) and `sources_out` (where each region's bytes are read, for the
+// receiver) and returns true where every step matched; leaves them alone otherwise.
+template <class Map>
+bool match_pack(const exchange_program& prog, std::size_t m, const std::vector<region_msg>& regions,
+                long long pid, Map&& map_peer, std::vector<copy_op>& push_out,
+                std::vector<source_msg>& sources_out) {
+  std::vector<const copy_op*> ops;
+  if (regions.empty() || prog.sends[m].bytes < prog.options.shm_direct_min_bytes ||
+      !plain_steps(prog.pack, prog.pack_range[m], ops) || ops.size() != regions.size())
+    return false;
+  std::vector<source_msg> sources(regions.size());
+  std::vector<char> matched(regions.size(), 0);
+  std::vector<copy_op> push;
+  for (const copy_op* op : ops) {
+    const auto at = std::uint64_t(op->dst - (prog.send_buf.get() + prog.sends[m].offset));
+    std::size_t r = 0;
+    while (r < regions.size() && (matched[r] || regions[r].buf_offset != at)) ++r;
+    shareable_block b;
+    if (r == regions.size() || regions[r].elem != op->elem || regions[r].ndims != op->ndims ||
+        !find_shareable(op->src, b))
+      break;
+    bool same = true;
+    for (int d = 0; d < op->ndims; ++d)
+      same = same && regions[r].count[d] == op->count[std::size_t(d)] &&
+             regions[r].buf_stride[d] == op->dst_stride[std::size_t(d)];
+    std::byte* peer =
+        same ? map_peer(regions[r].pid, regions[r].fd, std::size_t(regions[r].alloc_size))
+             : nullptr;
+    if (peer == nullptr) break;
+    matched[r] = 1;
+    copy_op c = *op;
+    c.dst = peer + regions[r].alloc_offset;
+    source_msg& src = sources[r];
+    src.pid = pid;
+    src.fd = b.fd;
+    src.alloc_size = b.size;
+    src.alloc_offset = std::uint64_t(op->src - b.base);
+    for (int d = 0; d < op->ndims; ++d) {
+      c.dst_stride[std::size_t(d)] = regions[r].field_stride[d];
+      src.stride[d] = op->src_stride[std::size_t(d)];
+    }
+    push.push_back(c);
+  }
+  if (push.size() != regions.size()) return false;
+  push_out = std::move(push);
+  sources_out = std::move(sources);
+  return true;
+}
+
+// Receiver: its unpack steps `ops` reading from the senders' fields (`sources`, mapped with
+// `map_peer`); shorter than `sources` where one could not be mapped.
+template <class Map>
+std::vector<copy_op> pull_copies_from(const std::vector<source_msg>& sources,
+                                      const std::vector<const copy_op*>& ops, Map&& map_peer) {
+  std::vector<copy_op> pull;
+  for (std::size_t r = 0; r < sources.size(); ++r) {
+    std::byte* peer = map_peer(sources[r].pid, sources[r].fd, std::size_t(sources[r].alloc_size));
+    if (peer == nullptr) break;
+    copy_op c = *ops[r];
+    c.src = peer + sources[r].alloc_offset;
+    for (int d = 0; d < c.ndims; ++d) c.src_stride[std::size_t(d)] = sources[r].stride[d];
+    pull.push_back(c);
+  }
+  return pull;
+}
+
+}  // namespace
+
 // One copy instead of two, where both sides' fields allow it: receivers describe their unpack
 // steps, senders match each with the pack step of the same message bytes and map the
 // receiver's memory, receivers map the senders' and say yes. Only messages that go through
 // shared memory take part (both ranks of each pair know which those are).
 void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog, int me) {
-  std::vector<message> sends, recvs;  // the shared-memory ones
-  std::vector<std::size_t> send_at, recv_at;
-  for (std::size_t m = 0; m < prog.sends.size(); ++m)
-    if (send_shared(m)) {
-      sends.push_back(prog.sends[m]);
-      send_at.push_back(m);
-    }
-  for (std::size_t m = 0; m < prog.recvs.size(); ++m)
-    if (recv_shared(m)) {
-      recvs.push_back(prog.recvs[m]);
-      recv_at.push_back(m);
-    }
+  const shared_messages sh = shared_in(*this, prog);
   const bool allowed = prog.options.shm_into_fields && !prog.ordered_unpack;
   const long long pid = getpid();
+  auto map_peer = [this](long long p, int fd, std::size_t size) {
+    return map_peer_field(p, fd, size);
+  };
 
   // Receivers: the unpack steps, each into halox's own field memory.
-  std::vector<std::vector<const copy_op*>> unpack_ops(recvs.size());
-  std::vector<std::vector<region_msg>> regions_out(recvs.size());
-  for (std::size_t k = 0; k < recvs.size(); ++k) {
-    const std::size_t m = recv_at[k];
-    auto& ops = unpack_ops[k];
-    if (!allowed || prog.recvs[m].bytes < prog.options.shm_direct_min_bytes ||
-        !plain_steps(prog.unpack, prog.unpack_range[m], ops))
-      continue;
-    std::vector<region_msg> regions;
-    for (const copy_op* op : ops) {
-      shareable_block b;
-      if (!find_shareable(op->dst, b)) break;
-      region_msg r;
-      r.pid = pid;
-      r.fd = b.fd;
-      r.alloc_size = b.size;
-      r.alloc_offset = std::uint64_t(op->dst - b.base);
-      r.buf_offset = std::uint64_t(op->src - (prog.recv_buf.get() + prog.recvs[m].offset));
-      r.elem = op->elem;
-      r.ndims = op->ndims;
-      for (int d = 0; d < op->ndims; ++d) {
-        r.count[d] = op->count[std::size_t(d)];
-        r.buf_stride[d] = op->src_stride[std::size_t(d)];
-        r.field_stride[d] = op->dst_stride[std::size_t(d)];
-      }
-      regions.push_back(r);
-    }
-    if (regions.size() == ops.size()) regions_out[k] = std::move(regions);
-  }
-  std::vector<long long> n_out(recvs.size()), n_in(sends.size());
-  for (std::size_t k = 0; k < recvs.size(); ++k) n_out[k] = (long long)regions_out[k].size();
-  swap_per_message(comm, me, n_out, recvs, n_in, sends, tag_regions, "MPI_Waitall(regions)");
-  std::vector<std::vector<region_msg>> regions_in(sends.size());
-  for (std::size_t k = 0; k < sends.size(); ++k) regions_in[k].resize(std::size_t(n_in[k]));
-  swap_lists(comm, me, regions_out, recvs, regions_in, sends, tag_regions,
-             "MPI_Waitall(regions)");
+  std::vector<std::vector<const copy_op*>> unpack_ops(sh.recvs.size());
+  std::vector<std::vector<region_msg>> regions_out(sh.recvs.size()), regions_in;
+  for (std::size_t k = 0; k < sh.recvs.size(); ++k)
+    if (allowed) regions_out[k] = unpack_regions(prog, sh.recv_at[k], pid, unpack_ops[k]);
+  swap_counted_lists(comm, me, regions_out, sh.recvs, regions_in, sh.sends, tag_regions,
+                     "MPI_Waitall(regions)");
 
   // Senders: each pack step matched to the region of the same message bytes and shape.
   push_.assign(prog.sends.size(), {});
-  std::vector<std::vector<source_msg>> sources_out(sends.size());
-  for (std::size_t k = 0; k < sends.size(); ++k) {
-    const std::size_t m = send_at[k];
-    const auto& regions = regions_in[k];
-    std::vector<const copy_op*> ops;
-    if (!allowed || regions.empty() || prog.sends[m].bytes < prog.options.shm_direct_min_bytes ||
-        !plain_steps(prog.pack, prog.pack_range[m], ops) || ops.size() != regions.size())
-      continue;
-    std::vector<source_msg> sources(regions.size());
-    std::vector<char> matched(regions.size(), 0);
-    std::vector<copy_op> push;
-    for (const copy_op* op : ops) {
-      const auto at = std::uint64_t(op->dst - (prog.send_buf.get() + prog.sends[m].offset));
-      std::size_t r = 0;
-      while (r < regions.size() && (matched[r] || regions[r].buf_offset != at)) ++r;
-      shareable_block b;
-      if (r == regions.size() || regions[r].elem != op->elem || regions[r].ndims != op->ndims ||
-          !find_shareable(op->src, b))
-        break;
-      bool same = true;
-      for (int d = 0; d < op->ndims; ++d)
-        same = same && regions[r].count[d] == op->count[std::size_t(d)] &&
-               regions[r].buf_stride[d] == op->dst_stride[std::size_t(d)];
-      std::byte* peer = same ? map_peer_field(regions[r].pid, regions[r].fd,
-                                              std::size_t(regions[r].alloc_size))
-                             : nullptr;
-      if (peer == nullptr) break;
-      matched[r] = 1;
-      copy_op c = *op;
-      c.dst = peer + regions[r].alloc_offset;
-      source_msg& src = sources[r];
-      src.pid = pid;
-      src.fd = b.fd;
-      src.alloc_size = b.size;
-      src.alloc_offset = std::uint64_t(op->src - b.base);
-      for (int d = 0; d < op->ndims; ++d) {
-        c.dst_stride[std::size_t(d)] = regions[r].field_stride[d];
-        src.stride[d] = op->src_stride[std::size_t(d)];
-      }
-      push.push_back(c);
-    }
-    if (push.size() != regions.size()) continue;
-    push_[m] = std::move(push);
-    sources_out[k] = std::move(sources);
-  }
-  std::vector<long long> s_out(sends.size()), s_in(recvs.size());
-  for (std::size_t k = 0; k < sends.size(); ++k) s_out[k] = (long long)sources_out[k].size();
-  swap_per_message(comm, me, s_out, sends, s_in, recvs, tag_sources, "MPI_Waitall(sources)");
-  std::vector<std::vector<source_msg>> sources_in(recvs.size());
-  for (std::size_t k = 0; k < recvs.size(); ++k)
-    if (s_in[k] > 0) sources_in[k].resize(std::size_t(s_in[k]));
-  swap_lists(comm, me, sources_out, sends, sources_in, recvs, tag_sources,
-             "MPI_Waitall(sources)");
+  std::vector<std::vector<source_msg>> sources_out(sh.sends.size()), sources_in;
+  for (std::size_t k = 0; k < sh.sends.size(); ++k)
+    if (allowed)
+      match_pack(prog, sh.send_at[k], regions_in[k], pid, map_peer, push_[sh.send_at[k]],
+                 sources_out[k]);
+  swap_counted_lists(comm, me, sources_out, sh.sends, sources_in, sh.recvs, tag_sources,
+                     "MPI_Waitall(sources)");
 
   // Receivers: map the senders' memory, and say yes.
   pull_.assign(prog.recvs.size(), {});
   recv_direct_.assign(prog.recvs.size(), 0);
-  std::vector<int> yes_out(recvs.size(), 0), yes_in(sends.size(), 0);
-  for (std::size_t k = 0; k < recvs.size(); ++k) {
+  std::vector<int> yes_out(sh.recvs.size(), 0), yes_in(sh.sends.size(), 0);
+  for (std::size_t k = 0; k < sh.recvs.size(); ++k) {
     const auto& sources = sources_in[k];
     if (sources.empty() || sources.size() != unpack_ops[k].size()) continue;
-    std::vector<copy_op> pull;
-    for (std::size_t r = 0; r < sources.size(); ++r) {
-      std::byte* peer =
-          map_peer_field(sources[r].pid, sources[r].fd, std::size_t(sources[r].alloc_size));
-      if (peer == nullptr) break;
-      copy_op c = *unpack_ops[k][r];
-      c.src = peer + sources[r].alloc_offset;
-      for (int d = 0; d < c.ndims; ++d) c.src_stride[std::size_t(d)] = sources[r].stride[d];
-      pull.push_back(c);
-    }
+    std::vector<copy_op> pull = pull_copies_from(sources, unpack_ops[k], map_peer);
     if (pull.size() != sources.size()) continue;
-    const std::size_t m = recv_at[k];
+    const std::size_t m = sh.recv_at[k];
     pull_[m] = std::move(pull);
     recv_direct_[m] = 1;
     yes_out[k] = 1;
     ++direct_recvs_;
   }
-  swap_per_message(comm, me, yes_out, recvs, yes_in, sends, tag_direct, "MPI_Waitall(direct)");
+  swap_per_message(comm, me, yes_out, sh.recvs, yes_in, sh.sends, tag_direct,
+                   "MPI_Waitall(direct)");
+
+  // Senders: direct where the receiver said yes.
   send_direct_.assign(prog.sends.size(), 0);
-  for (std::size_t k = 0; k < sends.size(); ++k) {
-    const std::size_t m = send_at[k];
+  for (std::size_t k = 0; k < sh.sends.size(); ++k) {
+    const std::size_t m = sh.send_at[k];
     if (yes_in[k] == 1 && !push_[m].empty()) {
       send_direct_[m] = 1;
       ++direct_sends_;
@@ -421,6 +468,32 @@ void shm_mailbox::take_reply(std::size_t k, bool offered, int reply, const messa
   send_consumed_[k] = slot + at_consumed;
 }
 
+namespace {
+
+// Whether this rank may share memory with `peer`: a node-local rank (of the communicator),
+// both allowed by exchange_options::peer_shm_ranks, and host_shared_memory on.
+bool may_share(const exchange_options& opt, const locality& here, int me, int peer) {
+  const auto& listed = opt.peer_shm_ranks;
+  auto allowed = [&](int r) {
+    return !listed || std::find(listed->begin(), listed->end(), r) != listed->end();
+  };
+  return opt.host_shared_memory && allowed(me) && allowed(peer) && here.same_node(peer);
+}
+
+}  // namespace
+
+// Every message through MPI until an offer or a reply says otherwise: no slot, no pointers.
+void shm_mailbox::unshared(std::size_t ns, std::size_t nr) {
+  recv_slot_.assign(nr, -1);
+  recv_shift_.assign(nr, 0);
+  recv_data_.assign(nr, nullptr);
+  recv_ready_.assign(nr, nullptr);
+  recv_consumed_.assign(nr, nullptr);
+  send_slot_.assign(ns, -1);
+  send_ready_.assign(ns, nullptr);
+  send_consumed_.assign(ns, nullptr);
+}
+
 std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_program& prog,
                                                  const locality& here, std::string& problem) {
   // The same on every rank (the peers agreed on their fields): decides who joins the set-up.
@@ -428,15 +501,7 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_p
   if (prog.has_device_fields) return nullptr;
   int me = 0;
   mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, part);
-  const auto& opt = prog.options;
-  // Node-local ranks (of `comm`), optionally restricted by exchange_options::peer_shm_ranks.
-  const auto& listed = opt.peer_shm_ranks;
-  auto allowed = [&](int r) {
-    return !listed || std::find(listed->begin(), listed->end(), r) != listed->end();
-  };
-  auto candidate = [&](int peer) {
-    return opt.host_shared_memory && allowed(me) && allowed(peer) && here.same_node(peer);
-  };
+  auto candidate = [&](int peer) { return may_share(prog.options, here, me, peer); };
   const segment seg = make_segment(
       prog, std::any_of(prog.sends.begin(), prog.sends.end(),
                         [&](const message& m) { return candidate(m.peer); }));
@@ -452,11 +517,7 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_p
   box->p_ = std::make_unique<impl>();
   box->send_shift_ = seg.stride;
   const std::size_t nr = prog.recvs.size(), ns = prog.sends.size();
-  box->recv_slot_.assign(nr, -1);
-  box->recv_shift_.assign(nr, 0);
-  box->recv_data_.assign(nr, nullptr);
-  box->recv_ready_.assign(nr, nullptr);
-  box->recv_consumed_.assign(nr, nullptr);
+  box->unshared(ns, nr);
   std::vector<int> reply_out(nr, reply_declined), reply_in(ns, 0);
   for (std::size_t k = 0; k < nr; ++k)
     if (in[k].valid && candidate(prog.recvs[k].peer))
@@ -465,9 +526,6 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_p
                    "MPI_Waitall(replies)");
   if (seg.fd >= 0) close(seg.fd);  // the receivers have mapped it (or given up); mappings stay
 
-  box->send_slot_.assign(ns, -1);
-  box->send_ready_.assign(ns, nullptr);
-  box->send_consumed_.assign(ns, nullptr);
   for (std::size_t k = 0; k < ns; ++k)
     box->take_reply(k, out[k].valid != 0, reply_in[k], prog.sends[k], seg.mem.get(), me, problem);
   for (std::size_t k = 0; k < nr; ++k)

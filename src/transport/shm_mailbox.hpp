@@ -119,6 +119,7 @@ class shm_mailbox {
   int take_offer(std::size_t k, const offer& o, const message& m, int me, std::string& problem);
   void take_reply(std::size_t k, bool offered, int reply, const message& m, std::byte* segment,
                   int me, std::string& problem);
+  void unshared(std::size_t ns, std::size_t nr);
   void go_direct(MPI_Comm comm, const exchange_program& prog, int me);
   std::byte* map_peer_field(long long pid, int fd, std::size_t size);
   std::unique_ptr<impl> p_;
