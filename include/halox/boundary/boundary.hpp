@@ -185,24 +185,14 @@ fill_op device_fill(const boundary_copy<T, D>& op, int dim, std::vector<std::byt
   return f;
 }
 
-/// Checks field #k's rules against the domain (`per` its periodicity) and compiles them, in
-/// dimension order, low before high, block by block: into host work for a host field, into
-/// fills and callbacks in `device` for a device field. Throws halox::error naming the rank, the
-/// field and the face. Along a staggered dimension the field's points run from 0 to n (the
-/// boundary points lie on the faces and are owned): the rules fill the points beyond them, and
-/// a reflection mirrors about the boundary point (point −k holds point k).
+/// The rule of each face of field #k, labelled `label` (the last rule given for a face wins;
+/// null where a face has none), each checked against the field and the domain (`per` its
+/// periodicity). Throws halox::error naming the rank, the field and the face.
 template <class T, int D>
-std::vector<std::function<void()>> compile_boundary(const boundary<T, D>& bc, const field<T, D>& f,
-                                                    const stencil<D>& st,
-                                                    const std::array<bool, D>& per, int rank,
-                                                    int k, device_rules& device) {
-  const extents<D> n = f.state()->points.global().hi;  // points (cells for a cell field)
-  const auto& stagger = f.state()->points.stagger;
-  std::vector<std::function<void()>> out;
-  if (bc.empty()) return out;
-  const auto label = detail::format("field #{} '{}'", k, f.name());
+std::array<std::array<const typename boundary<T, D>::rule*, 2>, D> face_rules(
+    const boundary<T, D>& bc, const field<T, D>& f, const std::array<bool, D>& per, int rank,
+    const std::string& label) {
   const bool on_device = f.space() == memory_space::device;
-  // The last rule given for a face wins.
   std::array<std::array<const typename boundary<T, D>::rule*, 2>, D> at{};
   for (const auto& [fc, r] : bc.rules()) {
     require(fc.dim >= 0 && fc.dim < D,
@@ -229,6 +219,76 @@ std::vector<std::function<void()>> compile_boundary(const boundary<T, D>& bc, co
             to_string(fc.at), fc.dim);
     at[std::size_t(fc.dim)][fc.at == side::low ? 0 : 1] = &r;
   }
+  return at;
+}
+
+/// Built-in rule `r` (not a callback) on side `s` (0 low, 1 high) of dimension `d`, block `b`
+/// of field #k (`label`), as a fill of `cells`, the block's halo cells beyond that face. Throws
+/// halox::error where the cells it reads are outside the global box or the block's owned box
+/// grown by the stencil.
+template <class T, int D>
+boundary_copy<T, D> compile_fill(const typename boundary<T, D>::rule& r, const field<T, D>& f,
+                                 int b, int d, int s, const box<D>& cells, const stencil<D>& st,
+                                 int rank, const std::string& label) {
+  const extents<D> n = f.state()->points.global().hi;  // points (cells for a cell field)
+  const auto& stagger = f.state()->points.stagger;
+  const auto& m = f.state()->blocks[std::size_t(b)];
+  const box<D> exchanged = grow(m.owned, st.lo, st.hi);
+  const face fc{d, s == 0 ? side::low : side::high};
+  boundary_copy<T, D> op;
+  op.dst = f.pointer(cells.lo, 0, b);
+  for (int i = 0; i < D; ++i)
+    op.count[i] = cells.hi[i] - cells.lo[i], op.dst_stride[i] = m.stride[i];
+  op.count[D] = f.components();
+  op.dst_stride[D] = op.src_stride[D] = m.comp_stride;
+  op.value = r.value;
+  if (r.kind == boundary_kind::constant) return op;
+  // The cell read for the first cell written, and how the read moves along d.
+  extents<D> from = cells.lo;
+  index first = 0, last = 0;  // the range of d read
+  if (r.kind == boundary_kind::zero_gradient) {
+    from[d] = first = last = s == 0 ? 0 : n[d] - 1;
+  } else {
+    // Cells mirror about the face (g -> -1 - g); points about the boundary point on
+    // it (g -> -g), which the rule leaves as it is.
+    const index cell_mirror = stagger[std::size_t(d)] ? 0 : 1;
+    auto mirror = [&](index g) {
+      return s == 0 ? -cell_mirror - g : 2 * n[d] - 2 + cell_mirror - g;
+    };
+    from[d] = last = mirror(cells.lo[d]);
+    first = mirror(cells.hi[d] - 1);
+    for (std::size_t c = 0; c < r.signs.size(); ++c) op.sign.push_back(r.signs[c]);
+  }
+  require(
+      first >= std::max<index>(0, exchanged.lo[d]) && last < std::min<index>(n[d], exchanged.hi[d]),
+      "rank {}: {}: {} on the {} face of dimension {} reads cells {}..{} along it, "
+      "outside the global box or beyond block {}'s owned box {} and stencil halo "
+      "{}/{}; use a narrower halo on that face or larger boxes",
+      rank, label, r.kind == boundary_kind::reflect ? "reflect" : "zero gradient", to_string(fc.at),
+      d, first, last, b, to_string(m.owned), st.lo[d], st.hi[d]);
+  op.src = f.pointer(from, 0, b);
+  for (int i = 0; i < D; ++i) op.src_stride[i] = m.stride[i];
+  op.src_stride[d] = r.kind == boundary_kind::zero_gradient ? 0 : -m.stride[d];
+  return op;
+}
+
+/// Checks field #k's rules against the domain (`per` its periodicity) and compiles them, in
+/// dimension order, low before high, block by block: into host work for a host field, into
+/// fills and callbacks in `device` for a device field. Throws halox::error naming the rank, the
+/// field and the face. Along a staggered dimension the field's points run from 0 to n (the
+/// boundary points lie on the faces and are owned): the rules fill the points beyond them, and
+/// a reflection mirrors about the boundary point (point −k holds point k).
+template <class T, int D>
+std::vector<std::function<void()>> compile_boundary(const boundary<T, D>& bc, const field<T, D>& f,
+                                                    const stencil<D>& st,
+                                                    const std::array<bool, D>& per, int rank, int k,
+                                                    device_rules& device) {
+  const extents<D> n = f.state()->points.global().hi;  // points (cells for a cell field)
+  std::vector<std::function<void()>> out;
+  if (bc.empty()) return out;
+  const auto label = detail::format("field #{} '{}'", k, f.name());
+  const bool on_device = f.space() == memory_space::device;
+  const auto at = face_rules<T, D>(bc, f, per, rank, label);
   const auto& st_state = *f.state();
   for (int d = 0; d < D; ++d)
     for (int s = 0; s < 2; ++s) {
@@ -236,15 +296,14 @@ std::vector<std::function<void()>> compile_boundary(const boundary<T, D>& bc, co
       if (!r || r->kind == boundary_kind::none) continue;
       for (int b = 0; b < f.block_count(); ++b) {
         const auto& m = st_state.blocks[std::size_t(b)];
-        box<D> cells = grow(m.owned, st.lo, st.hi);
+        box<D> cells = grow(m.owned, st.lo, st.hi);  // the halo cells beyond the face
         if (s == 0)
           cells.hi[d] = std::min<index>(cells.hi[d], 0);
         else
           cells.lo[d] = std::max<index>(cells.lo[d], n[d]);
         if (cells.empty()) continue;
-        const box<D> exchanged = grow(m.owned, st.lo, st.hi);
-        const face fc{d, s == 0 ? side::low : side::high};
         if (r->kind == boundary_kind::callback) {
+          const face fc{d, s == 0 ? side::low : side::high};
           const boundary_face<T, D> bf{f, b, fc, cells, nullptr};
           if (on_device)
             device.callbacks.push_back({d, [fn = r->fn, bface = bf](stream_t on) mutable {
@@ -255,41 +314,7 @@ std::vector<std::function<void()>> compile_boundary(const boundary<T, D>& bc, co
             out.push_back([fn = r->fn, bf] { fn(bf); });
           continue;
         }
-        boundary_copy<T, D> op;
-        op.dst = f.pointer(cells.lo, 0, b);
-        for (int i = 0; i < D; ++i)
-          op.count[i] = cells.hi[i] - cells.lo[i], op.dst_stride[i] = m.stride[i];
-        op.count[D] = f.components();
-        op.dst_stride[D] = op.src_stride[D] = m.comp_stride;
-        op.value = r->value;
-        if (r->kind != boundary_kind::constant) {
-          // The cell read for the first cell written, and how the read moves along d.
-          extents<D> from = cells.lo;
-          index first = 0, last = 0;  // the range of d read
-          if (r->kind == boundary_kind::zero_gradient) {
-            from[d] = first = last = s == 0 ? 0 : n[d] - 1;
-          } else {
-            // Cells mirror about the face (g -> -1 - g); points about the boundary point on
-            // it (g -> -g), which the rule leaves as it is.
-            const index cell_mirror = stagger[std::size_t(d)] ? 0 : 1;
-            auto mirror = [&](index g) {
-              return s == 0 ? -cell_mirror - g : 2 * n[d] - 2 + cell_mirror - g;
-            };
-            from[d] = last = mirror(cells.lo[d]);
-            first = mirror(cells.hi[d] - 1);
-            for (std::size_t c = 0; c < r->signs.size(); ++c) op.sign.push_back(r->signs[c]);
-          }
-          require(first >= std::max<index>(0, exchanged.lo[d]) &&
-                      last < std::min<index>(n[d], exchanged.hi[d]),
-                  "rank {}: {}: {} on the {} face of dimension {} reads cells {}..{} along it, "
-                  "outside the global box or beyond block {}'s owned box {} and stencil halo "
-                  "{}/{}; use a narrower halo on that face or larger boxes",
-                  rank, label, r->kind == boundary_kind::reflect ? "reflect" : "zero gradient",
-                  to_string(fc.at), d, first, last, b, to_string(m.owned), st.lo[d], st.hi[d]);
-          op.src = f.pointer(from, 0, b);
-          for (int i = 0; i < D; ++i) op.src_stride[i] = m.stride[i];
-          op.src_stride[d] = r->kind == boundary_kind::zero_gradient ? 0 : -m.stride[d];
-        }
+        boundary_copy<T, D> op = compile_fill<T, D>(*r, f, b, d, s, cells, st, rank, label);
         if (on_device)
           device.fills.push_back(device_fill(op, d, device.data));
         else
