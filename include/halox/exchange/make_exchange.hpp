@@ -154,6 +154,109 @@ const std::vector<transfer<D>>* transfers_with(const std::vector<peer_transfers<
   return it != list.end() && it->rank == rank ? &it->items : nullptr;
 }
 
+/// Field region `t.src` (`owned_side`) or `t.dst` of transfer `t`, in its block.
+template <int D>
+field_region<D> transfer_region(const field_state<D>* f, const transfer<D>& t, bool owned_side) {
+  return owned_side ? field_region<D>{f, &f->blocks[t.src_block], t.src}
+                    : field_region<D>{f, &f->blocks[t.dst_block], t.dst};
+}
+
+/// The transfers of plan `p` that leave this rank (`out`) or arrive: forward, sends pack `src`
+/// regions and receives unpack into `dst`; a reverse exchange swaps both.
+template <int D>
+const std::vector<peer_transfers<D>>& transfers_of(const structured_plan<D>& p, bool reverse,
+                                                   bool out) {
+  return reverse == out ? p.recvs : p.sends;
+}
+
+/// The peers that any field's plan sends to (`out`) or receives from, in increasing rank order.
+template <int D>
+std::vector<int> message_peers(const std::vector<const structured_plan<D>*>& plans,
+                               std::size_t nfields, bool reverse, bool out) {
+  std::vector<int> ranks;
+  for (std::size_t k = 0; k < nfields; ++k)
+    for (const auto& pt : transfers_of(*plans[k], reverse, out)) ranks.push_back(pt.rank);
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+/// compile()'s send messages: one per peer, packing each field's transfers with it in turn.
+template <int D>
+void compile_sends(program_builder& b, const std::vector<const structured_plan<D>*>& plans,
+                   const std::vector<const field_state<D>*>& fields, bool reverse) {
+  constexpr int R = D + 1;
+  index c[R], fs[R], bs[R];
+  for (const int peer : message_peers<D>(plans, fields.size(), reverse, true)) {
+    b.begin(program_builder::send, peer);
+    for (std::size_t k = 0; k < fields.size(); ++k) {
+      const auto* f = fields[k];
+      if (const auto* items = transfers_with<D>(transfers_of(*plans[k], reverse, true), peer))
+        for (const auto& t : *items) {
+          const auto fr = transfer_region(f, t, !reverse);
+          fr.counts(c);
+          fr.strides(fs);
+          buffer_strides<D>(c, f->elem_bytes, bs);
+          b.add(program_builder::send,
+                make_copy_op(fr.base(), nullptr, R, f->elem_bytes, c, fs, bs, loop_order::by_src),
+                fr.bytes(), f->space == memory_space::device);
+        }
+    }
+  }
+}
+
+/// compile()'s receive messages: one per peer, unpacking (or, reverse with `reduce`,
+/// combining) each field's transfers with it in turn.
+template <int D>
+void compile_recvs(program_builder& b, const std::vector<const structured_plan<D>*>& plans,
+                   const std::vector<const field_state<D>*>& fields, bool reverse,
+                   const std::vector<combiner>& reduce) {
+  constexpr int R = D + 1;
+  index c[R], fs[R], bs[R];
+  for (const int peer : message_peers<D>(plans, fields.size(), reverse, false)) {
+    b.begin(program_builder::recv, peer);
+    for (std::size_t k = 0; k < fields.size(); ++k)
+      if (const auto* items = transfers_with<D>(transfers_of(*plans[k], reverse, false), peer))
+        for (const auto& t : *items) {
+          const auto fr = transfer_region(fields[k], t, reverse);
+          fr.counts(c);
+          fr.strides(fs);
+          buffer_strides<D>(c, fields[k]->elem_bytes, bs);
+          auto op = make_copy_op(nullptr, fr.base(), R, fields[k]->elem_bytes, c, bs, fs,
+                                 loop_order::by_dst);
+          if (reverse && !reduce.empty())
+            op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
+          b.add(program_builder::recv, op, fr.bytes(), fields[k]->space == memory_space::device);
+        }
+  }
+}
+
+/// compile()'s copies within this rank (another block, or a periodic image), field by field.
+template <int D>
+void compile_local(program_builder& b, const std::vector<const structured_plan<D>*>& plans,
+                   const std::vector<const field_state<D>*>& fields, bool reverse,
+                   const std::vector<combiner>& reduce) {
+  constexpr int R = D + 1;
+  index c[R], fs[R], fs2[R];
+  for (std::size_t k = 0; k < fields.size(); ++k)
+    for (const auto& t : plans[k]->local) {
+      const auto src = transfer_region(fields[k], t, !reverse);
+      const auto dst = transfer_region(fields[k], t, reverse);
+      src.counts(c);
+      src.strides(fs);
+      dst.strides(fs2);
+      auto op = make_copy_op(src.base(), dst.base(), R, fields[k]->elem_bytes, c, fs, fs2,
+                             loop_order::by_dst);
+      if (reverse && !reduce.empty()) op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
+      if (fields[k]->space != memory_space::device)
+        b.program().local_ops.push_back(op);
+      else if (reverse)
+        b.program().device_local_ordered.push_back(op);
+      else
+        b.program().device_pack.push_back(op);
+    }
+}
+
 /// Compiles packing, unpacking and local copies for every field over its plan (`plans[k]` for
 /// field k; fields with the same stencil share one). A forward exchange moves owned cells
 /// (`src`) into halos (`dst`); a reverse one (`reduce` set, one per field, or `reverse` with
@@ -168,75 +271,9 @@ exchange_program compile(const std::vector<const structured_plan<D>*>& plans,
                          const exchange_options& options, bool reverse = false,
                          const std::vector<combiner>& reduce = {}) {
   program_builder b(options);
-  constexpr int R = D + 1;
-  index c[R], fs[R], bs[R], fs2[R];
-  auto region = [&](const field_state<D>* f, const transfer<D>& t, bool owned_side) {
-    return owned_side ? field_region<D>{f, &f->blocks[t.src_block], t.src}
-                      : field_region<D>{f, &f->blocks[t.dst_block], t.dst};
-  };
-  // Forward: sends pack `src` regions, receives unpack into `dst`; reverse swaps both.
-  auto outgoing = [&](std::size_t k) -> const auto& {
-    return reverse ? plans[k]->recvs : plans[k]->sends;
-  };
-  auto incoming = [&](std::size_t k) -> const auto& {
-    return reverse ? plans[k]->sends : plans[k]->recvs;
-  };
-  auto peers = [&](auto&& list_of) {
-    std::vector<int> ranks;
-    for (std::size_t k = 0; k < fields.size(); ++k)
-      for (const auto& pt : list_of(k)) ranks.push_back(pt.rank);
-    std::sort(ranks.begin(), ranks.end());
-    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-    return ranks;
-  };
-  for (const int peer : peers(outgoing)) {
-    b.begin(program_builder::send, peer);
-    for (std::size_t k = 0; k < fields.size(); ++k) {
-      const auto* f = fields[k];
-      if (const auto* items = transfers_with<D>(outgoing(k), peer))
-        for (const auto& t : *items) {
-          const auto fr = region(f, t, !reverse);
-          fr.counts(c);
-          fr.strides(fs);
-          buffer_strides<D>(c, f->elem_bytes, bs);
-          b.add(program_builder::send,
-                make_copy_op(fr.base(), nullptr, R, f->elem_bytes, c, fs, bs, loop_order::by_src),
-                fr.bytes(), f->space == memory_space::device);
-        }
-    }
-  }
-  for (const int peer : peers(incoming)) {
-    b.begin(program_builder::recv, peer);
-    for (std::size_t k = 0; k < fields.size(); ++k)
-      if (const auto* items = transfers_with<D>(incoming(k), peer))
-        for (const auto& t : *items) {
-          const auto fr = region(fields[k], t, reverse);
-          fr.counts(c);
-          fr.strides(fs);
-          buffer_strides<D>(c, fields[k]->elem_bytes, bs);
-          auto op = make_copy_op(nullptr, fr.base(), R, fields[k]->elem_bytes, c, bs, fs,
-                                 loop_order::by_dst);
-          if (reverse && !reduce.empty())
-            op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
-          b.add(program_builder::recv, op, fr.bytes(), fields[k]->space == memory_space::device);
-        }
-  }
-  for (std::size_t k = 0; k < fields.size(); ++k)
-    for (const auto& t : plans[k]->local) {
-      const auto src = region(fields[k], t, !reverse), dst = region(fields[k], t, reverse);
-      src.counts(c);
-      src.strides(fs);
-      dst.strides(fs2);
-      auto op = make_copy_op(src.base(), dst.base(), R, fields[k]->elem_bytes, c, fs, fs2,
-                             loop_order::by_dst);
-      if (reverse && !reduce.empty()) op.reduce = reduce[k].host, op.dev_reduce = reduce[k].device;
-      if (fields[k]->space != memory_space::device)
-        b.program().local_ops.push_back(op);
-      else if (reverse)
-        b.program().device_local_ordered.push_back(op);
-      else
-        b.program().device_pack.push_back(op);
-    }
+  compile_sends<D>(b, plans, fields, reverse);
+  compile_recvs<D>(b, plans, fields, reverse, reduce);
+  compile_local<D>(b, plans, fields, reverse, reduce);
   std::vector<memory_space> spaces;
   for (const auto* f : fields) spaces.push_back(f->space);
   return b.finish(spaces, reverse);
