@@ -18,6 +18,17 @@
 
 namespace hxt {
 
+/// This rank's halox::error message from `f()`, empty when it does not throw.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const halox::error& e) {
+    return e.what();
+  }
+  return {};
+}
+
 /// A user value type with three members (12 bytes: an element size that is no power of two).
 struct triple {
   std::int32_t a;

@@ -237,16 +237,7 @@ std::string calls_differ(int me, const std::string& mine, const char* side, int 
       me, mine, side, nb, theirs);
 }
 
-// This rank's halox::error message from `f()`, empty when it does not throw.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const halox::error& e) {
-    return e.what();
-  }
-  return {};
-}
+using hxt::error_of;
 
 // After a failed call the chain works on: no message of it was left behind.
 void check_round_works(halox::chain<i64>& ch, int me) {

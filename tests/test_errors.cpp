@@ -29,16 +29,7 @@ namespace {
 constexpr auto st2 = halox::stencil<2>::box(1);
 constexpr idx int64_max = std::numeric_limits<idx>::max();
 
-// This rank's halox::error message from `f()`, empty when it does not throw.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const halox::error& e) {
-    return e.what();
-  }
-  return {};
-}
+using hxt::error_of;
 
 // Collective: `f()` throws on every rank, the same message everywhere, containing `text`.
 // CHECKs only, so that a failure on one rank leaves the collectives of the others matched.
