@@ -38,6 +38,36 @@ std::string last_error(ncclComm_t comm) {
 std::mutex registry_mutex;
 std::vector<std::weak_ptr<nccl_comm>> registry;
 
+// The process's own reference to each communicator it made, released in MPI_Finalize: a
+// communicator outlives its users, so the next exchange object over the same ranks does not pay
+// NCCL's initialisation again. Never destroyed at static exit (the pointer is leaked on purpose):
+// after MPI_Finalize it is empty, and a process that exits without it must not call NCCL or
+// CUDA from a static destructor.
+std::vector<std::shared_ptr<nccl_comm>>* kept = new std::vector<std::shared_ptr<nccl_comm>>;
+
+// MPI_COMM_SELF's attribute whose deletion (the first thing MPI_Finalize does) releases `kept`,
+// in creation order: the same order on every rank, since ranks create communicators together.
+int release_at_finalize(MPI_Comm, int, void*, void*) {
+  std::vector<std::shared_ptr<nccl_comm>> going;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    going.swap(*kept);
+  }
+  for (auto& c : going) c.reset();  // destroyed here where no user holds it any more
+  return MPI_SUCCESS;
+}
+
+// Registers release_at_finalize once per process (under registry_mutex).
+void keep(const std::shared_ptr<nccl_comm>& c, int rank) {
+  static int keyval = MPI_KEYVAL_INVALID;
+  if (keyval == MPI_KEYVAL_INVALID) {
+    mpi::check(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, release_at_finalize, &keyval, nullptr),
+               "MPI_Comm_create_keyval", rank, part);
+    mpi::check(MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr), "MPI_Comm_set_attr", rank, part);
+  }
+  kept->push_back(c);
+}
+
 }  // namespace
 
 void nccl_fail(ncclResult_t rc, const char* call, int rank, int peer, ncclComm_t comm) {
@@ -118,6 +148,7 @@ std::shared_ptr<nccl_comm> nccl_comm::shared(MPI_Comm comm) {
   auto fresh = create(comm, rank, size, device);
   std::lock_guard<std::mutex> lock(registry_mutex);
   registry.push_back(fresh);
+  keep(fresh, rank);
   return fresh;
 }
 

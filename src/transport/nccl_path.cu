@@ -255,8 +255,9 @@ void nccl_path::check_async() {
 std::string nccl_path::describe() const {
   int v = 0;
   (void)ncclGetVersion(&v);
+  // Less the process's own reference, which keeps it until MPI_Finalize (nccl_comm.hpp).
   return format("NCCL {}.{}.{}, one communicator shared by {} exchange object(s)", v / 10000,
-                v / 100 % 100, v % 100, comm_.use_count());
+                v / 100 % 100, v % 100, std::max(1L, comm_.use_count() - 1));
 }
 
 }  // namespace halox::detail
