@@ -118,6 +118,7 @@ class device_nccl_path final : public exchange_path {
     c_.gpu->enter(after, me);
     c_.gpu->launch_pack(me);
     c_.nccl->enqueue(c_.gpu->stream(), c_.gpu->capture());
+    c_.gpu->launch_beside(me);
     c_.unpack_pending = false;  // stream order guards the buffers
     c_.begin_exchange();
   }

@@ -102,6 +102,20 @@ std::unique_ptr<nccl_path> attach_nccl(MPI_Comm comm, bool usable, const exchang
                            prog.recv_buf.get(), ipc == nullptr);
 }
 
+// Local copies of fewer bytes than this stay inside the pack kernel under NCCL: beside it,
+// they would cost the host two events and a launch (about 3 us) for less GPU time than that.
+constexpr std::size_t local_beside_min_bytes = std::size_t(1) << 20;
+
+std::size_t bytes_of(const std::vector<copy_op>& ops) {
+  std::size_t n = 0;
+  for (const auto& op : ops) {
+    std::size_t b = op.ndims > 0 ? op.elem : 0;
+    for (int k = 0; k < op.ndims; ++k) b *= std::size_t(op.count[std::size_t(k)]);
+    n += b;
+  }
+  return n;
+}
+
 std::vector<std::size_t> indices_of(const std::vector<message>& subset,
                                     const std::vector<message>& all) {
   std::vector<std::size_t> out;
@@ -162,7 +176,8 @@ void exchange_core::place_steps() {
   const device_steps own =
       place_device(prog, direct, prog.send_buf.get(), prog.recv_buf.get());
   const device_steps& first = ipc ? ipc->steps(0) : own;
-  // Under NCCL a rank's own periodic images run beside the pack, overlapping the messages.
+  // Under NCCL a rank's own periodic images run beside the messages, on a stream of their own,
+  // where they are large enough to be worth the launches that costs (below, inside the pack).
   std::vector<copy_op> pack = first.pack, local;
   if (nccl && !ipc && !prog.ordered_device_unpack) {
     const std::byte* buf = prog.send_buf.get();
@@ -171,7 +186,10 @@ void exchange_core::place_steps() {
       return buf == nullptr || op.dst < buf || op.dst >= buf + extent;
     };
     std::copy_if(pack.begin(), pack.end(), std::back_inserter(local), is_local);
-    pack.erase(std::remove_if(pack.begin(), pack.end(), is_local), pack.end());
+    if (bytes_of(local) >= local_beside_min_bytes)
+      pack.erase(std::remove_if(pack.begin(), pack.end(), is_local), pack.end());
+    else
+      local.clear();
   }
   gpu = std::make_unique<device_copier>(pack, first.gather, first.unpack, first.scatter,
                                         prog.device_local_ordered, prog.ordered_device_unpack);

@@ -305,16 +305,19 @@ void device_copier::run_local_beside(const std::vector<copy_op>& local) {
   p_->beside = table(local, {}, gather_kind, -1, p_->caps);
   if (p_->beside.n > 0) p_->side.emplace();
 }
+void device_copier::launch_beside(int rank) {
+  if (!p_->side) return;
+  auto& side = *p_->side;
+  check(cudaStreamWaitEvent(side.stream.get(), side.fork.get(), 0), "cudaStreamWaitEvent(fork)",
+        rank);
+  p_->beside.launch(side.stream.get(), rank, "local copy launch");
+  check(cudaEventRecord(side.join.get(), side.stream.get()), "cudaEventRecord(join)", rank);
+  p_->beside_pending = true;
+}
 void device_copier::launch_pack(int rank, std::uint64_t exchange) {
-  if (p_->side) {
-    auto& side = *p_->side;
-    check(cudaEventRecord(side.fork.get(), p_->s()), "cudaEventRecord(fork)", rank);
-    check(cudaStreamWaitEvent(side.stream.get(), side.fork.get(), 0), "cudaStreamWaitEvent(fork)",
-          rank);
-    p_->beside.launch(side.stream.get(), rank, "local copy launch");
-    check(cudaEventRecord(side.join.get(), side.stream.get()), "cudaEventRecord(join)", rank);
-    p_->beside_pending = true;
-  }
+  // The copies beside start from here in stream order; launch_beside() launches them.
+  if (p_->side)
+    check(cudaEventRecord(p_->side->fork.get(), p_->s()), "cudaEventRecord(fork)", rank);
   if (p_->local_on) {  // the last local copies ran on a user's stream: this launch follows them
     if (p_->done_capture == p_->capture)
       check(cudaStreamWaitEvent(p_->s(), p_->done.get(), 0), "cudaStreamWaitEvent", rank);

@@ -22,6 +22,7 @@ bool device_copier::counts_on_device() const {
   return false;
 }
 void device_copier::launch_pack(int, std::uint64_t) {}
+void device_copier::launch_beside(int) {}
 void device_copier::launch_unpack(int, std::uint64_t) {}
 void device_copier::launch_local(void*, int) {}
 void device_copier::wait_local(void*, int) {}

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <string_view>
 #include <utility>
 
+#include "gpu/ipc_export.hpp"
 #include "halox/core/error.hpp"
 #include "mpi/check.hpp"
 #include "transport/nccl_check.hpp"
@@ -56,6 +58,13 @@ nccl_side from_wire(const side_wire& w) {
 }
 
 constexpr std::string_view part = "NCCL zero-copy set-up";  // for MPI errors
+constexpr int tag_sender_register = 42, tag_receiver_register = 43;
+
+// Whether this rank offers to register its large calls with NCCL (HALOX_NCCL_REGISTER=1).
+bool registering() {
+  const char* v = std::getenv("HALOX_NCCL_REGISTER");
+  return v != nullptr && std::string_view(v) == "1";
+}
 
 // This rank's side of each message, told to each peer; the peer's side of the same message
 // back. Both ranks of a pair then cut it alike.
@@ -135,7 +144,10 @@ std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm comm, bool gpu_shared,
   // The exchange's buffers hold its messages (the program sized them so).
   auto path = std::make_unique<nccl_path>(nccl_comm::shared(comm), sends, recvs, send_buf,
                                           extent_of(sends), recv_buf, extent_of(recvs));
-  if (!zero_copy) return path;
+  if (!zero_copy) {
+    path->register_large(comm);
+    return path;
+  }
   const sides s = swap_sides(comm, prog, sends, send_buf, recvs, recv_buf, me);
   auto* sbuf = const_cast<std::byte*>(send_buf);
   for (std::size_t k = 0; k < sends.size(); ++k) {
@@ -154,6 +166,7 @@ std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm comm, bool gpu_shared,
                          recv_buf + recvs[k].offset),
                 cut.receiver_direct);
   }
+  path->register_large(comm);
   return path;
 }
 
@@ -230,11 +243,66 @@ bool nccl_path::recv_direct(int peer) const {
 
 std::string nccl_path::note(bool send, int peer) const {
   const route* r = find(send ? send_routes_ : recv_routes_, peer);
-  if (r == nullptr || (!r->direct && r->count == 1)) return {};
-  if (!r->direct) return format(" (packed, {} NCCL calls cut as the peer's fields lie)", r->count);
+  if (r == nullptr) return {};
+  const std::string reg =
+      r->registered ? " (registered with NCCL: written straight into the receiver's memory)" : "";
+  if (!r->direct && r->count == 1) return reg;
+  if (!r->direct)
+    return format(" (packed, {} NCCL calls cut as the peer's fields lie)", r->count) + reg;
   return format(" (zero-copy: {} NCCL call{} {} the field{} memory, no {} kernel)", r->count,
                 r->count == 1 ? "" : "s", send ? "from" : "into",
-                r->count == 1 ? "'s" : "s'", send ? "pack" : "unpack");
+                r->count == 1 ? "'s" : "s'", send ? "pack" : "unpack") + reg;
+}
+
+void nccl_path::register_large(MPI_Comm comm) {
+  const int me = comm_->rank();
+  // This side of each message: 1 where its large calls (if any) can be registered.
+  auto can = [&](const std::vector<nccl_call>& calls, const route& r) {
+    if (!registering()) return 0;
+    for (std::size_t k = r.first; k < r.first + r.count; ++k)
+      if (calls[k].bytes >= nccl_register_min_bytes && !gpu::ipc_exportable(calls[k].data))
+        return 0;
+    return 1;
+  };
+  const std::size_t ns = send_routes_.size(), nr = recv_routes_.size();
+  std::vector<int> mine(ns + nr), theirs(ns + nr, 0);
+  std::vector<MPI_Request> reqs(2 * (ns + nr), MPI_REQUEST_NULL);
+  for (std::size_t k = 0; k < ns + nr; ++k) {
+    const bool send = k < ns;
+    const route& r = send ? send_routes_[k] : recv_routes_[k - ns];
+    mine[k] = can(send ? sends_ : recvs_, r);
+    const int out = send ? tag_sender_register : tag_receiver_register;
+    const int in = send ? tag_receiver_register : tag_sender_register;
+    mpi::check(MPI_Isend(&mine[k], 1, MPI_INT, r.peer, out, comm, &reqs[2 * k]), "MPI_Isend", me,
+               part, r.peer);
+    mpi::check(MPI_Irecv(&theirs[k], 1, MPI_INT, r.peer, in, comm, &reqs[2 * k + 1]), "MPI_Irecv",
+               me, part, r.peer);
+  }
+  mpi::check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall", me,
+             part);
+  // Both sides cut a message alike: the same calls of the same sizes register on both. NCCL
+  // registers memory from cudaMalloc only with NCCL_LEGACY_CUDA_REGISTER=1 (read when a
+  // registered buffer is first used); a user's own setting wins.
+  if (registering()) setenv("NCCL_LEGACY_CUDA_REGISTER", "1", 0);
+  for (std::size_t k = 0; k < ns + nr; ++k) {
+    if (!mine[k] || !theirs[k]) continue;
+    const bool send = k < ns;
+    route& r = send ? send_routes_[k] : recv_routes_[k - ns];
+    const auto& calls = send ? sends_ : recvs_;
+    for (std::size_t c = r.first; c < r.first + r.count; ++c) {
+      if (calls[c].bytes < nccl_register_min_bytes) continue;
+      void* h = nullptr;
+      nccl_check(ncclCommRegister(comm_->get(), calls[c].data, calls[c].bytes, &h),
+                 "ncclCommRegister", me, r.peer, comm_->get());
+      registered_.push_back(h);
+      r.registered = true;
+    }
+  }
+}
+
+nccl_path::~nccl_path() {
+  if (comm_ && comm_->get() != nullptr)
+    for (void* h : registered_) (void)ncclCommDeregister(comm_->get(), h);
 }
 
 void nccl_path::connect() {

@@ -51,6 +51,15 @@ class nccl_path {
   nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<message>& sends,
             const std::vector<message>& recvs, const void* send_buf, std::size_t send_bytes,
             void* recv_buf, std::size_t recv_bytes);
+  /// Pairwise collective at set-up (attach calls it): registers this path's calls of at least
+  /// nccl_register_min_bytes with NCCL where this rank and the message's peer both can (memory
+  /// CUDA IPC can export, and HALOX_NCCL_REGISTER=1 on both ranks).
+  void register_large(MPI_Comm comm);
+  /// Deregisters what register_large registered.
+  ~nccl_path();
+  nccl_path(const nccl_path&) = delete;
+  nccl_path& operator=(const nccl_path&) = delete;
+  nccl_path(nccl_path&&) = default;
 
   /// Enqueues this rank's sends and receives on `stream` (a `cudaStream_t` of the
   /// communicator's GPU) as one group (nccl_comm::enqueue_group): the data has moved once the
@@ -89,12 +98,22 @@ class nccl_path {
     int peer = 0;
     std::size_t first = 0, count = 0;
     bool direct = false;
+    bool registered = false;  // its large calls are registered with NCCL (register_large)
   };
   static const route* find(const std::vector<route>& routes, int peer);
 
   std::shared_ptr<nccl_comm> comm_;
   std::vector<nccl_call> sends_, recvs_;
   std::vector<route> send_routes_, recv_routes_;
+  std::vector<void*> registered_;  // ncclCommRegister handles of the calls' memory
 };
+
+/// With HALOX_NCCL_REGISTER=1 on both ranks of a message, its calls of at least this many bytes
+/// are registered with NCCL (ncclCommRegister) where both sides' memory allows it: NCCL then
+/// writes them straight into the receiver's memory over NVLink instead of through its own
+/// buffers. Smaller calls are not: there the lookup NCCL makes per call costs more host time
+/// than the copy it saves. Off by default: faster alone, slower inside an overlapped solver
+/// (docs/nccl.md).
+inline constexpr std::size_t nccl_register_min_bytes = std::size_t(1) << 20;
 
 }  // namespace halox::detail

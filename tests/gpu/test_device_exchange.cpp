@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -919,6 +920,64 @@ TEST_CASE(
   for (std::size_t g = 0; g < ghosts.size(); ++g)
     for (int c = 0; c < 2; ++c) ubad += uh(ne + long(g), c) != double(ghosts[g]) * 2 + c;
   REQUIRE(boost::mpi::all_reduce(world, ubad, std::plus<long>()) == 0);
+}
+
+TEST_CASE("staging nccl: calls of 1 MiB and more are registered with NCCL where both sides ask") {
+  // Split over the ranks in dimension 0 only: each message is the owned part of a plane, 2 MB
+  // in one piece of the field, handed to NCCL from and into the field itself. Registered on
+  // both sides where both ask for it (HALOX_NCCL_REGISTER=1); where rank 0 does not, neither
+  // side of its messages registers, and the values are the same. The halos of dimension 1 are
+  // the rank's own periodic images, 1 MiB and more: copied beside the messages.
+  boost::mpi::communicator world;
+  const int P = world.size(), me = world.rank();
+  int gpus = 0;
+  cuda(cudaGetDeviceCount(&gpus));
+  if (!halox::detail::nccl_built() || P > gpus || P < 2) {
+    WARN("skipped: needs 2 or more ranks, one GPU each, and NCCL");
+    return;
+  }
+  const halox::extents<3> n{4 * P, 32, 8200};  // a message: 32 * 8200 * 8 B = 2,099,200 B
+  static_assert(32 * 8200 * 8 >= halox::detail::nccl_register_min_bytes);
+  const auto st = halox::stencil<3>::star({1, 2, 0}, {1, 2, 0});  // own images: 2 * 4*2*8200*8 B
+  const halox::cartesian<3> dom(world, n, halox::periodic<3>::all(),
+                                halox::process_grid<3>{{P, 1, 1}});
+  halox::exchange_options o;
+  o.device_staging = halox::staging::nccl;
+  o.node_size = 1;
+  const bool opt_out = GENERATE(false, true);
+  CAPTURE(opt_out);
+  setenv("HALOX_NCCL_REGISTER", opt_out && me == 0 ? "0" : "1", 1);
+  auto a = make_mirrored<double>(dom, st, {});
+  {
+    auto ex = halox::make_exchange(dom, st, o, a.dev);
+    unsetenv("HALOX_NCCL_REGISTER");
+    const std::string d = ex.describe();
+    INFO(d);
+    CHECK(d.find("zero-copy") != std::string::npos);
+    CHECK(d.find("local copies beside the messages") != std::string::npos);
+    // Each message's line: registered unless rank 0 opted out and it is one of rank 0's.
+    int lines = 0;
+    for (std::size_t at = 0; at < d.size();) {
+      const std::size_t end = std::min(d.find('\n', at), d.size());
+      const std::string line = d.substr(at, end - at);
+      at = end + 1;
+      const std::size_t to = line.find("send to "), from = line.find("recv from ");
+      if (to == std::string::npos && from == std::string::npos) continue;
+      const int peer = std::atoi(line.c_str() + (to != std::string::npos ? to + 8 : from + 10));
+      INFO(line);
+      CHECK((line.find("registered with NCCL") != std::string::npos) ==
+            !(opt_out && (me == 0 || peer == 0)));
+      ++lines;
+    }
+    CHECK(lines == (P == 2 ? 2 : 4));
+    for (int round = 0; round < 6; ++round) {  // blocking, split phase, stream-ordered, twice
+      hxt::fill(a.host, n, {1, round});
+      a.upload();
+      run_exchange(ex, round % 3);
+      a.download();
+      HXT_REQUIRE_OK(hxt::check(a.host, st, n, {true, true, true}, {1, round}));
+    }
+  }
 }
 
 TEST_CASE("staging nccl zero-copy: contiguous halos straight from and into the fields") {
