@@ -13,63 +13,25 @@
 namespace halox::detail {
 
 namespace {
-// The program's index of each message in `subset` (matched by peer: one message per peer).
-const std::vector<message> no_messages;
-
 constexpr std::string_view part = "exchange set-up";  // for MPI errors
 
-// The messages that go neither through CUDA IPC nor through shared memory.
-const std::vector<message>& remaining(const exchange_program& prog, const peer_ipc* ipc,
-                                      const shm_mailbox* shm, bool sends) {
-  if (ipc) return sends ? ipc->mpi_sends() : ipc->mpi_recvs();
-  if (shm) return sends ? shm->mpi_sends() : shm->mpi_recvs();
-  return sends ? prog.sends : prog.recvs;
-}
-
-// Collective whenever the program has device fields: whether NCCL carries the messages CUDA
-// IPC does not. Every rank must want it (forced or automatic) and no two ranks of a node may
-// share a GPU (NCCL refuses them); otherwise automatic NCCL falls back to host staging by
-// copies (the kernels keep the device buffers, one cudaMemcpyAsync per direction moves the
-// messages through pinned host memory for MPI), and forced NCCL is an error on every rank.
-bool agree_on_nccl(MPI_Comm comm, exchange_program& prog, const locality& here) {
-  if (!prog.has_device_fields) return false;
-  int me = 0;
-  mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, part);
-  const bool forced = prog.options.device_staging == staging::nccl;
-  int mine = (forced || prog.auto_nccl) && !prog.has_host_fields, all = 0;
-  mpi::check(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me, part);
-  const bool usable = all != 0 && !here.gpu_shared();
-  agree(boost::mpi::communicator(comm, boost::mpi::comm_attach), [&] {
-    if (!forced || usable) return;
-    require(!prog.has_host_fields,
-            "rank {}: staging 'nccl' carries device fields only; exchange host fields with "
-            "another exchange object",
-            me);
-    require(!here.gpu_shared(),
-            "rank {}: staging 'nccl' needs one GPU per rank, but ranks of this communicator on "
-            "one node share a GPU, which NCCL does not allow; run one rank per GPU or use "
-            "another staging policy",
-            me);
-    fail(
-        "rank {}: staging 'nccl' needs every rank to use NCCL, and another rank chose another "
-        "staging policy",
-        me);
-  });
-  if (prog.auto_nccl && !usable) {
-    prog.device_send = prog.send_buf;
-    prog.device_recv = prog.recv_buf;
-    prog.send_extent = extent_of(prog.sends);
-    prog.recv_extent = extent_of(prog.recvs);
-    prog.send_buf = allocate_mapped(prog.send_extent);
-    prog.recv_buf = allocate_mapped(prog.recv_extent);
-    prog.copy_staging = true;
-    prog.device_buffers = false;
-    prog.auto_nccl = false;
-    prog.path =
-        "host_staged (automatic: not every rank can use NCCL; pack into device memory, "
-        "cudaMemcpyAsync through pinned host memory)";
-  }
-  return usable;
+// The route table of this object (the one collective step that decides every message's route),
+// and the program's buffers following it: where automatic NCCL was refused (not every rank can
+// use it), the kernels keep the device buffers and one cudaMemcpyAsync per direction moves the
+// messages through pinned host memory for MPI (host staging by copies).
+route_table agree_routes(MPI_Comm comm, exchange_program& prog) {
+  route_table routes = route_table::agree(comm, prog);
+  if (prog.staged != staging::nccl || routes.nccl()) return routes;
+  prog.device_send = prog.send_buf;
+  prog.device_recv = prog.recv_buf;
+  prog.send_extent = extent_of(prog.sends);
+  prog.recv_extent = extent_of(prog.recvs);
+  prog.send_buf = allocate_mapped(prog.send_extent);
+  prog.recv_buf = allocate_mapped(prog.recv_extent);
+  prog.copy_staging = true;
+  prog.device_buffers = false;
+  prog.staged = staging::host_staged;
+  return routes;
 }
 
 // Collective whenever the program has device fields: where both sides of a message must cut it
@@ -85,20 +47,25 @@ std::size_t agree_on_chunk(MPI_Comm comm, const exchange_program& prog) {
   return all == none ? 0 : std::size_t(all);
 }
 
-// NCCL for the messages CUDA IPC does not carry, where agree_on_nccl said so and some rank has
-// such a message (automatic NCCL on one node with CUDA IPC everywhere makes no communicator).
-std::unique_ptr<nccl_path> attach_nccl(MPI_Comm comm, bool usable, const exchange_program& prog,
-                                       const peer_ipc* ipc) {
-  if (!usable) return nullptr;
-  int me = 0;
-  mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, part);
-  const auto& sends = remaining(prog, ipc, nullptr, true);
-  const auto& recvs = remaining(prog, ipc, nullptr, false);
-  int mine = !sends.empty() || !recvs.empty(), any = 0;
-  mpi::check(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, comm), "MPI_Allreduce", me, part);
-  if (!any && prog.options.device_staging != staging::nccl) return nullptr;
+// Shared memory for the messages the table sends that way; its run-time outcome (receivers
+// that could not map their sender's buffer, messages that go in one copy) settles the table.
+std::unique_ptr<shm_mailbox> attach_shm(MPI_Comm comm, const exchange_program& prog,
+                                        route_table& routes, std::string& problem) {
+  auto shm = shm_mailbox::attach(comm, prog, routes, problem);
+  routes.settle_shm(shm.get());
+  return shm;
+}
+
+// NCCL for the messages the table gives it, where every rank agreed on NCCL and some rank has
+// such a message or forced NCCL (automatic NCCL on one node with CUDA IPC everywhere makes no
+// communicator). Collective (every rank agreed on the same).
+std::unique_ptr<nccl_path> attach_nccl(MPI_Comm comm, const route_table& routes,
+                                       const exchange_program& prog, const peer_ipc* ipc) {
+  if (!routes.nccl() || !(routes.votes().beyond_ipc || routes.votes().nccl_forced)) return nullptr;
+  auto by_nccl = [](route r) { return r == route::nccl; };
   // Zero-copy pieces where NCCL carries every message (CUDA IPC places its own).
-  return nccl_path::attach(comm, false, prog, sends, prog.send_buf.get(), recvs,
+  return nccl_path::attach(comm, false, prog, routes.select(prog.sends, true, by_nccl),
+                           prog.send_buf.get(), routes.select(prog.recvs, false, by_nccl),
                            prog.recv_buf.get(), ipc == nullptr);
 }
 
@@ -130,19 +97,17 @@ exchange_core::exchange_core(const boost::mpi::communicator& c, exchange_program
     : comm(c),
       prog(std::move(p)),
       agreed((check_peer_agreement(MPI_Comm(comm), prog), true)),
-      here(locality::discover(MPI_Comm(comm), prog.options.node_size,
-                              prog.has_device_fields ? current_gpu_bus_id() : "")),
-      nccl_usable(agree_on_nccl(MPI_Comm(comm), prog, here)),
+      routes(agree_routes(MPI_Comm(comm), prog)),
       chunk(agree_on_chunk(MPI_Comm(comm), prog)),
-      ipc(peer_ipc::attach(MPI_Comm(comm), prog, here, transport_problem)),
-      shm(shm_mailbox::attach(MPI_Comm(comm), prog, here, transport_problem)),
-      nccl(attach_nccl(MPI_Comm(comm), nccl_usable, prog, ipc.get())),
+      ipc(peer_ipc::attach(MPI_Comm(comm), prog, routes, transport_problem)),
+      shm(attach_shm(MPI_Comm(comm), prog, routes, transport_problem)),
+      nccl(attach_nccl(MPI_Comm(comm), routes, prog, ipc.get())),
       staging_copies(prog.copy_staging && !(ipc && ipc->carries_all())),
-      mpi_send_list(nccl ? no_messages : remaining(prog, ipc.get(), shm.get(), true)),
-      mpi_recv_list(nccl ? no_messages : remaining(prog, ipc.get(), shm.get(), false)),
+      mpi_send_list(routes.select(prog.sends, true, through_mpi)),
+      mpi_recv_list(routes.select(prog.recvs, false, through_mpi)),
       channels(MPI_Comm(comm), mpi_send_list,
-               shm && shm->send_buffer() ? shm->send_buffer() : prog.send_buf.get(),
-               mpi_recv_list, prog.recv_buf.get(), chunk),
+               shm && shm->send_buffer() ? shm->send_buffer() : prog.send_buf.get(), mpi_recv_list,
+               prog.recv_buf.get(), chunk),
       recv_message(indices_of(mpi_recv_list, prog.recvs)),
       done(prog.recvs.size() + 1) {
   // Every rank leaves set-up together: a transport's size check fails on every rank.
@@ -204,18 +169,9 @@ void exchange_core::place_steps() {
 }
 
 void exchange_core::describe_routes() {
-  path = prog.path;
-  if (ipc) {
-    (ipc->carries_all() ? path : direct_path) = ipc->path();
-    direct_send_peers = ipc->send_peers();
-    direct_recv_peers = ipc->recv_peers();
-  }
-  if (!shm) return;
-  for (std::size_t m = 0; m < prog.sends.size(); ++m)
-    if (shm->send_shared(m)) direct_send_peers.push_back(prog.sends[m].peer);
-  for (std::size_t m = 0; m < prog.recvs.size(); ++m)
-    if (shm->recv_shared(m)) direct_recv_peers.push_back(prog.recvs[m].peer);
-  if (!direct_send_peers.empty() || !direct_recv_peers.empty()) direct_path = shm->path();
+  if (!ipc) return;
+  routes.set_how(route::ipc, ipc->path());
+  routes.set_how(route::ipc_signalled, ipc->path());
 }
 
 bool exchange_core::has_device_steps() const {
@@ -290,8 +246,8 @@ bool exchange_core::unpack_ready() {
 
 std::unique_ptr<exchange_path> make_path(exchange_core& c) {
   if (!c.gpu) return make_host_path(c);
-  if (c.ipc)
-    return c.ipc->device_signalled() ? make_ipc_signalled_path(c) : make_ipc_handshake_path(c);
+  if (c.routes.any(route::ipc_signalled)) return make_ipc_signalled_path(c);
+  if (c.routes.any(route::ipc)) return make_ipc_handshake_path(c);
   if (c.nccl) return make_device_nccl_path(c);
   // Device fields and local copies alone (one rank along every periodic dimension); boundary
   // rules follow the unpack on halox's stream, so not with them.

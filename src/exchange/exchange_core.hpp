@@ -19,10 +19,10 @@
 #include "halox/core/stream.hpp"
 #include "halox/program/program.hpp"
 #include "pack/device_copy.hpp"
-#include "transport/locality.hpp"
 #include "transport/mpi_channels.hpp"
 #include "transport/nccl_path.hpp"
 #include "transport/peer_ipc.hpp"
+#include "transport/routes.hpp"
 #include "transport/shm_mailbox.hpp"
 #include "transport/staging_pipeline.hpp"
 
@@ -37,8 +37,7 @@ struct exchange_core {
   boost::mpi::communicator comm;
   exchange_program prog;
   bool agreed;                       // every peer plans the same messages (checked first)
-  locality here;                     // which peers share this rank's node, and their GPUs
-  bool nccl_usable;                  // NCCL carries what CUDA IPC does not (every rank agreed)
+  route_table routes;                // each message's route (and the locality it came from)
   std::size_t chunk;                 // MPI messages cut at this size (every rank agreed; 0: not)
   std::string transport_problem;     // a size mismatch a transport found while setting up
   std::unique_ptr<peer_ipc> ipc;     // null unless messages travel through CUDA IPC
@@ -50,12 +49,9 @@ struct exchange_core {
   /// Host staging by copies between the device buffers and the MPI ones (not where CUDA IPC
   /// carries every message).
   bool staging_copies;
-  /// How messages travel, for describe(): `path` by default, `direct_path` to and from the
-  /// direct peers (CUDA IPC, shared memory).
-  std::string path, direct_path;
-  std::vector<int> direct_send_peers, direct_recv_peers;
-  const std::vector<message>& mpi_send_list;
-  const std::vector<message>& mpi_recv_list;
+  /// The messages the route table sends through MPI (mpi, gpu_aware, host_staged).
+  const std::vector<message> mpi_send_list;
+  const std::vector<message> mpi_recv_list;
   mpi_channels channels;                  // data messages that go through MPI
   std::vector<std::size_t> recv_message;  // program index of each channel receive message
   std::unique_ptr<device_copier> gpu;     // null without device fields
@@ -95,7 +91,7 @@ struct exchange_core {
   std::unique_ptr<device_boundary> rules;
 
   /// Set-up: the steps placed where the transports put the messages, the GPU copier; what
-  /// describe() says of each peer.
+  /// describe() says of CUDA IPC's routes (the table holds the others').
   void place_steps();
   void describe_routes();
 

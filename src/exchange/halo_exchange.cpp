@@ -178,28 +178,25 @@ void halo_exchange::schedule_wait(stream_t stream) {
 std::string halo_exchange::describe() const {
   const auto& c = s_->core;
   const auto& p = c.prog;
-  std::string out = fmt::format("rank {}: {}; {}; mode: {}", c.rank(), p.summary, c.here.describe(),
-                                s_->path->name());
+  std::string out = fmt::format("rank {}: {}; {}; mode: {}", c.rank(), p.summary,
+                                c.routes.here().describe(), s_->path->name());
   if (c.gpu)
     out += s_->capturable ? "; CUDA graphs: capturable"
                           : "; CUDA graphs: not capturable (" + s_->why_not_capturable() + ")";
-  auto path_to = [&](int peer, const std::vector<int>& direct) -> const std::string& {
-    const bool d =
-        !c.direct_path.empty() && std::find(direct.begin(), direct.end(), peer) != direct.end();
-    return d ? c.direct_path : c.path;
-  };
   // Node-local peers that could not use shared memory say why.
   auto why = [&](int peer) {
-    const std::string* w = c.shm ? c.shm->fallback(peer) : nullptr;
+    const std::string* w = c.routes.fallback(peer);
     return w ? fmt::format(" [not shared memory: {}]", *w) : std::string();
   };
   auto note = [&](bool send, int peer) { return c.nccl ? c.nccl->note(send, peer) : std::string(); };
-  for (const auto& m : p.sends)
-    out += fmt::format("\n  send to {}: {} B via {}{}{}", m.peer, m.bytes,
-                       path_to(m.peer, c.direct_send_peers), note(true, m.peer), why(m.peer));
-  for (const auto& m : p.recvs)
-    out += fmt::format("\n  recv from {}: {} B via {}{}{}", m.peer, m.bytes,
-                       path_to(m.peer, c.direct_recv_peers), note(false, m.peer), why(m.peer));
+  for (std::size_t m = 0; m < p.sends.size(); ++m)
+    out += fmt::format("\n  send to {}: {} B via {}{}{}", p.sends[m].peer, p.sends[m].bytes,
+                       c.routes.how(c.routes.send(m)), note(true, p.sends[m].peer),
+                       why(p.sends[m].peer));
+  for (std::size_t m = 0; m < p.recvs.size(); ++m)
+    out += fmt::format("\n  recv from {}: {} B via {}{}{}", p.recvs[m].peer, p.recvs[m].bytes,
+                       c.routes.how(c.routes.recv(m)), note(false, p.recvs[m].peer),
+                       why(p.recvs[m].peer));
   if (c.pipe) out += "\n  " + c.pipe->describe();
   if (c.gpu) out += "\n  " + c.gpu->summary();
   return out;
