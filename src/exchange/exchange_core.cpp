@@ -94,59 +94,60 @@ std::vector<std::size_t> indices_of(const std::vector<message>& subset,
 }  // namespace
 
 exchange_core::exchange_core(const boost::mpi::communicator& c, exchange_program p)
-    : comm(c),
-      prog(std::move(p)),
-      agreed((check_peer_agreement(MPI_Comm(comm), prog), true)),
-      routes(agree_routes(MPI_Comm(comm), prog)),
-      chunk(agree_on_chunk(MPI_Comm(comm), prog)),
-      ipc(peer_ipc::attach(MPI_Comm(comm), prog, routes, transport_problem)),
-      shm(attach_shm(MPI_Comm(comm), prog, routes, transport_problem)),
-      nccl(attach_nccl(MPI_Comm(comm), routes, prog, ipc.get())),
-      staging_copies(prog.copy_staging && !(ipc && ipc->carries_all())),
-      mpi_send_list(routes.select(prog.sends, true, through_mpi)),
-      mpi_recv_list(routes.select(prog.recvs, false, through_mpi)),
-      channels(MPI_Comm(comm), mpi_send_list,
-               shm && shm->send_buffer() ? shm->send_buffer() : prog.send_buf.get(), mpi_recv_list,
-               prog.recv_buf.get(), chunk),
-      recv_message(indices_of(mpi_recv_list, prog.recvs)),
-      done(prog.recvs.size() + 1) {
+    : comm_(c),
+      prog_(std::move(p)),
+      agreed_((check_peer_agreement(MPI_Comm(comm_), prog_), true)),
+      routes_(agree_routes(MPI_Comm(comm_), prog_)),
+      chunk_(agree_on_chunk(MPI_Comm(comm_), prog_)),
+      ipc_(peer_ipc::attach(MPI_Comm(comm_), prog_, routes_, transport_problem_)),
+      shm_(attach_shm(MPI_Comm(comm_), prog_, routes_, transport_problem_)),
+      nccl_(attach_nccl(MPI_Comm(comm_), routes_, prog_, ipc_.get())),
+      staging_copies_(prog_.copy_staging && !(ipc_ && ipc_->carries_all())),
+      mpi_send_list_(routes_.select(prog_.sends, true, through_mpi)),
+      mpi_recv_list_(routes_.select(prog_.recvs, false, through_mpi)),
+      channels_(MPI_Comm(comm_), mpi_send_list_,
+                shm_ && shm_->send_buffer() ? shm_->send_buffer() : prog_.send_buf.get(),
+                mpi_recv_list_, prog_.recv_buf.get(), chunk_),
+      recv_message_(indices_of(mpi_recv_list_, prog_.recvs)),
+      done_(prog_.recvs.size() + 1) {
   // Every rank leaves set-up together: a transport's size check fails on every rank.
-  agree(comm, [&] {
-    if (!transport_problem.empty()) fail("rank {}: {}", comm.rank(), transport_problem);
+  agree(comm_, [&] {
+    if (!transport_problem_.empty()) fail("rank {}: {}", comm_.rank(), transport_problem_);
   });
   place_steps();
   describe_routes();
   // NCCL's connections now, not inside the first exchange (every rank got here: set-up agreed).
-  if (nccl) nccl->connect();
+  if (nccl_) nccl_->connect();
   // Host staging by copies with every message through MPI: in pieces, copies overlapping MPI.
-  if (gpu && staging_copies && !ipc && !nccl)
-    pipe = std::make_unique<staging_pipeline>(channels, chunk, prog.device_send.get(),
-                                              prog.send_buf.get(), prog.device_recv.get(),
-                                              prog.recv_buf.get(), rank());
+  if (gpu_ && staging_copies_ && !ipc_ && !nccl_)
+    pipe_ = std::make_unique<staging_pipeline>(channels_, chunk_, prog_.device_send.get(),
+                                               prog_.send_buf.get(), prog_.device_recv.get(),
+                                               prog_.recv_buf.get(), rank());
 }
 
 void exchange_core::place_steps() {
   for (int c = 0; c < 2; ++c) {
-    const placement where = shm ? shm->placed(prog, c) : placement{};
-    host_pack[c] = place_pack(prog, where);
-    host_unpack[c] = place_unpack(prog, where);
+    const placement where = shm_ ? shm_->placed(prog_, c) : placement{};
+    host_pack_[c] = place_pack(prog_, where);
+    host_unpack_[c] = place_unpack(prog_, where);
   }
   if (!has_device_steps()) return;
   // Messages NCCL moves straight from or into the fields have no pack or unpack steps.
   placement direct;
-  if (nccl && !ipc) {
-    for (const auto& m : prog.sends) direct.send_direct.push_back(char(nccl->send_direct(m.peer)));
-    for (const auto& m : prog.recvs) direct.recv_direct.push_back(char(nccl->recv_direct(m.peer)));
+  if (nccl_ && !ipc_) {
+    for (const auto& m : prog_.sends)
+      direct.send_direct.push_back(char(nccl_->send_direct(m.peer)));
+    for (const auto& m : prog_.recvs)
+      direct.recv_direct.push_back(char(nccl_->recv_direct(m.peer)));
   }
-  const device_steps own =
-      place_device(prog, direct, prog.send_buf.get(), prog.recv_buf.get());
-  const device_steps& first = ipc ? ipc->steps(0) : own;
+  const device_steps own = place_device(prog_, direct, prog_.send_buf.get(), prog_.recv_buf.get());
+  const device_steps& first = ipc_ ? ipc_->steps(0) : own;
   // Under NCCL a rank's own periodic images run beside the messages, on a stream of their own,
   // where they are large enough to be worth the launches that costs (below, inside the pack).
   std::vector<copy_op> pack = first.pack, local;
-  if (nccl && !ipc && !prog.ordered_device_unpack) {
-    const std::byte* buf = prog.send_buf.get();
-    const std::size_t extent = extent_of(prog.sends);
+  if (nccl_ && !ipc_ && !prog_.ordered_device_unpack) {
+    const std::byte* buf = prog_.send_buf.get();
+    const std::size_t extent = extent_of(prog_.sends);
     auto is_local = [&](const copy_op& op) {
       return buf == nullptr || op.dst < buf || op.dst >= buf + extent;
     };
@@ -156,103 +157,111 @@ void exchange_core::place_steps() {
     else
       local.clear();
   }
-  gpu = std::make_unique<device_copier>(pack, first.gather, first.unpack, first.scatter,
-                                        prog.device_local_ordered, prog.ordered_device_unpack);
-  if (!local.empty()) gpu->run_local_beside(local);
-  if (ipc && ipc->alternates()) {
-    const device_steps& second = ipc->steps(1);
-    gpu->use_alternate(second.pack, second.gather, second.unpack, second.scatter);
+  gpu_ = std::make_unique<device_copier>(pack, first.gather, first.unpack, first.scatter,
+                                         prog_.device_local_ordered, prog_.ordered_device_unpack);
+  if (!local.empty()) gpu_->run_local_beside(local);
+  if (ipc_ && ipc_->alternates()) {
+    const device_steps& second = ipc_->steps(1);
+    gpu_->use_alternate(second.pack, second.gather, second.unpack, second.scatter);
   }
-  if (!prog.device_boundary.empty())
-    rules = std::make_unique<device_boundary>(prog.device_boundary,
-                                              static_cast<stream_t>(gpu->stream()), rank());
+  if (!prog_.device_boundary.empty())
+    rules_ = std::make_unique<device_boundary>(prog_.device_boundary,
+                                               static_cast<stream_t>(gpu_->stream()), rank());
 }
 
 void exchange_core::describe_routes() {
-  if (!ipc) return;
-  routes.set_how(route::ipc, ipc->path());
-  routes.set_how(route::ipc_signalled, ipc->path());
+  if (!ipc_) return;
+  routes_.set_how(route::ipc, ipc_->path());
+  routes_.set_how(route::ipc_signalled, ipc_->path());
 }
 
 bool exchange_core::has_device_steps() const {
-  return !prog.device_pack.empty() || !prog.device_unpack.empty() || !prog.device_gather.empty() ||
-         !prog.device_scatter.empty() || !prog.device_local_ordered.empty() ||
-         !prog.device_boundary.empty();
+  return !prog_.device_pack.empty() || !prog_.device_unpack.empty() ||
+         !prog_.device_gather.empty() || !prog_.device_scatter.empty() ||
+         !prog_.device_local_ordered.empty() || !prog_.device_boundary.empty();
 }
 
-void exchange_core::pack(std::size_t m, const exchange_program::steps& st) const {
-  const auto& r = prog.pack_range[m];
+void exchange_core::pack(std::size_t m) const {
+  const exchange_program::steps& st = pack_steps();
+  const auto& r = prog_.pack_range[m];
   for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) run(st.copies[k]);
   for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) gather(st.gathers[k]);
 }
 
-void exchange_core::unpack(std::size_t m, const exchange_program::steps& st) const {
-  const auto& r = prog.unpack_range[m];
+void exchange_core::unpack(std::size_t m) const {
+  const exchange_program::steps& st = unpack_steps();
+  const auto& r = prog_.unpack_range[m];
   for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) run(st.copies[k]);
   for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) scatter(st.gathers[k]);
 }
 
 bool exchange_core::receive_mpi(bool block) {
-  while (arrived < mpi_recv_list.size()) {
+  while (arrived_ < mpi_recv_list_.size()) {
     if (block) {
-      const int c = channels.wait_recv();
-      require(c >= 0, "rank {}: internal error: no MPI receive left to wait for", comm.rank());
-      ++arrived;
-      if (!prog.ordered_unpack) unpack(recv_message[std::size_t(c)], unpack_steps());
+      const int c = channels_.wait_recv();
+      require(c >= 0, "rank {}: internal error: no MPI receive left to wait for", comm_.rank());
+      ++arrived_;
+      if (!prog_.ordered_unpack) unpack(recv_message_[std::size_t(c)]);
     } else {
-      const int n = channels.test_recvs(done.data());
-      arrived += std::size_t(n);
-      if (!prog.ordered_unpack)
-        for (int k = 0; k < n; ++k) unpack(recv_message[std::size_t(done[k])], unpack_steps());
-      if (arrived < mpi_recv_list.size()) return false;
+      const int n = channels_.test_recvs(done_.data());
+      arrived_ += std::size_t(n);
+      if (!prog_.ordered_unpack)
+        for (int k = 0; k < n; ++k) unpack(recv_message_[std::size_t(done_[k])]);
+      if (arrived_ < mpi_recv_list_.size()) return false;
     }
   }
   return true;
 }
 
-void exchange_core::unpack_ordered(const exchange_program::steps& st) {
-  if (!prog.ordered_unpack || ordered_done) return;
-  for (std::size_t m = 0; m < prog.recvs.size(); ++m) unpack(m, st);
-  ordered_done = true;
+bool exchange_core::unpack_ordered() {
+  if (!prog_.ordered_unpack || ordered_done_) return false;
+  for (std::size_t m = 0; m < prog_.recvs.size(); ++m) unpack(m);
+  ordered_done_ = true;
+  return true;
+}
+
+bool mpi_messages::receives_from(int peer) const {
+  return std::any_of(c_.mpi_recv_list_.begin(), c_.mpi_recv_list_.end(),
+                     [&](const message& m) { return m.peer == peer; });
 }
 
 void exchange_core::launch_unpack() {
-  if (unpack_pending) return;
-  if (pipe)
-    pipe->join(gpu->stream());
-  else if (staging_copies)
-    gpu->copy(prog.device_recv.get(), prog.recv_buf.get(), prog.recv_extent, rank());
-  gpu->launch_unpack(rank(), generation);
-  if (rules) rules->launch_after_unpack(rank());  // boundary fills, on halox's stream
-  unpack_pending = true;
+  if (unpack_pending_) return;
+  if (pipe_)
+    pipe_->join(gpu_->stream());
+  else if (staging_copies_)
+    gpu_->copy(prog_.device_recv.get(), prog_.recv_buf.get(), prog_.recv_extent, rank());
+  gpu_->launch_unpack(rank(), generation_);
+  if (rules_) rules_->launch_after_unpack(rank());  // boundary fills, on halox's stream
+  unpack_pending_ = true;
 }
 
 void exchange_core::finish_unpack(stream_t before) {
   launch_unpack();
   if (before) {
-    gpu->signal(before, rank());
+    gpu_->signal(before, rank());
   } else {
-    gpu->synchronize(rank());
-    unpack_pending = false;
+    gpu_->synchronize(rank());
+    unpack_pending_ = false;
   }
 }
 
 bool exchange_core::unpack_ready() {
   launch_unpack();
-  if (!gpu->ready(rank()) || (rules && !rules->ready(rank()))) return false;
-  unpack_pending = false;
+  if (!gpu_->ready(rank()) || (rules_ && !rules_->ready(rank()))) return false;
+  unpack_pending_ = false;
   return true;
 }
 
 std::unique_ptr<exchange_path> make_path(exchange_core& c) {
-  if (!c.gpu) return make_host_path(c);
-  if (c.routes.any(route::ipc_signalled)) return make_ipc_signalled_path(c);
-  if (c.routes.any(route::ipc)) return make_ipc_handshake_path(c);
-  if (c.nccl) return make_device_nccl_path(c);
+  if (!c.copier()) return make_host_path(c);
+  if (c.routes().any(route::ipc_signalled)) return make_ipc_signalled_path(c);
+  if (c.routes().any(route::ipc)) return make_ipc_handshake_path(c);
+  if (c.nccl()) return make_device_nccl_path(c);
   // Device fields and local copies alone (one rank along every periodic dimension); boundary
   // rules follow the unpack on halox's stream, so not with them.
-  if (c.prog.sends.empty() && c.prog.recvs.empty() && c.prog.local_ops.empty() && !c.shm &&
-      !c.rules)
+  const auto& p = c.program();
+  if (p.sends.empty() && p.recvs.empty() && p.local_ops.empty() && !c.shm() && !c.boundary())
     return make_device_local_path(c);
   return make_device_path(c);
 }
