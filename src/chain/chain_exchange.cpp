@@ -23,8 +23,8 @@
 #include "halox/core/error.hpp"
 #include "halox/core/options.hpp"
 #include "mpi/check.hpp"
-#include "transport/locality.hpp"
 #include "transport/nccl_comm.hpp"
+#include "transport/routes.hpp"
 
 namespace halox::detail {
 
@@ -199,39 +199,20 @@ struct chain_state {
     return with_environment(o).device_staging == staging::nccl;  // any other: pinned staging
   }
 
-  // Collective: NCCL where this rank asks for it, after every rank has agreed that all ask for
-  // it, that halox has NCCL and that no two ranks of a node share a GPU; otherwise every rank
-  // throws. Ranks that do not want NCCL anywhere do one all-reduce and nothing else.
+  // Collective: the route table's chain step (transport/routes.hpp) says whether NCCL carries
+  // this chain (every rank asked for it, halox has NCCL, no two ranks of a node share a GPU),
+  // or throws on every rank where some rank asked and it cannot. Ranks that do not want NCCL
+  // anywhere do one all-reduce and nothing else.
   void agree_on_nccl(bool want) {
-    int in[2] = {want ? 1 : 0, want ? -1 : 0}, out[2] = {0, 0};
-    mpi::check(MPI_Allreduce(in, out, 2, MPI_INT, MPI_MIN, raw), "MPI_Allreduce(staging)", rank,
-               part);
-    const bool all = out[0] != 0, any = out[1] != 0;
-    if (!any) return;
+    std::vector<int> peers;  // connected now, not in the first round
+    for (const auto& d : side)
+      if (d.peer >= 0) peers.push_back(d.peer);
+    if (!route_table::agree_chain(raw, want, device(), peers).nccl()) return;
     agree(comm, [&] {
-      require(all,
-              "rank {}: chain staging 'nccl' needs every rank to ask for it (a device chain with "
-              "device_staging = nccl, or HALOX_STAGING=nccl), but {} did not",
-              rank, want ? "another rank" : "this rank");
-      require(nccl_built(),
-              "rank {}: chain staging 'nccl': this halox was built without NCCL "
-              "(HALOX_ENABLE_NCCL)",
-              rank);
-    });
-    const locality here = locality::discover(raw, 0, current_gpu_bus_id(rank));
-    agree(comm, [&] {
-      require(!here.gpu_shared(),
-              "rank {}: chain staging 'nccl' needs one GPU per rank, but ranks of this "
-              "communicator on one node share a GPU, which NCCL does not allow; run one rank per "
-              "GPU or use staging auto",
-              rank);
       sizes_host.reserve(4 * head_bytes, memory_space::host, true, rank);
       sizes_dev.reserve(4 * head_bytes, memory_space::device, false, rank);
     });
     nccl = nccl_comm::shared(raw);  // collective; fails on every rank together
-    std::vector<int> peers;         // connected now, not in the first round
-    for (const auto& d : side)
-      if (d.peer >= 0) peers.push_back(d.peer);
     nccl->connect(peers);
   }
 

@@ -19,7 +19,8 @@ namespace {
 
 class device_path : public exchange_path {
  public:
-  using exchange_path::exchange_path;
+  explicit device_path(exchange_core& c)
+      : exchange_path(c), mpi_(c), host_(c), dev_(c), pipe_(c.pipeline()) {}
   const char* name() const override { return "device (MPI)"; }
   const char* capture_blocker() const override {
     return "its messages go through MPI (gpu_aware or host_staged): the host waits for the pack "
@@ -27,48 +28,49 @@ class device_path : public exchange_path {
   }
 
   void start(stream_t after) override {
-    const int me = c_.rank();
-    auto& gpu = *c_.gpu;
-    const auto& prog = c_.prog;
-    if (c_.unpack_pending) gpu.synchronize(me);  // the last unpack read the receive buffer
-    c_.unpack_pending = false;
-    c_.channels.start_recvs();
-    gpu.enter(after, me);
-    gpu.launch_pack(me);  // device fields of every message, and their local copies
-    if (c_.pipe) {
-      c_.pipe->start(gpu.stream());
-      for (const auto& op : prog.local_ops) run(op);  // host fields' local copies, if any
-      while (!c_.pipe->sends_started()) c_.pipe->progress(false);
-      c_.begin_exchange();
+    dev_.reuse_buffers();  // the last unpack read the receive buffer
+    mpi_.start_recvs();
+    dev_.enter(after);
+    dev_.launch_pack();  // device fields of every message, and their local copies
+    if (pipe_) {
+      pipe_->start(dev_.stream());
+      host_.run_local();  // host fields' local copies, if any
+      while (!pipe_->sends_started()) pipe_->progress(false);
+      clock_.begin();
       return;
     }
-    if (c_.staging_copies)
-      gpu.copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
-    for (std::size_t m = 0; m < prog.sends.size(); ++m) c_.pack(m, c_.pack_steps());  // host fields
+    dev_.stage_out();
+    host_.pack_all();  // host fields
     // MPI reads what the kernel packed; with nothing to send (only local copies) the host
     // does not wait, and a scheduled exchange stays entirely in stream order.
-    if (!prog.sends.empty()) gpu.synchronize(me);
-    for (std::size_t k = 0; k < c_.mpi_send_list.size(); ++k) c_.channels.start_send(k);
-    for (const auto& op : prog.local_ops) run(op);
-    c_.begin_exchange();
+    if (host_.sends() > 0) dev_.synchronize();
+    mpi_.start_sends();
+    host_.run_local();
+    clock_.begin();
   }
 
   void wait(stream_t before) override {
-    if (c_.pipe)
-      c_.pipe->progress(true);
+    if (pipe_)
+      pipe_->progress(true);
     else
-      c_.receive_mpi(true);
-    c_.unpack_ordered(c_.unpack_steps());
-    c_.finish_unpack(before);
-    c_.channels.wait_sends();
+      mpi_.receive(true);
+    host_.unpack_ordered();
+    dev_.finish_unpack(before);
+    mpi_.wait_sends();
   }
 
   bool test() override {
-    const bool arrived = c_.pipe ? c_.pipe->progress(false) : c_.receive_mpi(false);
-    if (!arrived || !c_.channels.test_sends()) return false;
-    c_.unpack_ordered(c_.unpack_steps());
-    return c_.unpack_ready();
+    const bool arrived = pipe_ ? pipe_->progress(false) : mpi_.receive(false);
+    if (!arrived || !mpi_.test_sends()) return false;
+    host_.unpack_ordered();
+    return dev_.unpack_ready();
   }
+
+ protected:
+  mpi_messages mpi_;
+  host_steps host_;
+  device_work dev_;
+  staging_pipeline* const pipe_;  // host staging by copies in pieces, or null
 };
 
 // Device fields and local copies alone (one rank along every periodic dimension): a scheduled
@@ -83,17 +85,17 @@ class device_local_path final : public device_path {
   void start(stream_t after) override {
     on_user_stream_ = after != nullptr;
     if (!on_user_stream_) return device_path::start(after);
-    c_.gpu->launch_local(after, c_.rank());
-    c_.begin_exchange();
+    dev_.launch_local(after);
+    clock_.begin();
   }
   void wait(stream_t before) override {
     if (!on_user_stream_) return device_path::wait(before);
-    c_.gpu->wait_local(before, c_.rank());
+    dev_.wait_local(before);
     on_user_stream_ = false;
   }
   bool test() override {
     if (!on_user_stream_) return device_path::test();
-    if (!c_.gpu->ready(c_.rank())) return false;
+    if (!dev_.ready()) return false;
     on_user_stream_ = false;
     return true;
   }
@@ -109,29 +111,32 @@ class device_local_path final : public device_path {
 // order.
 class device_nccl_path final : public exchange_path {
  public:
-  using exchange_path::exchange_path;
+  explicit device_nccl_path(exchange_core& c) : exchange_path(c), dev_(c), nccl_(*c.nccl()) {}
   const char* name() const override { return "device (NCCL)"; }
   const char* capture_blocker() const override { return nullptr; }  // NCCL captures its groups
 
   void start(stream_t after) override {
-    const int me = c_.rank();
-    c_.gpu->enter(after, me);
-    c_.gpu->launch_pack(me);
-    c_.nccl->enqueue(c_.gpu->stream(), c_.gpu->capture());
-    c_.gpu->launch_beside(me);
-    c_.unpack_pending = false;  // stream order guards the buffers
-    c_.begin_exchange();
+    dev_.enter(after);
+    dev_.launch_pack();
+    dev_.enqueue(nccl_);
+    dev_.launch_beside();    // the local copies beside the messages, once these are on their way
+    dev_.buffers_guarded();  // stream order guards the buffers
+    clock_.begin();
   }
 
   void wait(stream_t before) override {
-    c_.finish_unpack(before);
-    c_.nccl->check_async();
+    dev_.finish_unpack(before);
+    nccl_.check_async();
   }
 
   bool test() override {
-    c_.nccl->check_async();
-    return c_.unpack_ready();
+    nccl_.check_async();
+    return dev_.unpack_ready();
   }
+
+ private:
+  device_work dev_;
+  nccl_path& nccl_;
 };
 
 }  // namespace

@@ -19,68 +19,100 @@
 #include "halox/core/stream.hpp"
 #include "halox/program/program.hpp"
 #include "pack/device_copy.hpp"
-#include "transport/locality.hpp"
 #include "transport/mpi_channels.hpp"
 #include "transport/nccl_path.hpp"
 #include "transport/peer_ipc.hpp"
+#include "transport/routes.hpp"
 #include "transport/shm_mailbox.hpp"
 #include "transport/staging_pipeline.hpp"
 
 namespace halox::detail {
 
-struct exchange_core {
-  /// Collective: agreement with every peer, the locality decision, the node-local transports,
-  /// the MPI requests of the remaining messages, the GPU copier. Throws (on every rank) when
-  /// peers disagree or a transport found a message of the wrong size.
+class mpi_messages;
+class host_steps;
+class device_work;
+class exchange_clock;
+
+/// What every mode shares, set up once: the program, the route table, the transports, the MPI
+/// channels, the GPU copier. Its data is private: the exchange object reads what describe() and
+/// its checks need through the accessors below, and each path (one per mode) runs exchanges
+/// through the narrow views declared after this class (mpi_messages, host_steps, device_work,
+/// exchange_clock) and the transports it uses.
+class exchange_core {
+ public:
+  /// Collective: agreement with every peer, the route table (the locality decision), the
+  /// node-local transports, the MPI requests of the remaining messages, the GPU copier. Throws
+  /// (on every rank) when peers disagree or a transport found a message of the wrong size.
   exchange_core(const boost::mpi::communicator& c, exchange_program p);
 
-  boost::mpi::communicator comm;
-  exchange_program prog;
-  bool agreed;                       // every peer plans the same messages (checked first)
-  locality here;                     // which peers share this rank's node, and their GPUs
-  bool nccl_usable;                  // NCCL carries what CUDA IPC does not (every rank agreed)
-  std::size_t chunk;                 // MPI messages cut at this size (every rank agreed; 0: not)
-  std::string transport_problem;     // a size mismatch a transport found while setting up
-  std::unique_ptr<peer_ipc> ipc;     // null unless messages travel through CUDA IPC
-  std::unique_ptr<shm_mailbox> shm;  // null unless host messages travel through shared memory
-  std::unique_ptr<nccl_path> nccl;   // staging nccl: the messages CUDA IPC does not carry
+  int rank() const { return comm_.rank(); }
+  MPI_Comm communicator() const { return MPI_Comm(comm_); }
+  const exchange_program& program() const { return prog_; }
+  const route_table& routes() const { return routes_; }
+  /// The exchange running now, from 1 (the object counts start()s: next_exchange()).
+  std::uint64_t generation() const { return generation_; }
+  void next_exchange() { ++generation_; }
+
+  /// The transports and engines set up for this object (null where it has none).
+  peer_ipc* ipc() const { return ipc_.get(); }
+  shm_mailbox* shm() const { return shm_.get(); }
+  nccl_path* nccl() const { return nccl_.get(); }
+  staging_pipeline* pipeline() const { return pipe_.get(); }
+  device_copier* copier() const { return gpu_.get(); }
+  device_boundary* boundary() const { return rules_.get(); }
+
+ private:
+  friend class mpi_messages;
+  friend class host_steps;
+  friend class device_work;
+  friend class exchange_clock;
+
+  boost::mpi::communicator comm_;
+  exchange_program prog_;
+  bool agreed_;                       // every peer plans the same messages (checked first)
+  route_table routes_;                // each message's route (and the locality it came from)
+  std::size_t chunk_;                 // MPI messages cut at this size (every rank agreed; 0: not)
+  std::string transport_problem_;     // a size mismatch a transport found while setting up
+  std::unique_ptr<peer_ipc> ipc_;     // null unless messages travel through CUDA IPC
+  std::unique_ptr<shm_mailbox> shm_;  // null unless host messages travel through shared memory
+  std::unique_ptr<nccl_path> nccl_;   // staging nccl: the messages CUDA IPC does not carry
   /// The program's host steps placed where the transports put the messages, for exchanges
   /// that use copy 0 and copy 1 (g mod 2) of double buffers (shared memory).
-  exchange_program::steps host_pack[2], host_unpack[2];
+  exchange_program::steps host_pack_[2], host_unpack_[2];
   /// Host staging by copies between the device buffers and the MPI ones (not where CUDA IPC
   /// carries every message).
-  bool staging_copies;
-  /// How messages travel, for describe(): `path` by default, `direct_path` to and from the
-  /// direct peers (CUDA IPC, shared memory).
-  std::string path, direct_path;
-  std::vector<int> direct_send_peers, direct_recv_peers;
-  const std::vector<message>& mpi_send_list;
-  const std::vector<message>& mpi_recv_list;
-  mpi_channels channels;                  // data messages that go through MPI
-  std::vector<std::size_t> recv_message;  // program index of each channel receive message
-  std::unique_ptr<device_copier> gpu;     // null without device fields
+  bool staging_copies_;
+  /// The messages the route table sends through MPI (mpi, gpu_aware, host_staged).
+  const std::vector<message> mpi_send_list_;
+  const std::vector<message> mpi_recv_list_;
+  mpi_channels channels_;                  // data messages that go through MPI
+  std::vector<std::size_t> recv_message_;  // program index of each channel receive message
+  std::unique_ptr<device_copier> gpu_;     // null without device fields
   /// Host staging by copies in pieces (device fields through MPI alone); null otherwise.
-  std::unique_ptr<staging_pipeline> pipe;
-  std::vector<int> done;      // scratch for test_recvs
-  std::size_t arrived = 0;    // MPI receive messages complete in this exchange
-  bool ordered_done = false;  // an ordered exchange has been unpacked
-  /// The exchange running now, from 1 (the object counts start()s; a path reads it).
-  std::uint64_t generation = 0;
+  std::unique_ptr<staging_pipeline> pipe_;
+  std::vector<int> done_;      // scratch for test_recvs
+  std::size_t arrived_ = 0;    // MPI receive messages complete in this exchange
+  bool ordered_done_ = false;  // an ordered exchange has been unpacked
+  std::uint64_t generation_ = 0;
+  bool unpack_pending_ = false;  // an unpack is enqueued that may still read the receive buffer
+  /// Boundary rules of device fields, launched after the unpack (null without them). Declared
+  /// after `gpu_`: destroyed before the stream its launches use.
+  std::unique_ptr<device_boundary> rules_;
 
-  int rank() const { return comm.rank(); }
   bool has_device_steps() const;
   /// The host steps of this exchange (the copy it uses: generation mod 2).
-  const exchange_program::steps& pack_steps() const { return host_pack[generation % 2]; }
-  const exchange_program::steps& unpack_steps() const { return host_unpack[generation % 2]; }
-  /// Host steps of message m (the program's index), from the given step tables.
-  void pack(std::size_t m, const exchange_program::steps& st) const;
-  void unpack(std::size_t m, const exchange_program::steps& st) const;
+  const exchange_program::steps& pack_steps() const { return host_pack_[generation_ % 2]; }
+  const exchange_program::steps& unpack_steps() const { return host_unpack_[generation_ % 2]; }
+  /// Host steps of message m (the program's index), from this exchange's step tables.
+  void pack(std::size_t m) const;
+  void unpack(std::size_t m) const;
   /// MPI receives of this exchange: unpacks each message as it arrives (host steps; none for
   /// ordered exchanges, see unpack_ordered), blocking until all arrived with `block`. True when
   /// all arrived.
   bool receive_mpi(bool block);
-  /// Ordered exchanges (reverse): once every message arrived, unpacks them in peer order.
-  void unpack_ordered(const exchange_program::steps& st);
+  /// Ordered exchanges (reverse): once every message arrived, unpacks them in peer order; true
+  /// when it did now (once per exchange).
+  bool unpack_ordered();
   /// Device fields: enqueues this exchange's unpack once (test() may have done it already),
   /// after the copy into device memory under copy staging.
   void launch_unpack();
@@ -89,30 +121,131 @@ struct exchange_core {
   void finish_unpack(stream_t before);
   /// test(): enqueues the unpack once; true when it has run (never blocks).
   bool unpack_ready();
-  bool unpack_pending = false;  // an unpack is enqueued that may still read the receive buffer
-  /// Boundary rules of device fields, launched after the unpack (null without them). Declared
-  /// after `gpu`: destroyed before the stream its launches use.
-  std::unique_ptr<device_boundary> rules;
 
   /// Set-up: the steps placed where the transports put the messages, the GPU copier; what
-  /// describe() says of each peer.
+  /// describe() says of CUDA IPC's routes (the table holds the others').
   void place_steps();
   void describe_routes();
-
-  /// Resets the per-exchange counters at a start.
-  void begin_exchange() {
-    arrived = 0;
-    ordered_done = false;
-  }
 };
 
-/// One transport mode of a communication object. start() begins exchange `core.generation`
+/// A path's view of the messages that go through MPI (the channels, in the program's order).
+class mpi_messages {
+ public:
+  explicit mpi_messages(exchange_core& c) : c_(c) {}
+  void start_recvs() { c_.channels_.start_recvs(); }
+  /// Starts channel send k, or every one.
+  void start_send(std::size_t k) { c_.channels_.start_send(k); }
+  void start_sends() {
+    for (std::size_t k = 0; k < c_.mpi_send_list_.size(); ++k) c_.channels_.start_send(k);
+  }
+  void wait_sends() { c_.channels_.wait_sends(); }
+  bool test_sends() { return c_.channels_.test_sends(); }
+  /// Receives of this exchange, each unpacked (host steps) as it arrives unless the exchange
+  /// is ordered; blocks until all arrived with `block`. True when all arrived.
+  bool receive(bool block) { return c_.receive_mpi(block); }
+  /// Receive messages complete in this exchange.
+  std::size_t arrived() const { return c_.arrived_; }
+  /// Whether `peer` sends this rank a message through MPI.
+  bool receives_from(int peer) const;
+
+ private:
+  exchange_core& c_;
+};
+
+/// A path's view of the program's host steps, in the copy of the buffers this exchange uses.
+class host_steps {
+ public:
+  explicit host_steps(exchange_core& c) : c_(c) {}
+  std::size_t sends() const { return c_.prog_.sends.size(); }
+  std::size_t recvs() const { return c_.prog_.recvs.size(); }
+  void pack(std::size_t m) const { c_.pack(m); }
+  void unpack(std::size_t m) const { c_.unpack(m); }
+  /// Packs every send message's host steps (host fields beside device ones).
+  void pack_all() const {
+    for (std::size_t m = 0; m < sends(); ++m) c_.pack(m);
+  }
+  /// The host fields' local copies (periodic images on this rank).
+  void run_local() const {
+    for (const auto& op : c_.prog_.local_ops) run(op);
+  }
+  /// Whether the unpack waits for every message and runs in peer order (reverse exchanges).
+  bool ordered() const { return c_.prog_.ordered_unpack; }
+  /// Ordered exchanges: unpacks every message in peer order, once per exchange; true when it
+  /// did now.
+  bool unpack_ordered() const { return c_.unpack_ordered(); }
+
+ private:
+  exchange_core& c_;
+};
+
+/// A path's view of the device side: the GPU copier on halox's stream, the staging copies and
+/// the unpack that may still read the receive buffer.
+class device_work {
+ public:
+  explicit device_work(exchange_core& c) : c_(c) {}
+  /// The buffers are reused by the host's clock (MPI, the CUDA IPC handshake): waits for the
+  /// last unpack, which may still read them.
+  void reuse_buffers() {
+    if (c_.unpack_pending_) c_.gpu_->synchronize(c_.rank());
+    c_.unpack_pending_ = false;
+  }
+  /// Stream order (NCCL) or flags in GPU memory (device signals) guard the buffers.
+  void buffers_guarded() { c_.unpack_pending_ = false; }
+  void enter(stream_t after) { c_.gpu_->enter(after, c_.rank()); }
+  /// The fused pack kernel; `by_generation`: the generation picks the copy of the receivers'
+  /// buffers (CUDA IPC).
+  void launch_pack(bool by_generation = false) {
+    c_.gpu_->launch_pack(c_.rank(), by_generation ? c_.generation_ : 0);
+  }
+  /// Host staging by copies: the packed messages to the host buffer MPI sends from.
+  void stage_out() {
+    const auto& p = c_.prog_;
+    if (c_.staging_copies_)
+      c_.gpu_->copy(p.send_buf.get(), p.device_send.get(), p.send_extent, c_.rank());
+  }
+  void synchronize() { c_.gpu_->synchronize(c_.rank()); }
+  void* stream() const { return c_.gpu_->stream(); }
+  /// NCCL's group for this exchange, on halox's stream.
+  void enqueue(nccl_path& n) { n.enqueue(c_.gpu_->stream(), c_.gpu_->capture()); }
+  /// The local copies that run beside the messages (device_copier::launch_beside).
+  void launch_beside() { c_.gpu_->launch_beside(c_.rank()); }
+  void finish_unpack(stream_t before) { c_.finish_unpack(before); }
+  bool unpack_ready() { return c_.unpack_ready(); }
+  /// Device signals (CUDA IPC) and graph replays that count exchanges on the device.
+  void use_signals(const device_signals& s) { c_.gpu_->use_signals(s); }
+  void count_on_device() { c_.gpu_->count_on_device(); }
+  /// Local copies alone, on the user's stream.
+  void launch_local(stream_t after) { c_.gpu_->launch_local(after, c_.rank()); }
+  void wait_local(stream_t before) { c_.gpu_->wait_local(before, c_.rank()); }
+  bool ready() { return c_.gpu_->ready(c_.rank()); }
+
+ private:
+  exchange_core& c_;
+};
+
+/// A path's view of the exchange running now.
+class exchange_clock {
+ public:
+  explicit exchange_clock(exchange_core& c) : c_(c) {}
+  int rank() const { return c_.rank(); }
+  std::uint64_t generation() const { return c_.generation_; }
+  /// Resets the per-exchange counters at a start.
+  void begin() {
+    c_.arrived_ = 0;
+    c_.ordered_done_ = false;
+  }
+
+ private:
+  exchange_core& c_;
+};
+
+/// One transport mode of a communication object. start() begins exchange `clock_.generation()`
 /// (already counted), wait() completes it, test() polls it; `after`/`before` are the user's
 /// streams of a scheduled exchange (null for start()/wait()). None of them waits for a peer's
-/// progress in start().
+/// progress in start(). A mode holds the views of the core it uses, and its transports.
 class exchange_path {
  public:
-  explicit exchange_path(exchange_core& c) : c_(c) {}
+  explicit exchange_path(exchange_core& c) : clock_(c) {}
   virtual ~exchange_path() = default;
   exchange_path(const exchange_path&) = delete;
   exchange_path& operator=(const exchange_path&) = delete;
@@ -131,7 +264,7 @@ class exchange_path {
   virtual const char* name() const = 0;
 
  protected:
-  exchange_core& c_;
+  exchange_clock clock_;
 };
 
 /// The mode of this object, from what set-up found: host fields only (MPI and shared memory),

@@ -34,10 +34,10 @@ struct exchange_state {
       : after_exchange(std::move(p.after_exchange)), core(c, std::move(p)), path(make_path(core)) {
     blocker = path->capture_blocker();
     int mine = blocker == nullptr ? 1 : 0, all = 0;
-    mpi::check(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_Comm(core.comm)),
+    mpi::check(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, core.communicator()),
                "MPI_Allreduce", core.rank(), "exchange set-up: CUDA graph capture");
     capturable = all != 0;
-    require(capturable || !core.prog.options.require_capturable,
+    require(capturable || !core.program().options.require_capturable,
             "rank {}: exchange_options::require_capturable asks for an exchange a CUDA graph can "
             "capture, but {}",
             core.rank(), why_not_capturable());
@@ -49,7 +49,7 @@ struct exchange_state {
     return "another rank's exchange cannot be captured (see that rank's describe())";
   }
 
-  std::uint64_t generation() const { return core.generation; }
+  std::uint64_t generation() const { return core.generation(); }
 
   void start(stream_t after = nullptr) {
     require(failure.empty(),
@@ -62,7 +62,7 @@ struct exchange_state {
             core.rank());
     // Under CUDA graph capture: refused before anything is enqueued, so the capture stays
     // intact (the user ends it and sees halox's error).
-    if (after != nullptr && core.gpu != nullptr && core.gpu->probe(after, core.rank())) {
+    if (after != nullptr && core.copier() != nullptr && core.copier()->probe(after, core.rank())) {
       require(capturable,
               "rank {}: schedule_exchange() is being captured into a CUDA graph, but {}. CUDA "
               "graphs capture exchanges of local copies, CUDA IPC with device signals and NCCL "
@@ -71,7 +71,7 @@ struct exchange_state {
       path->captured();
     }
     guarded([&] {
-      ++core.generation;
+      core.next_exchange();
       in_flight = true;
       path->start(after);
     });
@@ -97,7 +97,7 @@ struct exchange_state {
   void finish(stream_t before) {
     if (!rules) return;
     for (const auto& fill : after_exchange) fill();
-    if (core.rules) core.rules->complete(before, core.rank());
+    if (core.boundary()) core.boundary()->complete(before, core.rank());
   }
   // An error while an exchange runs ends it for good: it is no longer in flight, later waits
   // and tests return at once, and the object refuses to start another (its peers may be
@@ -177,31 +177,30 @@ void halo_exchange::schedule_wait(stream_t stream) {
 
 std::string halo_exchange::describe() const {
   const auto& c = s_->core;
-  const auto& p = c.prog;
-  std::string out = fmt::format("rank {}: {}; {}; mode: {}", c.rank(), p.summary, c.here.describe(),
-                                s_->path->name());
-  if (c.gpu)
+  const auto& p = c.program();
+  std::string out = fmt::format("rank {}: {}; {}; mode: {}", c.rank(), p.summary,
+                                c.routes().here().describe(), s_->path->name());
+  if (c.copier())
     out += s_->capturable ? "; CUDA graphs: capturable"
                           : "; CUDA graphs: not capturable (" + s_->why_not_capturable() + ")";
-  auto path_to = [&](int peer, const std::vector<int>& direct) -> const std::string& {
-    const bool d =
-        !c.direct_path.empty() && std::find(direct.begin(), direct.end(), peer) != direct.end();
-    return d ? c.direct_path : c.path;
-  };
   // Node-local peers that could not use shared memory say why.
   auto why = [&](int peer) {
-    const std::string* w = c.shm ? c.shm->fallback(peer) : nullptr;
+    const std::string* w = c.routes().fallback(peer);
     return w ? fmt::format(" [not shared memory: {}]", *w) : std::string();
   };
-  auto note = [&](bool send, int peer) { return c.nccl ? c.nccl->note(send, peer) : std::string(); };
-  for (const auto& m : p.sends)
-    out += fmt::format("\n  send to {}: {} B via {}{}{}", m.peer, m.bytes,
-                       path_to(m.peer, c.direct_send_peers), note(true, m.peer), why(m.peer));
-  for (const auto& m : p.recvs)
-    out += fmt::format("\n  recv from {}: {} B via {}{}{}", m.peer, m.bytes,
-                       path_to(m.peer, c.direct_recv_peers), note(false, m.peer), why(m.peer));
-  if (c.pipe) out += "\n  " + c.pipe->describe();
-  if (c.gpu) out += "\n  " + c.gpu->summary();
+  auto note = [&](bool send, int peer) {
+    return c.nccl() ? c.nccl()->note(send, peer) : std::string();
+  };
+  for (std::size_t m = 0; m < p.sends.size(); ++m)
+    out += fmt::format("\n  send to {}: {} B via {}{}{}", p.sends[m].peer, p.sends[m].bytes,
+                       c.routes().how(c.routes().send(m)), note(true, p.sends[m].peer),
+                       why(p.sends[m].peer));
+  for (std::size_t m = 0; m < p.recvs.size(); ++m)
+    out += fmt::format("\n  recv from {}: {} B via {}{}{}", p.recvs[m].peer, p.recvs[m].bytes,
+                       c.routes().how(c.routes().recv(m)), note(false, p.recvs[m].peer),
+                       why(p.recvs[m].peer));
+  if (c.pipeline()) out += "\n  " + c.pipeline()->describe();
+  if (c.copier()) out += "\n  " + c.copier()->summary();
   return out;
 }
 

@@ -23,10 +23,13 @@ class host_path final : public exchange_path {
  public:
   explicit host_path(exchange_core& c)
       : exchange_path(c),
-        taken_(c.prog.recvs.size(), 0),
-        send_pending_(c.prog.sends.size(), 0),
-        in_direct_(c.prog.recvs.size(), 0),
-        out_direct_(c.prog.sends.size(), 0) {}
+        mpi_(c),
+        host_(c),
+        shm_(c.shm()),
+        taken_(host_.recvs(), 0),
+        send_pending_(host_.sends(), 0),
+        in_direct_(host_.recvs(), 0),
+        out_direct_(host_.sends(), 0) {}
   const char* name() const override { return "host"; }
   const char* capture_blocker() const override {
     return "it exchanges host fields: the host packs and unpacks them and calls MPI or shared "
@@ -34,35 +37,34 @@ class host_path final : public exchange_path {
   }
 
   void start(stream_t) override {
-    const auto& prog = c_.prog;
     announce();
-    c_.channels.start_recvs();
-    for (std::size_t m = 0, k = 0; m < prog.sends.size(); ++m) {
-      if (c_.shm && c_.shm->send_direct(m)) continue;  // copied by either rank, see announce()
-      if (c_.shm && c_.shm->send_shared(m)) {  // packed as soon as its receiver is done
+    mpi_.start_recvs();
+    for (std::size_t m = 0, k = 0; m < host_.sends(); ++m) {
+      if (shm_ && shm_->send_direct(m)) continue;  // copied by either rank, see announce()
+      if (shm_ && shm_->send_shared(m)) {          // packed as soon as its receiver is done
         send_pending_[m] = 1;
         ++sends_pending_;
       } else {
-        c_.pack(m, c_.pack_steps());
-        c_.channels.start_send(k++);  // channel messages keep the program's order
+        host_.pack(m);
+        mpi_.start_send(k++);  // channel messages keep the program's order
       }
     }
-    for (const auto& op : prog.local_ops) run(op);
+    host_.run_local();
     std::fill(taken_.begin(), taken_.end(), 0);
     shm_arrived_ = 0;
     idle_ = 0;
-    c_.begin_exchange();
+    clock_.begin();
     push_sends();
   }
 
   void wait(stream_t) override {
     receive(true);
     unpack_ordered();
-    c_.channels.wait_sends();
+    mpi_.wait_sends();
   }
 
   bool test() override {
-    if (!receive(false) || !c_.channels.test_sends()) return false;
+    if (!receive(false) || !mpi_.test_sends()) return false;
     unpack_ordered();
     return true;
   }
@@ -79,17 +81,17 @@ class host_path final : public exchange_path {
   // Direct messages: this rank's owned cells hold exchange g's values (`ready`) and its halos
   // may be written (`started`). Before anything else in start(), so that peers go on at once.
   void announce() {
-    if (!c_.shm || (c_.shm->direct_send_count() + c_.shm->direct_recv_count()) == 0) return;
-    const std::uint64_t g = c_.generation;
+    if (!shm_ || (shm_->direct_send_count() + shm_->direct_recv_count()) == 0) return;
+    const std::uint64_t g = clock_.generation();
     for (std::size_t m = 0; m < out_direct_.size(); ++m)
-      if (c_.shm->send_direct(m)) {
-        c_.shm->post_ready(m, g);
+      if (shm_->send_direct(m)) {
+        shm_->post_ready(m, g);
         out_direct_[m] = 1;
         ++out_direct_left_;
       }
     for (std::size_t m = 0; m < in_direct_.size(); ++m)
-      if (c_.shm->recv_direct(m)) {
-        c_.shm->post_started(m, g);
+      if (shm_->recv_direct(m)) {
+        shm_->post_started(m, g);
         in_direct_[m] = 1;
         ++in_direct_left_;
       }
@@ -99,13 +101,13 @@ class host_path final : public exchange_path {
   // taken yet (or sees the sender's copy done). True when any finished.
   bool pull_direct() {
     bool moved = false;
-    const std::uint64_t g = c_.generation;
+    const std::uint64_t g = clock_.generation();
     for (std::size_t m = 0; in_direct_left_ > 0 && m < in_direct_.size(); ++m) {
       if (!in_direct_[m]) continue;
-      if (!c_.shm->copied_recv(m, g)) {
-        if (!c_.shm->ready(m, g) || !c_.shm->claim_recv(m, g)) continue;
-        for (const auto& op : c_.shm->pull_copies(m)) run(op);
-        c_.shm->post_consumed(m, g);
+      if (!shm_->copied_recv(m, g)) {
+        if (!shm_->ready(m, g) || !shm_->claim_recv(m, g)) continue;
+        for (const auto& op : shm_->pull_copies(m)) run(op);
+        shm_->post_consumed(m, g);
       }
       in_direct_[m] = 0;
       --in_direct_left_;
@@ -119,13 +121,13 @@ class host_path final : public exchange_path {
   // any finished.
   bool push_direct(bool copy) {
     bool moved = false;
-    const std::uint64_t g = c_.generation;
+    const std::uint64_t g = clock_.generation();
     for (std::size_t m = 0; out_direct_left_ > 0 && m < out_direct_.size(); ++m) {
       if (!out_direct_[m]) continue;
-      if (!c_.shm->copied_send(m, g)) {
-        if (!copy || !c_.shm->receiver_started(m, g) || !c_.shm->claim_send(m, g)) continue;
-        for (const auto& op : c_.shm->push_copies(m)) run(op);
-        c_.shm->post_copied_send(m, g);
+      if (!shm_->copied_send(m, g)) {
+        if (!copy || !shm_->receiver_started(m, g) || !shm_->claim_send(m, g)) continue;
+        for (const auto& op : shm_->push_copies(m)) run(op);
+        shm_->post_copied_send(m, g);
       }
       out_direct_[m] = 0;
       --out_direct_left_;
@@ -140,9 +142,9 @@ class host_path final : public exchange_path {
     if (sends_pending_ == 0) return false;
     bool moved = false;
     for (std::size_t m = 0; m < send_pending_.size(); ++m) {
-      if (!send_pending_[m] || !c_.shm->consumed(m, c_.generation)) continue;
-      c_.pack(m, c_.pack_steps());
-      c_.shm->post_ready(m, c_.generation);
+      if (!send_pending_[m] || !shm_->consumed(m, clock_.generation())) continue;
+      host_.pack(m);
+      shm_->post_ready(m, clock_.generation());
       send_pending_[m] = 0;
       --sends_pending_;
       moved = true;
@@ -152,15 +154,14 @@ class host_path final : public exchange_path {
 
   // Shared-memory receives that have arrived; true when any did.
   bool take_shared() {
-    const auto& prog = c_.prog;
+    const std::uint64_t g = clock_.generation();
     bool moved = false;
-    for (std::size_t m = 0; shm_arrived_ < shared_ && m < prog.recvs.size(); ++m) {
-      if (!c_.shm->recv_shared(m) || c_.shm->recv_direct(m) || taken_[m] ||
-          !c_.shm->ready(m, c_.generation))
+    for (std::size_t m = 0; shm_arrived_ < shared_ && m < host_.recvs(); ++m) {
+      if (!shm_->recv_shared(m) || shm_->recv_direct(m) || taken_[m] || !shm_->ready(m, g))
         continue;
-      if (!prog.ordered_unpack) {
-        c_.unpack(m, c_.unpack_steps());
-        c_.shm->post_consumed(m, c_.generation);
+      if (!host_.ordered()) {
+        host_.unpack(m);
+        shm_->post_consumed(m, g);
       }
       taken_[m] = 1;
       ++shm_arrived_;
@@ -183,15 +184,15 @@ class host_path final : public exchange_path {
       moved = pull_direct() || moved;
       moved = push_direct(!moved && idle_ >= push_patience) || moved;
       idle_ = moved ? 0 : idle_ + 1;
-      const std::size_t before = c_.arrived;
+      const std::size_t before = mpi_.arrived();
       const bool shm_done = shm_arrived_ == shared_ && sends_pending_ == 0 &&
                             in_direct_left_ == 0 && out_direct_left_ == 0;
       // Block in MPI only when nothing else is left to poll.
-      const bool mpi_done = c_.receive_mpi(block && shm_done);
-      moved = moved || c_.arrived != before;
+      const bool mpi_done = mpi_.receive(block && shm_done);
+      moved = moved || mpi_.arrived() != before;
       if (mpi_done && shm_done) return true;
       if (!block) {
-        if (!moved && c_.shm) yield_processor();
+        if (!moved && shm_) yield_processor();
         return false;
       }
       if (!moved) spin_pause(spins);
@@ -199,16 +200,16 @@ class host_path final : public exchange_path {
   }
 
   void unpack_ordered() {
-    if (!c_.prog.ordered_unpack || c_.ordered_done) return;
-    c_.unpack_ordered(c_.unpack_steps());
-    if (c_.shm)
-      for (std::size_t m = 0; m < c_.prog.recvs.size(); ++m)
-        if (c_.shm->recv_shared(m)) c_.shm->post_consumed(m, c_.generation);
+    if (!host_.unpack_ordered() || !shm_) return;
+    for (std::size_t m = 0; m < host_.recvs(); ++m)
+      if (shm_->recv_shared(m)) shm_->post_consumed(m, clock_.generation());
   }
 
+  mpi_messages mpi_;
+  host_steps host_;
+  shm_mailbox* const shm_;  // null unless some message goes through shared memory
   // shared-memory receives through the buffers (the direct ones are counted apart)
-  const std::size_t shared_ =
-      c_.shm ? c_.shm->shared_recv_count() - c_.shm->direct_recv_count() : 0;
+  const std::size_t shared_ = shm_ ? shm_->shared_recv_count() - shm_->direct_recv_count() : 0;
   std::vector<char> taken_;         // shared-memory receives of this exchange already seen
   std::size_t shm_arrived_ = 0;     // shared-memory receive messages complete so far
   std::vector<char> send_pending_;  // shared-memory sends not packed yet this exchange

@@ -23,7 +23,14 @@ namespace {
 // the MPI mode does.
 class ipc_handshake_path final : public exchange_path {
  public:
-  explicit ipc_handshake_path(exchange_core& c) : exchange_path(c), receivers_reply_(replies(c)) {}
+  explicit ipc_handshake_path(exchange_core& c)
+      : exchange_path(c),
+        mpi_(c),
+        host_(c),
+        dev_(c),
+        ipc_(*c.ipc()),
+        nccl_(c.nccl()),
+        receivers_reply_(replies()) {}
   const char* name() const override { return "CUDA IPC (MPI handshake)"; }
   const char* capture_blocker() const override {
     return "its CUDA IPC messages are ordered by an MPI handshake (ranks sharing a GPU, reverse "
@@ -32,72 +39,70 @@ class ipc_handshake_path final : public exchange_path {
   }
 
   void start(stream_t after) override {
-    const int me = c_.rank();
-    if (c_.unpack_pending) c_.gpu->synchronize(me);  // the last unpack read the other copy
-    c_.unpack_pending = false;
-    c_.channels.start_recvs();  // peers not reached through CUDA IPC
-    c_.ipc->start();            // our IPC senders may now write into the next copy
-    c_.gpu->enter(after, me);
-    c_.begin_exchange();
+    dev_.reuse_buffers();  // the last unpack read the other copy
+    mpi_.start_recvs();    // peers not reached through CUDA IPC
+    ipc_.start();          // our IPC senders may now write into the next copy
+    dev_.enter(after);
+    clock_.begin();
     packed_ = false;
-    if (c_.ipc->cleared(c_.generation, receivers_reply_)) pack_and_send();
+    if (ipc_.cleared(clock_.generation(), receivers_reply_)) pack_and_send();
   }
 
   void wait(stream_t before) override {
     if (!packed_) {
-      c_.ipc->cleared(c_.generation, true);
+      ipc_.cleared(clock_.generation(), true);
       pack_and_send();
     }
-    c_.ipc->wait_ready();
-    c_.receive_mpi(true);
-    c_.unpack_ordered(c_.unpack_steps());
-    c_.finish_unpack(before);
-    c_.channels.wait_sends();
-    c_.ipc->wait_sends();
-    if (c_.nccl) c_.nccl->check_async();
+    ipc_.wait_ready();
+    mpi_.receive(true);
+    host_.unpack_ordered();
+    dev_.finish_unpack(before);
+    mpi_.wait_sends();
+    ipc_.wait_sends();
+    if (nccl_) nccl_->check_async();
   }
 
   bool test() override {
     if (!packed_) {
-      if (!c_.ipc->cleared(c_.generation, false)) return false;
+      if (!ipc_.cleared(clock_.generation(), false)) return false;
       pack_and_send();
     }
-    if (!c_.ipc->test_ready() || !c_.ipc->test_sends()) return false;
-    if (!c_.receive_mpi(false) || !c_.channels.test_sends()) return false;
-    c_.unpack_ordered(c_.unpack_steps());
-    return c_.unpack_ready();
+    if (!ipc_.test_ready() || !ipc_.test_sends()) return false;
+    if (!mpi_.receive(false) || !mpi_.test_sends()) return false;
+    host_.unpack_ordered();
+    return dev_.unpack_ready();
   }
 
  private:
   // Whether every IPC receiver of this rank also sends to it through CUDA IPC or MPI (messages
   // whose arrival a wait() sees on the host).
-  static bool replies(const exchange_core& c) {
+  bool replies() const {
     auto heard = [&](int peer) {
-      const auto& ipc = c.ipc->recv_peers();
-      return std::find(ipc.begin(), ipc.end(), peer) != ipc.end() ||
-             std::any_of(c.mpi_recv_list.begin(), c.mpi_recv_list.end(),
-                         [&](const message& m) { return m.peer == peer; });
+      const auto& ipc = ipc_.recv_peers();
+      return std::find(ipc.begin(), ipc.end(), peer) != ipc.end() || mpi_.receives_from(peer);
     };
-    const auto& to = c.ipc->send_peers();
+    const auto& to = ipc_.send_peers();
     return std::all_of(to.begin(), to.end(), heard);
   }
 
   // Every receiver has cleared this exchange: the pack writes into their buffers (and into the
   // MPI staging buffer), then they hear "data ready" and the MPI messages go.
   void pack_and_send() {
-    const int me = c_.rank();
-    const auto& prog = c_.prog;
-    c_.gpu->launch_pack(me, c_.generation);  // (the generation picks the copy)
-    if (c_.staging_copies)
-      c_.gpu->copy(prog.send_buf.get(), prog.device_send.get(), prog.send_extent, me);
-    c_.gpu->synchronize(me);
-    c_.ipc->signal_ready();
-    for (std::size_t k = 0; k < c_.mpi_send_list.size(); ++k) c_.channels.start_send(k);
+    dev_.launch_pack(true);  // (the generation picks the copy)
+    dev_.stage_out();
+    dev_.synchronize();
+    ipc_.signal_ready();
+    mpi_.start_sends();
     // Staging nccl: the other peers' messages, on halox's stream before the unpack.
-    if (c_.nccl) c_.nccl->enqueue(c_.gpu->stream(), c_.gpu->capture());
+    if (nccl_) dev_.enqueue(*nccl_);
     packed_ = true;
   }
 
+  mpi_messages mpi_;
+  host_steps host_;
+  device_work dev_;
+  peer_ipc& ipc_;
+  nccl_path* const nccl_;  // staging nccl: the peers CUDA IPC does not reach, or null
   const bool receivers_reply_;
   bool packed_ = false;  // this exchange's pack has run
 };
@@ -107,26 +112,28 @@ class ipc_handshake_path final : public exchange_path {
 // the pack and the unpack and waits for nothing but, for a blocking wait, the unpack.
 class ipc_signalled_path final : public exchange_path {
  public:
-  explicit ipc_signalled_path(exchange_core& c) : exchange_path(c) {
-    c.gpu->use_signals(c.ipc->signals());
+  explicit ipc_signalled_path(exchange_core& c) : exchange_path(c), dev_(c) {
+    dev_.use_signals(c.ipc()->signals());
   }
   const char* name() const override { return "CUDA IPC (device signals)"; }
   const char* capture_blocker() const override { return nullptr; }
   // Replays of a graph number their exchanges on the device from now on.
-  void captured() override { c_.gpu->count_on_device(); }
+  void captured() override { dev_.count_on_device(); }
 
   void start(stream_t after) override {
-    const int me = c_.rank();
     // Buffer reuse is guarded on the GPU (consumed flags): the host waits for nothing.
-    c_.gpu->enter(after, me);
-    c_.gpu->launch_pack(me, c_.generation);
-    c_.unpack_pending = false;  // flags in GPU memory guard the buffers
-    c_.begin_exchange();
+    dev_.enter(after);
+    dev_.launch_pack(true);
+    dev_.buffers_guarded();  // flags in GPU memory guard the buffers
+    clock_.begin();
   }
 
   // The unpack kernel waits for the senders' data-ready flags itself.
-  void wait(stream_t before) override { c_.finish_unpack(before); }
-  bool test() override { return c_.unpack_ready(); }
+  void wait(stream_t before) override { dev_.finish_unpack(before); }
+  bool test() override { return dev_.unpack_ready(); }
+
+ private:
+  device_work dev_;
 };
 
 }  // namespace

@@ -67,8 +67,8 @@ std::string program_builder::decide_staging() {
   const bool host_steps = !p_.pack.copies.empty() || !p_.pack.gathers.empty() ||
                           !p_.unpack.copies.empty() || !p_.unpack.gathers.empty();
   auto choice = detail::choose_staging(p_.options.device_staging, p_.has_host_fields);
-  // Automatic NCCL is confirmed (or undone) by every rank at the object's set-up.
-  p_.auto_nccl = choice.policy == staging::nccl && p_.options.device_staging != staging::nccl;
+  // NCCL is confirmed (or undone) by every rank at the object's set-up (the route table).
+  p_.staged = choice.policy;
   if (choice.device_buffers && host_steps) {  // the CPU packs host fields into the buffers
     choice.device_buffers = false;
     choice.why += "; host fields share the messages: buffers in mapped pinned memory";

@@ -42,5 +42,9 @@ class locality {
 /// The PCI bus id of this process's current GPU, which locality::discover compares between
 /// ranks (empty in a build without CUDA). `rank` is for error messages.
 std::string current_gpu_bus_id(int rank = -1);
+/// Whether this process's GPU can access the GPU with PCI bus id `bus` (CUDA peer access, what
+/// CUDA IPC between them needs); false where that GPU is not visible to this process, and in a
+/// build without CUDA. `rank` is for error messages.
+bool gpu_reaches(const std::string& bus, int rank);
 
 }  // namespace halox::detail

@@ -18,4 +18,15 @@ std::string current_gpu_bus_id(int rank) {
   return bus;
 }
 
+bool gpu_reaches(const std::string& bus, int rank) {
+  int dev = 0, other = -1, can = 0;
+  gpu::check(cudaGetDevice(&dev), "cudaGetDevice", rank);
+  // Unchecked on purpose: a GPU this process cannot see or reach is an answer (no), not an error.
+  if (cudaDeviceGetByPCIBusId(&other, bus.c_str()) != cudaSuccess) {
+    (void)cudaGetLastError();  // not visible to this process
+    return false;
+  }
+  return cudaDeviceCanAccessPeer(&can, dev, other) == cudaSuccess && can != 0;
+}
+
 }  // namespace halox::detail

@@ -6,5 +6,8 @@ namespace halox::detail {
 std::string current_gpu_bus_id(int) {
   return {};
 }
+bool gpu_reaches(const std::string&, int) {
+  return false;
+}
 
 }  // namespace halox::detail

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,8 +16,8 @@
 #include "halox/core/error.hpp"
 #include "halox/core/options.hpp"
 #include "mpi/check.hpp"
-#include "transport/locality.hpp"
 #include "transport/peer_ipc.hpp"
+#include "transport/routes.hpp"
 
 namespace halox::detail {
 
@@ -28,7 +27,6 @@ enum : int {
   tag_handle = 10,
   tag_clear = 11,
   tag_ready = 12,
-  tag_pair = 13,
   tag_regions = 14,
   tag_direct = 15,
   tag_start = 16
@@ -36,64 +34,8 @@ enum : int {
 
 constexpr std::string_view part = "CUDA IPC transport";  // for MPI errors
 
-// This rank's view of its peers: which can be reached through CUDA IPC (on this node, with a
-// GPU this rank's GPU can access, or the same GPU), and whether any shares this rank's GPU.
-struct reach {
-  std::map<int, bool> ok;  // every peer of a message
-  bool shares_gpu = false;
-};
-
-reach peers_reachable(const locality& here, const exchange_program& prog, int me) {
-  int dev = 0;
-  gpu::check(cudaGetDevice(&dev), "cudaGetDevice", me);
-  const std::string mine = *here.gpu_of(me);
-  reach r;
-  auto reachable = [&](int peer) {
-    const std::string* theirs = here.gpu_of(peer);
-    if (!here.same_node(peer) || theirs == nullptr) return false;
-    if (*theirs == mine) {  // the same GPU
-      r.shares_gpu = true;
-      return true;
-    }
-    int other = -1, can = 0;
-    if (cudaDeviceGetByPCIBusId(&other, theirs->c_str()) != cudaSuccess) {
-      (void)cudaGetLastError();  // not visible to this process
-      return false;
-    }
-    return cudaDeviceCanAccessPeer(&can, dev, other) == cudaSuccess && can != 0;
-  };
-  // exchange_options::peer_ipc_ranks: only pairs of listed ranks (tests force mixed exchanges).
-  const auto& listed = prog.options.peer_ipc_ranks;
-  auto allowed = [&](int rank) {
-    return !listed || std::find(listed->begin(), listed->end(), rank) != listed->end();
-  };
-  for (const auto* msgs : {&prog.sends, &prog.recvs})
-    for (const auto& m : *msgs)
-      if (!r.ok.count(m.peer)) r.ok[m.peer] = allowed(me) && allowed(m.peer) && reachable(m.peer);
-  return r;
-}
-
-// Both sides of every pair must agree: a pair uses CUDA IPC only if each side can reach the
-// other. Every rank sends its view to each of its peers and takes the AND.
-void agree_pairs(MPI_Comm comm, std::map<int, bool>& ok, int me) {
-  std::vector<int> out, in(ok.size());
-  std::vector<MPI_Request> reqs;
-  for (const auto& [peer, can] : ok) out.push_back(can ? 1 : 0);
-  std::size_t k = 0;
-  for (const auto& [peer, can] : ok) {
-    reqs.emplace_back();
-    mpi::check(MPI_Irecv(&in[k], 1, MPI_INT, peer, tag_pair, comm, &reqs.back()),
-               "MPI_Irecv(IPC pair)", me, part, peer);
-    reqs.emplace_back();
-    mpi::check(MPI_Isend(&out[k], 1, MPI_INT, peer, tag_pair, comm, &reqs.back()),
-               "MPI_Isend(IPC pair)", me, part, peer);
-    ++k;
-  }
-  if (!reqs.empty())
-    mpi::check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
-               "MPI_Waitall(IPC pairs)", me, part);
-  k = 0;
-  for (auto& [peer, can] : ok) can = can && in[k++] != 0;
+bool by_ipc(route r) {
+  return r == route::ipc || r == route::ipc_signalled;
 }
 
 struct handle_msg {
@@ -202,39 +144,6 @@ std::vector<copy_op> fuse_regions(const exchange_program& prog, const std::byte*
   return out;
 }
 
-// The pairs of this rank that use CUDA IPC, as both sides of each pair agreed, and whether the
-// kernels order every exchange themselves (device signals: every pair of every rank on CUDA IPC,
-// on different GPUs; a kernel polling for a peer on its own GPU could hold the SMs that peer's
-// kernel needs). Collective.
-struct decision {
-  std::map<int, bool> ok;
-  bool all = false, any = false, signalled = false;
-};
-
-decision decide(MPI_Comm comm, const exchange_program& prog, const locality& here, int me) {
-  const staging policy = prog.options.device_staging;
-  const bool enabled =
-      policy == staging::automatic || policy == staging::peer_ipc || policy == staging::nccl;
-  reach r = peers_reachable(here, prog, me);
-  if (!enabled)
-    for (auto& [peer, can] : r.ok) can = false;
-  agree_pairs(comm, r.ok, me);
-  decision d;
-  d.ok = r.ok;
-  auto by_ipc = [&](const message& m) { return d.ok.at(m.peer); };
-  d.all = std::all_of(prog.sends.begin(), prog.sends.end(), by_ipc) &&
-          std::all_of(prog.recvs.begin(), prog.recvs.end(), by_ipc);
-  d.any = std::any_of(prog.sends.begin(), prog.sends.end(), by_ipc) ||
-          std::any_of(prog.recvs.begin(), prog.recvs.end(), by_ipc);
-  int mine =
-      d.all && !r.shares_gpu && !prog.ordered_device_unpack && prog.options.ipc_device_signals;
-  int everywhere = 0;
-  mpi::check(MPI_Allreduce(&mine, &everywhere, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce", me,
-             part);
-  d.signalled = everywhere != 0;
-  return d;
-}
-
 }  // namespace
 
 struct peer_ipc::impl {
@@ -246,7 +155,6 @@ struct peer_ipc::impl {
   std::shared_ptr<std::byte> flags;  // device signals: [ready per receive, started per send]
   std::shared_ptr<std::byte> recv;   // device memory the IPC senders write into
   device_signals signals;
-  std::vector<message> mpi_sends, mpi_recvs;  // the messages that still travel through MPI
   std::vector<int> send_peers, recv_peers;    // the IPC peers
   std::string path;                           // how the IPC messages travel, for describe()
   device_steps steps[2];                      // placed into copy 0 and (handshake) copy 1
@@ -293,18 +201,13 @@ namespace {
 // the program's device steps, the control messages.
 class ipc_setup {
  public:
-  ipc_setup(MPI_Comm comm, const exchange_program& prog, const decision& d, peer_ipc::impl& p)
+  ipc_setup(MPI_Comm comm, const exchange_program& prog, const route_table& routes,
+            peer_ipc::impl& p)
       : comm_(comm), prog_(prog), p_(p), me_(p.rank) {
     for (std::size_t k = 0; k < prog.sends.size(); ++k)
-      if (d.ok.at(prog.sends[k].peer))
-        sends_.push_back(k);
-      else
-        p.mpi_sends.push_back(prog.sends[k]);
+      if (by_ipc(routes.send(k))) sends_.push_back(k);
     for (std::size_t k = 0; k < prog.recvs.size(); ++k)
-      if (d.ok.at(prog.recvs[k].peer))
-        recvs_.push_back(k);
-      else
-        p.mpi_recvs.push_back(prog.recvs[k]);
+      if (by_ipc(routes.recv(k))) recvs_.push_back(k);
     for (std::size_t k : sends_) p.send_peers.push_back(prog.sends[k].peer);
     for (std::size_t k : recvs_) p.recv_peers.push_back(prog.recvs[k].peer);
     // The buffers the program's device steps point into (device copies under copy staging).
@@ -540,21 +443,17 @@ class ipc_setup {
 }  // namespace
 
 std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, const exchange_program& prog,
-                                           const locality& here, std::string& problem) {
-  // The same on every rank (the peers agreed on their fields): decides who joins the
-  // collectives. The options are per rank: a rank whose staging rules CUDA IPC out
-  // takes part and declines every pair.
-  if (!prog.has_device_fields || prog.has_host_fields) return nullptr;
+                                           const route_table& routes, std::string& problem) {
+  // Only ranks with a message over CUDA IPC set it up (the route table paired them).
+  if (!routes.any(route::ipc) && !routes.any(route::ipc_signalled)) return nullptr;
   int me = 0;
   mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, part);
-  const decision d = decide(comm, prog, here, me);
-  if (!d.any) return nullptr;  // every message of this rank goes through MPI
   auto p = std::make_unique<impl>();
   p->comm = comm;
   p->rank = me;
-  p->device_signalled = d.signalled;
-  p->carries_all = d.all;
-  ipc_setup s(comm, prog, d, *p);
+  p->device_signalled = routes.any(route::ipc_signalled);
+  p->carries_all = routes.all_ipc();
+  ipc_setup s(comm, prog, routes, *p);
   s.make_buffers();
   s.swap_handles(problem);
   s.go_direct();
@@ -572,12 +471,6 @@ bool peer_ipc::device_signalled() const {
 }
 const device_signals& peer_ipc::signals() const {
   return p_->signals;
-}
-const std::vector<message>& peer_ipc::mpi_sends() const {
-  return p_->mpi_sends;
-}
-const std::vector<message>& peer_ipc::mpi_recvs() const {
-  return p_->mpi_recvs;
 }
 
 const device_steps& peer_ipc::steps(int copy) const {

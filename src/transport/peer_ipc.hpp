@@ -16,31 +16,30 @@
 #include "halox/program/program.hpp"
 #include "pack/device_copy.hpp"
 #include "program/placement.hpp"
-#include "transport/locality.hpp"
 
 namespace halox::detail {
 
+class route_table;
+
 class peer_ipc {
  public:
-  /// Decides, per pair of ranks, which messages of this exchange travel over CUDA IPC and sets
-  /// them up: the exchange holds device fields only, the staging option is `auto` or `peer_ipc` on
-  /// both ranks of the pair, both are on one node with GPUs that reach each other (or the same
-  /// GPU), and both are allowed by `peer_ipc_ranks` where set (the options may differ
-  /// between ranks: a pair uses CUDA IPC only where both sides allow it). Those messages arrive in
-  /// a device buffer whose IPC handle goes to their senders once; steps() places the program's
-  /// device steps accordingly; the other messages keep going through MPI (mpi_sends/mpi_recvs).
-  /// Returns null when no message of this rank uses CUDA IPC. Collective over `comm` whenever
-  /// the program has device fields. A message whose size differs between the sender's and the
-  /// receiver's plan sets `problem`, for the caller to raise on every rank once set-up is complete.
+  /// Sets up the messages the route table sends through CUDA IPC (route ipc or ipc_signalled:
+  /// both ranks of each pair agreed, see transport/routes.hpp). Those messages arrive in a
+  /// device buffer whose IPC handle goes to their senders once; steps() places the program's
+  /// device steps accordingly; the other messages keep going through MPI or NCCL. Returns null
+  /// when no message of this rank uses CUDA IPC. Collective over the ranks with such messages
+  /// (pairwise). A message whose size differs between the sender's and the receiver's plan
+  /// sets `problem`, for the caller to raise on every rank once set-up is complete.
   static std::unique_ptr<peer_ipc> attach(MPI_Comm comm, const exchange_program& prog,
-                                          const locality& here, std::string& problem);
+                                          const route_table& routes, std::string& problem);
   ~peer_ipc();
   peer_ipc(const peer_ipc&) = delete;
   peer_ipc& operator=(const peer_ipc&) = delete;
 
-  /// Whether the kernels order the exchange themselves (device_signals below): chosen when, on
-  /// every rank, every message uses CUDA IPC and no peer shares the rank's GPU, the unpack is
-  /// not ordered (reverse exchanges) and `ipc_device_signals` is set. Then no host waits or MPI
+  /// Whether the kernels order the exchange themselves (device_signals below): route
+  /// ipc_signalled, taken when, on every rank, every message uses CUDA IPC and no peer shares
+  /// the rank's GPU, the unpack is not ordered (reverse exchanges) and `ipc_device_signals` is
+  /// set. Then no host waits or MPI
   /// messages remain per exchange and the control calls below are not used.
   bool device_signalled() const;
   /// The flags for device_copier::use_signals: this rank's start flag (read by its senders),
@@ -48,10 +47,6 @@ class peer_ipc {
   /// memory. With them, messages whose steps allow it are written straight into the receiver's
   /// halo (their pack steps become field-to-field copies and their unpack steps are dropped).
   const device_signals& signals() const;
-
-  /// The messages of this rank that still travel through MPI (the others use CUDA IPC).
-  const std::vector<message>& mpi_sends() const;
-  const std::vector<message>& mpi_recvs() const;
 
   /// The program's device steps placed where this transport puts the messages: into copy
   /// `copy` of the receivers' buffers (exchange g uses copy g mod 2 under the MPI handshake;

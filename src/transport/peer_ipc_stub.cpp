@@ -5,7 +5,7 @@ namespace halox::detail {
 
 struct peer_ipc::impl {};
 
-std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, const exchange_program&, const locality&,
+std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, const exchange_program&, const route_table&,
                                            std::string&) {
   return nullptr;
 }
@@ -17,13 +17,6 @@ bool peer_ipc::device_signalled() const {
 const device_signals& peer_ipc::signals() const {
   static const device_signals none;
   return none;
-}
-const std::vector<message>& peer_ipc::mpi_sends() const {
-  static const std::vector<message> none;
-  return none;
-}
-const std::vector<message>& peer_ipc::mpi_recvs() const {
-  return mpi_sends();
 }
 void peer_ipc::start() {}
 const device_steps& peer_ipc::steps(int) const {

@@ -19,6 +19,7 @@
 #include "halox/core/error.hpp"
 #include "halox/field/memory.hpp"
 #include "mpi/check.hpp"
+#include "transport/routes.hpp"
 
 namespace halox::detail {
 
@@ -468,20 +469,6 @@ void shm_mailbox::take_reply(std::size_t k, bool offered, int reply, const messa
   send_consumed_[k] = slot + at_consumed;
 }
 
-namespace {
-
-// Whether this rank may share memory with `peer`: a node-local rank (of the communicator),
-// both allowed by exchange_options::peer_shm_ranks, and host_shared_memory on.
-bool may_share(const exchange_options& opt, const locality& here, int me, int peer) {
-  const auto& listed = opt.peer_shm_ranks;
-  auto allowed = [&](int r) {
-    return !listed || std::find(listed->begin(), listed->end(), r) != listed->end();
-  };
-  return opt.host_shared_memory && allowed(me) && allowed(peer) && here.same_node(peer);
-}
-
-}  // namespace
-
 // Every message through MPI until an offer or a reply says otherwise: no slot, no pointers.
 void shm_mailbox::unshared(std::size_t ns, std::size_t nr) {
   recv_slot_.assign(nr, -1);
@@ -495,22 +482,27 @@ void shm_mailbox::unshared(std::size_t ns, std::size_t nr) {
 }
 
 std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_program& prog,
-                                                 const locality& here, std::string& problem) {
+                                                 const route_table& routes, std::string& problem) {
   // The same on every rank (the peers agreed on their fields): decides who joins the set-up.
-  // The environment is per rank and only decides what this rank offers and accepts.
+  // The route table says which messages try shared memory (both ranks of each agreed).
   if (prog.has_device_fields) return nullptr;
   int me = 0;
   mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, part);
-  auto candidate = [&](int peer) { return may_share(prog.options, here, me, peer); };
-  const segment seg = make_segment(
-      prog, std::any_of(prog.sends.begin(), prog.sends.end(),
-                        [&](const message& m) { return candidate(m.peer); }));
+  const segment seg = make_segment(prog, routes.any(route::shm));
 
-  // Offers to every receiver (valid only where this rank could share), replies back.
+  // Offers to every receiver (valid only where the table says shared memory and this rank's
+  // segment exists), replies back.
   std::vector<offer> out(prog.sends.size()), in(prog.recvs.size());
   for (std::size_t k = 0; k < prog.sends.size(); ++k)
-    out[k] = {getpid(), seg.fd, int(k), seg.size, seg.data_at + prog.sends[k].offset,
-              prog.sends[k].bytes, seg.stride, seg.mem && candidate(prog.sends[k].peer), 0};
+    out[k] = {getpid(),
+              seg.fd,
+              int(k),
+              seg.size,
+              seg.data_at + prog.sends[k].offset,
+              prog.sends[k].bytes,
+              seg.stride,
+              seg.mem && routes.send(k) == route::shm,
+              0};
   swap_per_message(comm, me, out, prog.sends, in, prog.recvs, tag_offer, "MPI_Waitall(offers)");
 
   std::unique_ptr<shm_mailbox> box(new shm_mailbox());
@@ -520,7 +512,7 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_p
   box->unshared(ns, nr);
   std::vector<int> reply_out(nr, reply_declined), reply_in(ns, 0);
   for (std::size_t k = 0; k < nr; ++k)
-    if (in[k].valid && candidate(prog.recvs[k].peer))
+    if (in[k].valid && routes.recv(k) == route::shm)
       reply_out[k] = box->take_offer(k, in[k], prog.recvs[k], me, problem);
   swap_per_message(comm, me, reply_out, prog.recvs, reply_in, prog.sends, tag_reply,
                    "MPI_Waitall(replies)");
@@ -575,10 +567,6 @@ shm_mailbox::~shm_mailbox() = default;
 
 bool shm_mailbox::consumed(std::size_t send, std::uint64_t g) const {
   return load_acquire(send_consumed_[send]) + 2 >= g;
-}
-const std::string* shm_mailbox::fallback(int peer) const {
-  const auto it = fallback_.find(peer);
-  return it == fallback_.end() ? nullptr : &it->second;
 }
 void shm_mailbox::post_ready(std::size_t send, std::uint64_t g) const {
   store_release(send_ready_[send], g);

@@ -35,24 +35,25 @@
 
 #include "halox/program/program.hpp"
 #include "program/placement.hpp"
-#include "transport/locality.hpp"
 
 namespace halox::detail {
 
+class route_table;
+
 class shm_mailbox {
  public:
-  /// Sets up shared-memory messages for the node-local peers of a host-only exchange (no
-  /// device fields). A pair uses shared memory only where both ranks allow it
-  /// (`host_shared_memory`, `peer_shm_ranks` of exchange_options may differ between ranks) and the
-  /// receiver can map the sender's buffer. The send buffer then lives in shared memory (every
-  /// message, MPI ones too, see send_buffer()) and shared-memory messages are unpacked straight
-  /// out of the senders' buffers (see placed()). Returns
-  /// null when no message of this rank goes through shared memory and no pair fell back.
-  /// Collective over `comm` whenever the program has no device fields. A message whose size
-  /// differs between the two plans goes neither way: `problem` then says so, for the caller to
-  /// raise on every rank once set-up is complete.
+  /// Sets up shared-memory messages for a host-only exchange (no device fields): the messages
+  /// the route table sends through shared memory (both ranks of the pair allow it, see
+  /// routes.hpp), where the receiver can map the sender's buffer (else the pair falls back to
+  /// MPI: the table takes that outcome in route_table::settle_shm). The send buffer then lives in
+  /// shared memory (every message, MPI ones too, see send_buffer()) and shared-memory messages are
+  /// unpacked straight out of the senders' buffers (see placed()). Returns null when no message of
+  /// this rank goes through shared memory and no pair fell back. Collective over `comm` whenever
+  /// the program has no device fields. A message whose size differs between the two plans goes
+  /// neither way: `problem` then says so, for the caller to raise on every rank once set-up is
+  /// complete.
   static std::unique_ptr<shm_mailbox> attach(MPI_Comm comm, const exchange_program& prog,
-                                             const locality& here, std::string& problem);
+                                             const route_table& routes, std::string& problem);
   ~shm_mailbox();
   shm_mailbox(const shm_mailbox&) = delete;
   shm_mailbox& operator=(const shm_mailbox&) = delete;
@@ -76,8 +77,9 @@ class shm_mailbox {
   std::byte* send_buffer() const { return send_data_; }
   /// How shared-memory messages travel, for describe().
   std::string path() const;
-  /// Why messages to or from `peer` go through MPI although it is node-local, or null.
-  const std::string* fallback(int peer) const;
+  /// Why messages to or from a node-local peer went through MPI after all (the receiver could
+  /// not map its sender's buffer), by peer.
+  const std::map<int, std::string>& fallbacks() const { return fallback_; }
   /// Sender: message `send` of exchange `g` is packed.
   void post_ready(std::size_t send, std::uint64_t g) const;
   /// Receiver: whether message `recv` of exchange `g` is packed (never blocks).

@@ -61,9 +61,10 @@ struct exchange_program {
   std::vector<copy_op> device_local_ordered;
   bool ordered_device_unpack = false;
   bool device_buffers = false;  ///< message buffers in device memory (gpu_aware, nccl)
-  /// `auto` chose NCCL for the messages CUDA IPC does not carry (device buffers); set-up falls
-  /// back to host staging by copies where not every rank can use NCCL.
-  bool auto_nccl = false;
+  /// How this rank stages device messages outside CUDA IPC (choose_staging: gpu_aware,
+  /// host_staged or nccl). NCCL, forced or automatic, needs every rank: the route table
+  /// (src/transport/routes.hpp) confirms it at set-up, or falls back to host staging by copies.
+  staging staged = staging::host_staged;
   /// host_staged by copies: kernels use device_send/device_recv, copied to/from the host
   /// buffers with cudaMemcpyAsync (`send_extent`/`recv_extent` bytes).
   bool copy_staging = false;
