@@ -143,6 +143,16 @@ void run_exchange(halox::halo_exchange& ex, int k) {
 }
 
 
+// Whether NCCL can join pairs of these `ranks` here (2 or more, one GPU each, NCCL built);
+// if not, says so (WARN) for the caller to return.
+bool nccl_pairs(int ranks) {
+  int gpus = 0;
+  cuda(cudaGetDeviceCount(&gpus));
+  if (halox::detail::nccl_built() && ranks <= gpus && ranks >= 2) return true;
+  WARN("skipped: needs 2 or more ranks, one GPU each, and NCCL");
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("device fields are allocated, padded and zeroed") {
@@ -930,12 +940,7 @@ TEST_CASE("staging nccl: calls of 1 MiB and more are registered with NCCL where 
   // the rank's own periodic images, 1 MiB and more: copied beside the messages.
   boost::mpi::communicator world;
   const int P = world.size(), me = world.rank();
-  int gpus = 0;
-  cuda(cudaGetDeviceCount(&gpus));
-  if (!halox::detail::nccl_built() || P > gpus || P < 2) {
-    WARN("skipped: needs 2 or more ranks, one GPU each, and NCCL");
-    return;
-  }
+  if (!nccl_pairs(P)) return;
   const halox::extents<3> n{4 * P, 32, 8200};  // a message: 32 * 8200 * 8 B = 2,099,200 B
   static_assert(32 * 8200 * 8 >= halox::detail::nccl_register_min_bytes);
   const auto st = halox::stencil<3>::star({1, 2, 0}, {1, 2, 0});  // own images: 2 * 4*2*8200*8 B
@@ -988,12 +993,7 @@ TEST_CASE("staging nccl zero-copy: contiguous halos straight from and into the f
   // must cut the message alike.
   boost::mpi::communicator world;
   const int P = world.size(), me = world.rank();
-  int gpus = 0;
-  cuda(cudaGetDeviceCount(&gpus));
-  if (!halox::detail::nccl_built() || P > gpus || P < 2) {
-    WARN("skipped: needs 2 or more ranks, one GPU each, and NCCL");
-    return;
-  }
+  if (!nccl_pairs(P)) return;
   const halox::extents<3> n{4 * P, 6, 5};
   const auto st = halox::stencil<3>::star({1, 0, 0}, {1, 0, 0});
   const halox::cartesian<3> dom(world, n, halox::periodic<3>::all(),
