@@ -335,6 +335,7 @@ TEST_CASE("transport environment variables: a bad value is an input error on eve
       {"HALOX_HOST_TRANSPORT", "HALOX_HOST_TRANSPORT='sideways' is not a host transport"},
       {"HALOX_NODE_SIZE", "HALOX_NODE_SIZE='sideways' is not a number of ranks"},
       {"HALOX_STAGING_CHUNK", "HALOX_STAGING_CHUNK='sideways' is not a number of bytes"},
+      {"HALOX_NCCL_REGISTER", "HALOX_NCCL_REGISTER='sideways' is not an NCCL registration switch"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.var);

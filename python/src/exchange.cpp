@@ -85,12 +85,14 @@ exchange_options options_from(const py::dict& kwargs, int rank) {
       o.peer_shm_ranks = rank_list(v);
     else if (key == "require_capturable")
       o.require_capturable = v.cast<bool>();
+    else if (key == "nccl_register")
+      o.nccl_register = v.cast<bool>();
     else
       fail_on(rank,
               "unknown exchange option '{}' (known: device_staging, host_shared_memory, "
               "shm_into_fields, shm_direct_min_bytes, node_size, ipc_device_signals, "
               "ipc_into_fields, host_staging_copies, staging_chunk_bytes, peer_ipc_ranks, "
-              "peer_shm_ranks, require_capturable)",
+              "peer_shm_ranks, require_capturable, nccl_register)",
               key);
   }
   return o;

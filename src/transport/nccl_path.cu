@@ -60,12 +60,6 @@ nccl_side from_wire(const side_wire& w) {
 constexpr std::string_view part = "NCCL zero-copy set-up";  // for MPI errors
 constexpr int tag_sender_register = 42, tag_receiver_register = 43;
 
-// Whether this rank offers to register its large calls with NCCL (HALOX_NCCL_REGISTER=1).
-bool registering() {
-  const char* v = std::getenv("HALOX_NCCL_REGISTER");
-  return v != nullptr && std::string_view(v) == "1";
-}
-
 // This rank's side of each message, told to each peer; the peer's side of the same message
 // back. Both ranks of a pair then cut it alike.
 struct sides {
@@ -145,7 +139,7 @@ std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm comm, bool gpu_shared,
   auto path = std::make_unique<nccl_path>(nccl_comm::shared(comm), sends, recvs, send_buf,
                                           extent_of(sends), recv_buf, extent_of(recvs));
   if (!zero_copy) {
-    path->register_large(comm);
+    path->register_large(comm, prog.options.nccl_register);
     return path;
   }
   const sides s = swap_sides(comm, prog, sends, send_buf, recvs, recv_buf, me);
@@ -166,7 +160,7 @@ std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm comm, bool gpu_shared,
                          recv_buf + recvs[k].offset),
                 cut.receiver_direct);
   }
-  path->register_large(comm);
+  path->register_large(comm, prog.options.nccl_register);
   return path;
 }
 
@@ -254,11 +248,11 @@ std::string nccl_path::note(bool send, int peer) const {
                 r->count == 1 ? "'s" : "s'", send ? "pack" : "unpack") + reg;
 }
 
-void nccl_path::register_large(MPI_Comm comm) {
+void nccl_path::register_large(MPI_Comm comm, bool want) {
   const int me = comm_->rank();
   // This side of each message: 1 where its large calls (if any) can be registered.
   auto can = [&](const std::vector<nccl_call>& calls, const route& r) {
-    if (!registering()) return 0;
+    if (!want) return 0;
     for (std::size_t k = r.first; k < r.first + r.count; ++k)
       if (calls[k].bytes >= nccl_register_min_bytes && !gpu::ipc_exportable(calls[k].data))
         return 0;
@@ -283,7 +277,7 @@ void nccl_path::register_large(MPI_Comm comm) {
   // Both sides cut a message alike: the same calls of the same sizes register on both. NCCL
   // registers memory from cudaMalloc only with NCCL_LEGACY_CUDA_REGISTER=1 (read when a
   // registered buffer is first used); a user's own setting wins.
-  if (registering()) setenv("NCCL_LEGACY_CUDA_REGISTER", "1", 0);
+  if (want) setenv("NCCL_LEGACY_CUDA_REGISTER", "1", 0);
   for (std::size_t k = 0; k < ns + nr; ++k) {
     if (!mine[k] || !theirs[k]) continue;
     const bool send = k < ns;

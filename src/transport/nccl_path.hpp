@@ -51,10 +51,10 @@ class nccl_path {
   nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<message>& sends,
             const std::vector<message>& recvs, const void* send_buf, std::size_t send_bytes,
             void* recv_buf, std::size_t recv_bytes);
-  /// Pairwise collective at set-up (attach calls it): registers this path's calls of at least
-  /// nccl_register_min_bytes with NCCL where this rank and the message's peer both can (memory
-  /// CUDA IPC can export, and HALOX_NCCL_REGISTER=1 on both ranks).
-  void register_large(MPI_Comm comm);
+  /// Pairwise collective at set-up (attach calls it with exchange_options::nccl_register):
+  /// registers this path's calls of at least nccl_register_min_bytes with NCCL where this rank
+  /// and the message's peer both `want` it and both sides' memory CUDA IPC can export.
+  void register_large(MPI_Comm comm, bool want);
   /// Deregisters what register_large registered.
   ~nccl_path();
   nccl_path(const nccl_path&) = delete;
@@ -108,7 +108,7 @@ class nccl_path {
   std::vector<void*> registered_;  // ncclCommRegister handles of the calls' memory
 };
 
-/// With HALOX_NCCL_REGISTER=1 on both ranks of a message, its calls of at least this many bytes
+/// With exchange_options::nccl_register (HALOX_NCCL_REGISTER=1) on both ranks of a message, its calls of at least this many bytes
 /// are registered with NCCL (ncclCommRegister) where both sides' memory allows it: NCCL then
 /// writes them straight into the receiver's memory over NVLink instead of through its own
 /// buffers. Smaller calls are not: there the lookup NCCL makes per call costs more host time

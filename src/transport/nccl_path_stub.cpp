@@ -49,7 +49,7 @@ nccl_path::nccl_path(std::shared_ptr<nccl_comm>, const std::vector<message>&,
   no_nccl();
 }
 nccl_path::~nccl_path() = default;
-void nccl_path::register_large(MPI_Comm) {}
+void nccl_path::register_large(MPI_Comm, bool) {}
 void nccl_path::enqueue(void*, unsigned long long) {}
 void nccl_path::connect() {}
 bool nccl_path::send_direct(int) const {

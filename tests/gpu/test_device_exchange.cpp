@@ -935,9 +935,9 @@ TEST_CASE(
 TEST_CASE("staging nccl: calls of 1 MiB and more are registered with NCCL where both sides ask") {
   // Split over the ranks in dimension 0 only: each message is the owned part of a plane, 2 MB
   // in one piece of the field, handed to NCCL from and into the field itself. Registered on
-  // both sides where both ask for it (HALOX_NCCL_REGISTER=1); where rank 0 does not, neither
-  // side of its messages registers, and the values are the same. The halos of dimension 1 are
-  // the rank's own periodic images, 1 MiB and more: copied beside the messages.
+  // both sides where both ask for it (exchange_options::nccl_register); where rank 0 does not,
+  // neither side of its messages registers, and the values are the same. The halos of
+  // dimension 1 are the rank's own periodic images, 1 MiB and more: copied beside the messages.
   boost::mpi::communicator world;
   const int P = world.size(), me = world.rank();
   if (!nccl_pairs(P)) return;
@@ -951,11 +951,10 @@ TEST_CASE("staging nccl: calls of 1 MiB and more are registered with NCCL where 
   o.node_size = 1;
   const bool opt_out = GENERATE(false, true);
   CAPTURE(opt_out);
-  setenv("HALOX_NCCL_REGISTER", opt_out && me == 0 ? "0" : "1", 1);
+  o.nccl_register = !(opt_out && me == 0);
   auto a = make_mirrored<double>(dom, st, {});
   {
     auto ex = halox::make_exchange(dom, st, o, a.dev);
-    unsetenv("HALOX_NCCL_REGISTER");
     const std::string d = ex.describe();
     INFO(d);
     CHECK(d.find("zero-copy") != std::string::npos);

@@ -73,6 +73,11 @@ struct exchange_options {
   /// memory (`HALOX_PEER_SHM_RANKS`); the other pairs of the same exchange use MPI. Unset: no
   /// restriction. For tests and comparisons.
   std::optional<std::vector<int>> peer_ipc_ranks, peer_shm_ranks;
+  /// NCCL: calls of 1 MiB and more are registered with NCCL where both ranks of the message ask
+  /// for it and their memory allows it, so that NCCL writes them straight into the receiver's
+  /// memory between GPUs of a node. Faster for exchanges alone, can be slower overlapped with
+  /// compute (docs/nccl.md) (`HALOX_NCCL_REGISTER=0|1`).
+  bool nccl_register = false;
   /// Require an exchange a CUDA graph can capture (schedule_exchange / schedule_wait inside
   /// `cudaStreamBeginCapture`; docs/graphs.md): make_exchange fails on every rank, naming what
   /// needs the host, where the paths chosen for it need the host in every exchange. Capturable:
