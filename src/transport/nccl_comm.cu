@@ -34,15 +34,12 @@ std::string last_error(ncclComm_t comm) {
   return last != nullptr ? std::string(last) : std::string();
 }
 
-// Every live NCCL communicator of this process, by the private duplicate it was made for.
+// Every NCCL communicator this process made (each found by the private duplicate it was made
+// for), in creation order, kept until MPI_Finalize: a communicator outlives its users, so the
+// next exchange object over the same ranks does not pay NCCL's initialisation again. Never
+// destroyed at static exit (the pointer is leaked on purpose): after MPI_Finalize it is empty,
+// and a process that exits without it must not call NCCL or CUDA from a static destructor.
 std::mutex registry_mutex;
-std::vector<std::weak_ptr<nccl_comm>> registry;
-
-// The process's own reference to each communicator it made, released in MPI_Finalize: a
-// communicator outlives its users, so the next exchange object over the same ranks does not pay
-// NCCL's initialisation again. Never destroyed at static exit (the pointer is leaked on purpose):
-// after MPI_Finalize it is empty, and a process that exits without it must not call NCCL or
-// CUDA from a static destructor.
 std::vector<std::shared_ptr<nccl_comm>>* kept = new std::vector<std::shared_ptr<nccl_comm>>;
 
 // MPI_COMM_SELF's attribute whose deletion (the first thing MPI_Finalize does) releases `kept`,
@@ -119,23 +116,18 @@ std::shared_ptr<nccl_comm> nccl_comm::shared(MPI_Comm comm) {
   try {
     gpu::check(cudaGetDevice(&device), "cudaGetDevice", rank);
     std::lock_guard<std::mutex> lock(registry_mutex);
-    registry.erase(std::remove_if(registry.begin(), registry.end(),
-                                  [](const std::weak_ptr<nccl_comm>& w) { return w.expired(); }),
-                   registry.end());
-    for (const auto& w : registry) {
-      auto s = w.lock();
-      if (!s || s->device_ != device || s->aborted_.load() || (live && live->id_ > s->id_))
+    for (const auto& s : *kept) {
+      if (s->device_ != device || s->aborted_.load() || (live && live->id_ > s->id_))
         continue;
       int same = MPI_UNEQUAL;
       mpi::check(MPI_Comm_compare(s->key_, comm, &same), "MPI_Comm_compare", rank, part);
-      if (same == MPI_IDENT || same == MPI_CONGRUENT) live = std::move(s);
+      if (same == MPI_IDENT || same == MPI_CONGRUENT) live = s;
     }
   } catch (...) {
     problem = std::current_exception();
   }
-  // Reuse only where every rank's candidate is the same communicator (ranks may have released
-  // their users at different times); otherwise all make a new one, and users of an older one
-  // keep it until they go. MPI_MIN over {ok, have, id, -id}: all ok, all have, min and max id.
+  // Reuse only where every rank's candidate is the same communicator (one rank's may have been
+  // aborted after an error, or made on another device); otherwise all make a new one. MPI_MIN over {ok, have, id, -id}: all ok, all have, min and max id.
   const long long id = live ? live->id_ : 0;
   long long local[4] = {problem ? 0 : 1, live ? 1 : 0, id, -id}, all[4] = {0, 0, 0, 0};
   mpi::check(MPI_Allreduce(local, all, 4, MPI_LONG_LONG, MPI_MIN, comm), "MPI_Allreduce", rank,
@@ -147,7 +139,6 @@ std::shared_ptr<nccl_comm> nccl_comm::shared(MPI_Comm comm) {
   if (all[1] == 1 && all[2] == -all[3]) return live;
   auto fresh = create(comm, rank, size, device);
   std::lock_guard<std::mutex> lock(registry_mutex);
-  registry.push_back(fresh);
   keep(fresh, rank);
   return fresh;
 }
