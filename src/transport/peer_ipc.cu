@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "gpu/check.hpp"
-#include "gpu/cuda_driver.hpp"
+#include "gpu/ipc_export.hpp"
 #include "halox/core/error.hpp"
 #include "halox/core/options.hpp"
 #include "mpi/check.hpp"
@@ -67,20 +67,6 @@ struct region_msg {
   long long count[max_copy_dims], buf_stride[max_copy_dims], field_stride[max_copy_dims];
 };
 
-// The allocation holding device pointer `p` (start), through the driver's cuMemGetAddressRange.
-bool allocation_start(const void* p, const std::byte*& start) {
-  using range_fn = CUresult (*)(CUdeviceptr*, std::size_t*, CUdeviceptr);
-  static const auto fn = driver_function<range_fn>("cuMemGetAddressRange");
-  CUdeviceptr base = 0;
-  std::size_t size = 0;
-  if (fn == nullptr ||
-      fn(&base, &size, CUdeviceptr(reinterpret_cast<std::uintptr_t>(p))) != CUDA_SUCCESS)
-    return false;
-  start = reinterpret_cast<const std::byte*>(std::uintptr_t(base));
-  return true;
-}
-
-
 // The receiver's side of writing straight into its halos: the unpack steps of the message
 // that arrives at `[buf + m.offset, + m.bytes)`, with the IPC handle of each step's field
 // allocation. Empty when the message cannot go that way (index-list steps, reductions, or
@@ -95,7 +81,7 @@ std::vector<region_msg> direct_regions(const exchange_program& prog, const std::
     if (op.ndims == 0 || !in(op.src)) continue;  // ((no dimension: an empty copy))
     const std::byte* start = nullptr;
     region_msg r{};
-    if (op.dev_reduce.op != 0 || !allocation_start(op.dst, start) ||
+    if (op.dev_reduce.op != 0 || !gpu::allocation_start(op.dst, start) ||
         cudaIpcGetMemHandle(&r.alloc, const_cast<std::byte*>(start)) != cudaSuccess) {
       (void)cudaGetLastError();
       return {};
