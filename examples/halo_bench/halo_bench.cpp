@@ -51,7 +51,7 @@ struct options {
   bool device = false;
   bool mac = false;    // --mac: the MAC grid case (mac_case.hpp) instead of the box cases
   bool sweep = false;  // --sweep: message sizes between two GPUs, peer_ipc vs host_staged
-  bool graph = false;  // --graph: also each exchange captured in a CUDA graph and replayed
+  bool graph = false;  // --graph: also ten exchanges captured in a CUDA graph and replayed
   // --sweep: host_staged once per chunk size (KiB; 0: messages in one piece, as mapped pinned
   // memory); empty: 0 and the default of exchange_options.
   std::vector<int> chunks_kib;
@@ -255,7 +255,7 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
       const auto [median, best] = time_it(world, o.warmup, iters, [&] { ex.exchange(); });
       double host_us = 0;
       const double loop_us = scheduled_loop_us(world, scheduled(ex), iters, &host_us);
-      // --graph: the same exchange captured once and replayed, where its path allows it.
+      // --graph: ten of the same exchange captured once and replayed, where its path allows it.
       const bool capturable = ex.describe().find("CUDA graphs: capturable") != std::string::npos;
       const double graph_us =
           o.graph && capturable ? graph_loop_us(world, scheduled(ex), iters) : 0.0;
@@ -329,8 +329,8 @@ int main(int argc, char** argv) {
                "direction of 8 KB .. 64 MB, peer_ipc vs host_staged, blocking and in a loop of "
                "scheduled exchanges, next to the GPUs' peer copy bandwidth (implies --device)");
   app.add_flag("--graph", o.graph,
-               "--sweep: also each exchange captured once into a CUDA graph and replayed in a "
-               "loop (graph_us), where its path can be captured");
+               "--sweep: also ten of each exchange captured once into a CUDA graph, replayed in a "
+               "loop (graph_us: time per exchange), where its path can be captured");
   app.add_option("--chunks", o.chunks_kib,
                  "--sweep: host_staged at each of these chunk sizes in KiB (HALOX_STAGING_CHUNK; "
                  "0: one piece per message); default 0 and the default chunk size")

@@ -72,22 +72,28 @@ inline double scheduled_loop_us(const mpi::communicator& world,
   return us;
 }
 
-// Per-replay time of `enqueue` (one stream-ordered exchange) captured once into a CUDA graph
-// and replayed `iters` times back to back on one stream (CUDA events; the slowest rank's).
+// Time per exchange of a loop of `per_graph` stream-ordered exchanges (`enqueue`, one each)
+// captured once into a CUDA graph, the graph replayed back to back on one stream until
+// `iters` exchanges ran (CUDA events; the slowest rank's). As a solver captures its time steps:
+// several in one graph, so that a graph's launch is not paid per exchange.
 inline double graph_loop_us(const mpi::communicator& world,
-                            const std::function<void(cudaStream_t)>& enqueue, int iters) {
+                            const std::function<void(cudaStream_t)>& enqueue, int iters,
+                            int per_graph = 10) {
   cudaStream_t st;
   cuda_check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   cuda_check(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-  enqueue(st);
+  for (int k = 0; k < per_graph; ++k) enqueue(st);
   cuda_check(cudaStreamEndCapture(st, &graph));
   cuda_check(cudaGraphInstantiate(&exec, graph, 0));
   cuda_check(cudaGraphDestroy(graph));
   cuda_check(cudaGraphUpload(exec, st));
-  const double us = stream_loop_us(
-      world, st, [&](cudaStream_t s) { cuda_check(cudaGraphLaunch(exec, s)); }, iters);
+  const int replays = std::max(1, iters / per_graph);
+  const double us =
+      stream_loop_us(
+          world, st, [&](cudaStream_t s) { cuda_check(cudaGraphLaunch(exec, s)); }, replays) /
+      per_graph;
   cuda_check(cudaGraphExecDestroy(exec));
   cuda_check(cudaStreamDestroy(st));
   return us;

@@ -69,10 +69,11 @@ struct table {
     if (tiles <= 2) return 1;
     return int(std::max<long long>(1, std::min<long long>(tiles, cap)));
   }
+  copy_list list() const { return {copies.get(), tile_of.get(), tiles}; }
   void launch(cudaStream_t s, int rank, const char* what, const signal_args& sig = {}) const {
     const bool signals = sig.n_start + sig.n_wait + sig.n_post > 0;
     if (n == 0 && !signals) return;
-    launch_copy_kernel(plain, grid(), s, copies.get(), tile_of.get(), tiles, sig);
+    launch_copy_kernel(plain, grid(), s, list(), sig);
     check(cudaGetLastError(), what, rank);
   }
 };
@@ -180,6 +181,13 @@ struct device_copier::impl {
   cudaStream_t local_on = nullptr;  // the user's stream of the last launch_local() (compared,
                                     // never used: it may be destroyed since)
   int fold_cap = 1;                 // pack grids up to this size wait for their signals themselves
+  int sms = 1;                      // multiprocessors of the GPU
+  // Device signals: exchanges that run as one launch of exchange_kernel, on this grid (0: as a
+  // pack launch and an unpack launch).
+  int fused_grid = 0;
+  bool fused_plain = false;
+  void decide_fusion();
+  void launch_fused(int rank, std::uint64_t exchange);
   // Where the driver supports stream memory operations on 64-bit flags: the gate of a large
   // pack, and the wait of an unpack with nothing to copy, as one batch each instead of a kernel.
   CUresult (*batch)(CUstream, unsigned, CUstreamBatchMemOpParams*, unsigned) = nullptr;
@@ -198,6 +206,7 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
   // One wave of blocks (grid-stride over the tiles): a block pays its start-up and, with
   // signals, its release of the data once, not once per tile group.
   p_->caps = {copy_kernel_wave(true, sms), copy_kernel_wave(false, sms)};
+  p_->sms = sms;
   p_->ordered = ordered;
   p_->pack = table(pack, gather, gather_kind, -1, p_->caps);
   // Up to half the pack kernel's blocks that fit at once: a pack waiting for a late peer still
@@ -280,6 +289,7 @@ void device_copier::use_signals(const device_signals& s) {
   // Made now: count_on_device() comes under capture, where nothing may be allocated.
   p_->unpack_counting = signal_set(
       {}, s.unpack_wait, {reinterpret_cast<std::uint64_t*>(p_->generation.get())}, -1);
+  p_->decide_fusion();
   p_->batch = stream_mem_ops();
   if (!p_->batch) return;
   // Gate of a large pack: announce the start in the senders' memory, then wait for the
@@ -289,6 +299,28 @@ void device_copier::use_signals(const device_signals& s) {
   if (p_->unpack.n == 0)
     for (auto* flag : s.unpack_wait) p_->wait_ops.push_back(wait_op(flag));
 }
+// Exchanges of up to 1 MiB with device signals run as one launch: between two GPUs a small
+// exchange is bound by latencies, and one launch and its wait less is a sixth of an 8 KiB round
+// in a replayed CUDA graph (docs/graphs.md). Larger ones keep an unpack launch of its own,
+// with a whole wave of blocks for its copies (or a wait on the stream where it has none).
+void device_copier::impl::decide_fusion() {
+  constexpr std::size_t fuse_max_bytes = std::size_t(1) << 20;
+  const bool plain_both = pack.plain && unpack.plain;
+  const int grid = std::max(pack.grid(), unpack.grid());
+  // Every block of exchange_kernel must be resident at once, beside other streams' kernels.
+  const int resident = std::max(1, exchange_kernel_wave(plain_both, sms) / 2);
+  if (pack.bytes + unpack.bytes > fuse_max_bytes || grid > resident) return;
+  fused_grid = grid;
+  fused_plain = plain_both;
+}
+void device_copier::impl::launch_fused(int rank, std::uint64_t exchange) {
+  // Graph mode: the unpack half's last block makes the exchange's number the count.
+  const signal_set& in = on_device ? unpack_counting : unpack_signals;
+  launch_exchange_kernel(fused_plain, fused_grid, s(), pack.list(), unpack.list(),
+                         pack_signals.args(exchange, counter()), in.args(exchange, counter()));
+  check(cudaGetLastError(), "exchange kernel launch", rank);
+}
+
 void device_copier::use_alternate(const std::vector<copy_op>& pack,
                                   const std::vector<gather_op>& gather,
                                   const std::vector<copy_op>& unpack,
@@ -323,6 +355,7 @@ void device_copier::launch_pack(int rank, std::uint64_t exchange) {
       check(cudaStreamWaitEvent(p_->s(), p_->done.get(), 0), "cudaStreamWaitEvent", rank);
     p_->local_on = nullptr;
   }
+  if (p_->fused_grid > 0) return p_->launch_fused(rank, exchange);  // (the unpack with it)
   signal_args sig = p_->signals ? p_->pack_signals.args(exchange, p_->counter()) : signal_args{};
   // A small pack waits in its own blocks (one launch less per exchange); a large one behind a
   // gate (stream memory operations, else a one-block kernel), so that a whole grid never
@@ -347,10 +380,11 @@ void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
           rank);
     p_->beside_pending = false;
   }
-  const bool ops = p_->batch && !p_->wait_ops.empty() && !p_->on_device;
+  const bool ops = p_->batch && !p_->wait_ops.empty() && !p_->on_device &&
+                  p_->fused_grid == 0;
   const bool waited = ops && run_mem_ops(p_->batch, p_->s(), p_->wait_ops, exchange);
   if (ops && !waited) p_->wait_ops.clear();  // refused
-  if (!waited) {
+  if (!waited && p_->fused_grid == 0) {
     // Graph mode: the exchange's last launch, whose last block makes its number the count.
     const signal_set& set = p_->on_device ? p_->unpack_counting : p_->unpack_signals;
     const signal_args sig = p_->signals ? set.args(exchange, p_->counter()) : signal_args{};
@@ -447,7 +481,7 @@ std::string device_copier::summary() const {
                            : std::string());
   };
   std::size_t steps = p_->local_steps.size() + p_->unpack_steps.size();
-  return fmt::format("GPU launches: pack {}; {}unpack {}{}{}", one(p_->pack),
+  return fmt::format("GPU launches: pack {}; {}unpack {}{}{}{}", one(p_->pack),
                      p_->beside.n > 0
                          ? fmt::format("local copies beside the messages {}; ", one(p_->beside))
                          : std::string(),
@@ -455,7 +489,10 @@ std::string device_copier::summary() const {
                      steps ? fmt::format("; {} ordered single-copy steps", steps) : std::string(),
                      p_->alternate ? "; a second pair of lists for odd exchanges (copy 1 of "
                                      "the double receive buffers)"
-                                   : "");
+                                   : "",
+                     p_->fused_grid > 0 ? "; pack and unpack as one launch (exchanges up to 1 MiB "
+                                          "with device signals)"
+                                        : "");
 }
 
 std::shared_ptr<std::byte> allocate_mapped(std::size_t bytes) {

@@ -213,22 +213,19 @@ __global__ void gate_kernel(signal_args sig) {
   wait_signals(sig);
 }
 
-// `plain`: every copy of the table is strided, one word per element, no reduction, fewer than
-// 2^32 elements (a structured exchange's packing and unpacking): the kernel has no other path,
-// so it fits in 32 registers and eight blocks share an SM.
+// Every tile of `list`, grid-stride. `plain`: every copy of the table is strided, one word per
+// element, no reduction, fewer than 2^32 elements (a structured exchange's packing and
+// unpacking): no other path is compiled in.
 template <bool plain>
-__global__ void __launch_bounds__(block_threads, plain ? 8 : 1)
-    copy_kernel(const copy_descriptor* __restrict__ ops, const tile_entry* __restrict__ tile_of,
-                long long tiles, signal_args sig) {
-  wait_signals(sig);
+__device__ void copy_tiles(const copy_list& list) {
   long long tile = blockIdx.x;
   // The table has an entry per tile (its copy, its place in the copy): one load, not a search,
   // and the next tile's is loaded while this one is copied.
-  tile_entry next = tile < tiles ? tile_of[tile] : tile_entry{};
-  for (; tile < tiles; tile += gridDim.x) {
+  tile_entry next = tile < list.n_tiles ? list.tiles[tile] : tile_entry{};
+  for (; tile < list.n_tiles; tile += gridDim.x) {
     const tile_entry at = next;
-    if (tile + gridDim.x < tiles) next = tile_of[tile + gridDim.x];
-    const copy_descriptor& op = ops[at.copy];
+    if (tile + gridDim.x < list.n_tiles) next = list.tiles[tile + gridDim.x];
+    const copy_descriptor& op = list.copies[at.copy];
     const long long base = (long long)at.tile * tile_elems;
     const long long end = base + tile_elems < op.total ? base + tile_elems : op.total;
     const long long e = base + threadIdx.x;
@@ -255,17 +252,50 @@ __global__ void __launch_bounds__(block_threads, plain ? 8 : 1)
         break;
     }
   }
+}
+
+// The plain kernel has no other path, so it fits in 32 registers and eight blocks share an SM.
+template <bool plain>
+__global__ void __launch_bounds__(block_threads, plain ? 8 : 1)
+    copy_kernel(copy_list list, signal_args sig) {
+  wait_signals(sig);
+  copy_tiles<plain>(list);
   post_signals(sig);
+}
+
+// A whole exchange in one launch (device_copier's fused exchanges): the pack with its signals,
+// then, once this rank's data is on its way, the wait for the senders' data and the unpack.
+// Every block takes part in both halves, so every block must be resident at once (the launcher
+// keeps the grid within half a wave): blocks waiting for the peers never keep a block of the
+// pack from running. The two halves count their blocks with counters of their own.
+template <bool plain>
+__global__ void __launch_bounds__(block_threads, plain ? 8 : 1)
+    exchange_kernel(copy_list pack, copy_list unpack, signal_args out, signal_args in) {
+  wait_signals(out);
+  copy_tiles<plain>(pack);
+  post_signals(out);
+  wait_signals(in);
+  copy_tiles<plain>(unpack);
+  post_signals(in);
 }
 
 }  // namespace
 
-void launch_copy_kernel(bool plain, int grid, cudaStream_t s, const copy_descriptor* copies,
-                        const tile_entry* tiles, long long n_tiles, const signal_args& sig) {
+void launch_copy_kernel(bool plain, int grid, cudaStream_t s, const copy_list& list,
+                        const signal_args& sig) {
   if (plain)
-    copy_kernel<true><<<grid, block_threads, 0, s>>>(copies, tiles, n_tiles, sig);
+    copy_kernel<true><<<grid, block_threads, 0, s>>>(list, sig);
   else
-    copy_kernel<false><<<grid, block_threads, 0, s>>>(copies, tiles, n_tiles, sig);
+    copy_kernel<false><<<grid, block_threads, 0, s>>>(list, sig);
+}
+
+void launch_exchange_kernel(bool plain, int grid, cudaStream_t s, const copy_list& pack,
+                            const copy_list& unpack, const signal_args& out,
+                            const signal_args& in) {
+  if (plain)
+    exchange_kernel<true><<<grid, block_threads, 0, s>>>(pack, unpack, out, in);
+  else
+    exchange_kernel<false><<<grid, block_threads, 0, s>>>(pack, unpack, out, in);
 }
 
 void launch_gate_kernel(cudaStream_t s, const signal_args& sig) {
@@ -285,6 +315,10 @@ int one_wave(K kernel, int sms) {
 
 int copy_kernel_wave(bool plain, int sms) {
   return plain ? one_wave(copy_kernel<true>, sms) : one_wave(copy_kernel<false>, sms);
+}
+
+int exchange_kernel_wave(bool plain, int sms) {
+  return plain ? one_wave(exchange_kernel<true>, sms) : one_wave(exchange_kernel<false>, sms);
 }
 
 }  // namespace halox::detail

@@ -28,13 +28,30 @@ struct signal_args {
   int n_start = 0, n_wait = 0, n_post = 0;
 };
 
-// Enqueues the fused copy kernel on `s`: `grid` blocks of block_threads threads take the
-// `n_tiles` tiles of `tiles` (device memory, as lower() ordered them) grid-stride, each copying
-// its tile of `copies[tile.copy]`. First every block waits for `sig`'s flags, last the last
-// block posts them. `plain`: the table holds only plain_copy() descriptors (the lean kernel).
-// The caller checks the launch.
-void launch_copy_kernel(bool plain, int grid, cudaStream_t s, const copy_descriptor* copies,
-                        const tile_entry* tiles, long long n_tiles, const signal_args& sig);
+// One uploaded copy list in device memory: its copies and its `n_tiles` tiles, as lower()
+// ordered them.
+struct copy_list {
+  const copy_descriptor* copies = nullptr;
+  const tile_entry* tiles = nullptr;
+  long long n_tiles = 0;
+};
+
+// Enqueues the fused copy kernel on `s`: `grid` blocks of block_threads threads take the tiles
+// of `list` grid-stride, each copying its tile of `list.copies[tile.copy]`. First every block
+// waits for `sig`'s flags, last the last block posts them. `plain`: the list holds only
+// plain_copy() descriptors (the lean kernel). The caller checks the launch.
+void launch_copy_kernel(bool plain, int grid, cudaStream_t s, const copy_list& list,
+                        const signal_args& sig);
+
+// Enqueues a whole exchange as one kernel on `s`: the pack (`pack` with the signals `out`) as
+// launch_copy_kernel runs it, then in the same blocks the unpack (`unpack`, waiting for and
+// posting `in`). `out` and `in` need block counters of their own. `grid` must fit on the GPU at
+// once beside other work (at most half of exchange_kernel_wave): blocks of the unpack wait for
+// the peers while others may still pack. `plain`: both lists are plain. The caller checks the
+// launch.
+void launch_exchange_kernel(bool plain, int grid, cudaStream_t s, const copy_list& pack,
+                            const copy_list& unpack, const signal_args& out,
+                            const signal_args& in);
 
 // Enqueues the gate on `s`: one block announces the start and waits for `sig`'s flags, ahead of
 // a large copy launch. The caller checks the launch.
@@ -43,5 +60,6 @@ void launch_gate_kernel(cudaStream_t s, const signal_args& sig);
 // Blocks of the copy kernel (the plain one, or the general one) that fit at once on a GPU of
 // `sms` multiprocessors: one wave.
 int copy_kernel_wave(bool plain, int sms);
+int exchange_kernel_wave(bool plain, int sms);
 
 }  // namespace halox::detail

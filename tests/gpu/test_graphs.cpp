@@ -105,13 +105,20 @@ TEST_CASE("a captured time step replayed 200 times gives the halos of 200 exchan
     WARN("skipped: NCCL needs one GPU per rank");
     return;
   }
-  const halox::extents<3> n{12, 10, 8};
-  const auto st = halox::stencil<3>::box(1);
+  // Small exchanges run as one launch over CUDA IPC with device signals, those of more than
+  // 1 MiB (here: halos 8 wide, 1.3 MiB a rank at 2 ranks) as a pack launch and an unpack
+  // launch: both kinds are replayed.
+  const bool large = GENERATE(false, true);
+  CAPTURE(large);
+  const halox::extents<3> n = large ? halox::extents<3>{64, 64, 64} : halox::extents<3>{12, 10, 8};
+  const auto st = halox::stencil<3>::box(large ? 8 : 1);
   const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
   auto u = dom.make_field<double>(st, halox::device);
   auto ex = halox::make_exchange(dom, st, options_for(path), u);
   const std::string d = ex.describe();
   INFO(d);
+  if (d.find("CUDA IPC (device signals)") != std::string::npos)
+    CHECK((d.find("pack and unpack as one launch") != std::string::npos) == !large);
   const bool capturable = d.find("CUDA graphs: capturable") != std::string::npos;
   // Where the describe() says so, the agreement holds on every rank.
   REQUIRE(total(world, capturable) % world.size() == 0);
