@@ -95,9 +95,11 @@ stage_apps() {
 
 stage_sanitize() {
   local f=$OUT/sanitize.txt
+  # API errors are not reported: NCCL's set-up probes the driver with calls that fail by design
+  # (cudaFuncGetAttributes, cuMemRetainAllocationHandle); halox checks every call it makes.
   for tool in memcheck racecheck; do
-    run "$f" "$tool" "${SANITIZE_SECS:-300}" mpirun -np 2 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$BUILD/tests/test_graphs" "a captured time step*"
+    run "$f" "$tool" "${SANITIZE_SECS:-300}" mpirun -np 2 compute-sanitizer --tool "$tool" \
+      --report-api-errors no --error-exitcode 9 "$BUILD/tests/test_graphs" "a captured time step*"
   done
   grep -E 'ERROR SUMMARY|exit' "$f"
 }
