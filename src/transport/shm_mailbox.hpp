@@ -6,7 +6,9 @@
 ///   see allocate_shareable): each rank maps the other's field memory, and the message is
 ///   copied straight from the sender's owned cells into the receiver's halo by whichever rank
 ///   gets to it first once both have started the exchange (`ready`, `started`, `claim`,
-///   `copied` counters in the sender's segment; see host_path.cpp for who copies when);
+///   `copied` counters in the sender's segment; see host_path.cpp for who copies when). The
+///   copies are matched as CUDA IPC's are (program/direct_writes.hpp) and run as the message's
+///   placed pack or unpack steps;
 /// - **two copies** otherwise: the sender packs into a send buffer that lives in shared memory
 ///   and the receiver unpacks straight out of it, with `ready` (packed) and `consumed`
 ///   (unpacked, the slot may be reused).
