@@ -106,7 +106,7 @@ class host_path final : public exchange_path {
       if (!in_direct_[m]) continue;
       if (!shm_->copied_recv(m, g)) {
         if (!shm_->ready(m, g) || !shm_->claim_recv(m, g)) continue;
-        for (const auto& op : shm_->pull_copies(m)) run(op);
+        host_.unpack(m);  // placed: the sender's owned cells into this rank's halo
         shm_->post_consumed(m, g);
       }
       in_direct_[m] = 0;
@@ -126,7 +126,7 @@ class host_path final : public exchange_path {
       if (!out_direct_[m]) continue;
       if (!shm_->copied_send(m, g)) {
         if (!copy || !shm_->receiver_started(m, g) || !shm_->claim_send(m, g)) continue;
-        for (const auto& op : shm_->push_copies(m)) run(op);
+        host_.pack(m);  // placed: this rank's owned cells into the receiver's halo
         shm_->post_copied_send(m, g);
       }
       out_direct_[m] = 0;

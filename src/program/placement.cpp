@@ -19,16 +19,32 @@ void move_to(P& p, const std::byte* buf, const message& m, std::byte* to) {
   p = static_cast<P>(to + (static_cast<const std::byte*>(p) - (buf + m.offset)));
 }
 
-// The host steps of every message, those of moved messages re-pointed (`buf_of`: the pointer
-// of a step into the message buffer).
+// A direct message's steps replaced by its fused copies: one for each step that copies
+// anything, in order (program/direct_writes.hpp leaves out the steps with no dimension, which
+// copy nothing and stay).
+void substitute(exchange_program::steps& out, const exchange_program::op_range& r,
+                const std::vector<copy_op>& fused) {
+  std::size_t j = 0;
+  for (std::size_t k = r.c0; k < r.c0 + r.cn && j < fused.size(); ++k)
+    if (out.copies[k].ndims != 0) out.copies[k] = fused[j++];
+}
+
+// The host steps of every message: those of direct messages replaced by their fused copies,
+// those of moved messages re-pointed (`copy_ptr`, `gather_ptr`: the pointer of a step into the
+// message buffer).
 template <class CopyPtr, class GatherPtr>
 exchange_program::steps place_host(const exchange_program::steps& st,
                                    const std::vector<exchange_program::op_range>& ranges,
                                    const std::vector<message>& msgs, const std::byte* buf,
-                                   const std::vector<std::byte*>& at, CopyPtr copy_ptr,
-                                   GatherPtr gather_ptr) {
+                                   const std::vector<std::byte*>& at,
+                                   const std::vector<std::vector<copy_op>>& fused,
+                                   CopyPtr copy_ptr, GatherPtr gather_ptr) {
   exchange_program::steps out = st;
   for (std::size_t m = 0; m < msgs.size(); ++m) {
+    if (m < fused.size() && !fused[m].empty()) {
+      substitute(out, ranges[m], fused[m]);
+      continue;
+    }
     std::byte* to = at_or<std::byte*>(at, m, nullptr);
     if (to == nullptr) continue;
     const auto& r = ranges[m];
@@ -71,7 +87,7 @@ bool in_message(const void* p, const std::byte* buf, const message& m) {
 
 exchange_program::steps place_pack(const exchange_program& prog, const placement& where) {
   return place_host(
-      prog.pack, prog.pack_range, prog.sends, prog.send_buf.get(), where.send_at,
+      prog.pack, prog.pack_range, prog.sends, prog.send_buf.get(), where.send_at, where.fused_send,
       [](copy_op& op) -> std::byte*& { return op.dst; },
       [](gather_op& g) -> std::byte*& { return g.buf; });
 }
@@ -79,7 +95,7 @@ exchange_program::steps place_pack(const exchange_program& prog, const placement
 exchange_program::steps place_unpack(const exchange_program& prog, const placement& where) {
   return place_host(
       prog.unpack, prog.unpack_range, prog.recvs, prog.recv_buf.get(), where.recv_at,
-      [](copy_op& op) -> const std::byte*& { return op.src; },
+      where.fused_recv, [](copy_op& op) -> const std::byte*& { return op.src; },
       [](gather_op& g) -> std::byte*& { return g.buf; });
 }
 
@@ -93,7 +109,7 @@ device_steps place_device(const exchange_program& prog, const placement& where,
   place_list(s.gather, buf_ptr, prog.sends, send_buf, where.send_at, where.send_direct);
   place_list(s.unpack, unpack_ptr, prog.recvs, recv_buf, where.recv_at, where.recv_direct);
   place_list(s.scatter, buf_ptr, prog.recvs, recv_buf, where.recv_at, where.recv_direct);
-  s.pack.insert(s.pack.end(), where.fused.begin(), where.fused.end());
+  for (const auto& fused : where.fused_send) s.pack.insert(s.pack.end(), fused.begin(), fused.end());
   return s;
 }
 

@@ -19,11 +19,15 @@ struct placement {
   /// For message k of the program's sends (receives): the address of its first byte at run
   /// time; null, or a vector shorter than k, where the program's own buffer keeps it.
   std::vector<std::byte*> send_at, recv_at;
-  /// Device fields written straight into the receivers' halos (CUDA IPC): the send messages
-  /// whose pack steps `fused` replaces (field to field), the receive messages whose unpack steps
-  /// are dropped.
+  /// Messages written straight into the receivers' halos (program/direct_writes.hpp; under
+  /// NCCL, moved straight from and into the fields). Device steps: those of a direct message
+  /// are dropped, and the fused copies of `fused_send` run in the pack launch (CUDA IPC).
   std::vector<char> send_direct, recv_direct;
-  std::vector<copy_op> fused;
+  /// Per send (receive) message, the fused copies, field to field, that replace its host pack
+  /// (unpack) steps, and the device pack steps of a direct send; empty, or a vector shorter than
+  /// the message's index, where the message keeps its steps. Shared memory has both lists: the
+  /// sender's copy into the receiver's halo and the same copy as the receiver runs it.
+  std::vector<std::vector<copy_op>> fused_send, fused_recv;
 };
 
 /// Whether `p` points into message `m` of the buffer at `buf`.

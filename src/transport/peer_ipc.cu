@@ -16,6 +16,7 @@
 #include "halox/core/error.hpp"
 #include "halox/core/options.hpp"
 #include "mpi/check.hpp"
+#include "program/direct_writes.hpp"
 #include "transport/peer_ipc.hpp"
 #include "transport/routes.hpp"
 
@@ -55,79 +56,19 @@ struct start_msg {
   unsigned long long started;
 };
 
-// One unpack step of a message as its sender sees it, to write the halo region directly: where
-// the step reads the message and where it writes the receiver's field (an allocation the
-// sender opens through CUDA IPC).
-struct region_msg {
-  cudaIpcMemHandle_t alloc;
-  unsigned long long alloc_offset;  // of the step's first element in the allocation
-  unsigned long long buf_offset;    // of the step's first element in the message
-  unsigned long long elem;
-  long long ndims;
-  long long count[max_copy_dims], buf_stride[max_copy_dims], field_stride[max_copy_dims];
-};
-
-// The receiver's side of writing straight into its halos: the unpack steps of the message
-// that arrives at `[buf + m.offset, + m.bytes)`, with the IPC handle of each step's field
-// allocation. Empty when the message cannot go that way (index-list steps, reductions, or
-// memory CUDA IPC cannot export).
-std::vector<region_msg> direct_regions(const exchange_program& prog, const std::byte* buf,
-                                       const message& m) {
-  auto in = [&](const void* p) { return in_message(p, buf, m); };
-  for (const auto& g : prog.device_scatter)
-    if (in(g.buf)) return {};
-  std::vector<region_msg> out;
-  for (const auto& op : prog.device_unpack) {
-    if (op.ndims == 0 || !in(op.src)) continue;  // ((no dimension: an empty copy))
-    const std::byte* start = nullptr;
-    region_msg r{};
-    if (op.dev_reduce.op != 0 || !gpu::allocation_start(op.dst, start) ||
-        cudaIpcGetMemHandle(&r.alloc, const_cast<std::byte*>(start)) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return {};
-    }
-    r.alloc_offset = std::uint64_t(op.dst - start);
-    r.buf_offset = std::uint64_t(op.src - (buf + m.offset));
-    r.elem = op.elem;
-    r.ndims = op.ndims;
-    for (int k = 0; k < op.ndims; ++k) {
-      r.count[k] = op.count[k];
-      r.buf_stride[k] = op.src_stride[k];
-      r.field_stride[k] = op.dst_stride[k];
-    }
-    out.push_back(r);
+// CUDA IPC's exported memory (program/direct_writes.hpp's find_export): the device allocation
+// holding `p`, by its IPC handle; false where CUDA IPC cannot export it (managed, pinned host or
+// stream-ordered pool memory).
+bool find_allocation(const std::byte* p, export_handle& block, const std::byte*& base) {
+  static_assert(sizeof(cudaIpcMemHandle_t) <= sizeof(export_handle::bytes));
+  cudaIpcMemHandle_t h{};
+  if (!gpu::allocation_start(p, base) ||
+      cudaIpcGetMemHandle(&h, const_cast<std::byte*>(base)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
   }
-  return out;
-}
-
-// The sender's side: its pack steps into the message at `[buf + m.offset, + m.bytes)`, each
-// matched to the receiver's unpack step of the same message bytes (same offset, shape and
-// message strides) and fused with it into one copy from this rank's field to the receiver's
-// (`field[k]`: where region k's allocation is mapped here). Empty when any step fails to match.
-std::vector<copy_op> fuse_regions(const exchange_program& prog, const std::byte* buf,
-                                  const message& m, const std::vector<region_msg>& regions,
-                                  const std::vector<std::byte*>& field) {
-  auto in = [&](const void* p) { return in_message(p, buf, m); };
-  for (const auto& g : prog.device_gather)
-    if (in(g.buf)) return {};
-  std::vector<copy_op> out;
-  for (const auto& op : prog.device_pack) {
-    if (op.ndims == 0 || !in(op.dst)) continue;
-    const auto at = std::uint64_t(op.dst - (buf + m.offset));
-    auto r = std::find_if(regions.begin(), regions.end(),
-                          [&](const region_msg& x) { return x.buf_offset == at; });
-    if (r == regions.end() || op.dev_reduce.op != 0 || r->elem != op.elem || r->ndims != op.ndims)
-      return {};
-    copy_op fused = op;
-    fused.dst = field[std::size_t(r - regions.begin())] + r->alloc_offset;
-    for (int k = 0; k < op.ndims; ++k) {
-      if (r->count[k] != op.count[k] || r->buf_stride[k] != op.dst_stride[k]) return {};
-      fused.dst_stride[k] = r->field_stride[k];
-    }
-    out.push_back(fused);
-  }
-  if (out.size() != regions.size()) return {};
-  return out;
+  std::memcpy(block.bytes, &h, sizeof h);
+  return true;
 }
 
 }  // namespace
@@ -221,7 +162,8 @@ class ipc_setup {
     regions_out_.resize(n_recv);
     if (p_.device_signalled && prog_.options.ipc_into_fields)
       for (std::size_t k = 0; k < n_recv; ++k)
-        regions_out_[k] = direct_regions(prog_, old_recv_, recv(k));
+        regions_out_[k] = describe_regions(
+            device_message_steps(prog_, step_kind::unpack, old_recv_, recv(k)), find_allocation);
   }
 
   // Each receiver sends its buffer's handle, where each sender's message goes, its flags and
@@ -276,7 +218,7 @@ class ipc_setup {
   // each with the matching pack step and say which messages go that way.
   void go_direct() {
     const std::size_t n_recv = recvs_.size(), n_send = sends_.size();
-    std::vector<std::vector<region_msg>> regions_in(n_send);
+    std::vector<std::vector<direct_region>> regions_in(n_send);
     for (std::size_t k = 0; k < n_send; ++k)
       regions_in[k].resize(std::size_t(std::max(0LL, in_[k].regions)));
     std::vector<MPI_Request> reqs;
@@ -287,15 +229,19 @@ class ipc_setup {
     wait(reqs, "MPI_Waitall(IPC halo regions)");
     direct_out_.assign(n_send, 0);
     direct_in_.assign(n_recv, 0);
+    fused_.assign(prog_.sends.size(), {});
+    const map_export map = [this](const export_handle& block) {
+      cudaIpcMemHandle_t h{};
+      std::memcpy(&h, block.bytes, sizeof h);
+      return open(h, "cudaIpcOpenMemHandle(field)");
+    };
     for (std::size_t k = 0; k < n_send; ++k) {
       if (regions_in[k].empty()) continue;
-      std::vector<std::byte*> field;
-      for (const auto& r : regions_in[k])
-        field.push_back(open(r.alloc, "cudaIpcOpenMemHandle(field)"));
-      auto ops = fuse_regions(prog_, old_send_, send(k), regions_in[k], field);
+      auto ops = fuse_regions(device_message_steps(prog_, step_kind::pack, old_send_, send(k)),
+                              regions_in[k], map);
       if (ops.empty()) continue;
       direct_out_[k] = 1;
-      fused_.insert(fused_.end(), ops.begin(), ops.end());
+      fused_[sends_[k]] = std::move(ops);
     }
     reqs.clear();
     for (std::size_t k = 0; k < n_send; ++k)
@@ -323,7 +269,7 @@ class ipc_setup {
         where.recv_at[recvs_[k]] = p_.recv.get() + std::size_t(c) * recv_size_ + recv(k).offset;
         where.recv_direct[recvs_[k]] = char(direct_in_[k]);
       }
-      if (c == 0) where.fused = fused_;
+      if (c == 0) where.fused_send = fused_;
       p_.steps[c] = place_device(prog_, where, old_send_, old_recv_);
     }
   }
@@ -419,11 +365,11 @@ class ipc_setup {
   const std::byte* old_send_ = nullptr;
   const std::byte* old_recv_ = nullptr;
   std::size_t recv_size_ = 0;
-  std::vector<std::vector<region_msg>> regions_out_;  // per IPC receive
+  std::vector<std::vector<direct_region>> regions_out_;  // per IPC receive
   std::vector<handle_msg> in_;                        // per IPC send: the receiver's handle
   std::vector<std::byte*> remote_;                    // per IPC send: copy 0 of its message
   std::vector<int> direct_out_, direct_in_;
-  std::vector<copy_op> fused_;
+  std::vector<std::vector<copy_op>> fused_;  // per send message of the program: direct writes
 };
 
 }  // namespace

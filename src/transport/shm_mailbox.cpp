@@ -131,38 +131,23 @@ void swap_per_message(MPI_Comm comm, int me, const std::vector<T>& out,
   mpi::check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), what, me, part);
 }
 
-// One unpack step of a direct message as its receiver describes it to the sender: where it
-// writes (a block of the receiver's field memory, which the sender maps) and where it reads
-// the message.
-struct region_msg {
+// Shared memory's exported memory: halox's own field memory (memfd blocks, see
+// allocate_shareable), which a peer opens through /proc/<pid>/fd/<fd>.
+struct field_block {
   long long pid = 0;
   int fd = -1, pad = 0;
-  unsigned long long alloc_size = 0, alloc_offset = 0, buf_offset = 0, elem = 0;
-  long long ndims = 0;
-  long long count[max_copy_dims]{}, buf_stride[max_copy_dims]{}, field_stride[max_copy_dims]{};
+  unsigned long long size = 0;
 };
+static_assert(sizeof(field_block) <= sizeof(export_handle::bytes));
 
-// The sender's answer, per region: where the matching pack step reads (a block of the sender's
-// field memory, which the receiver maps), with its strides.
-struct source_msg {
-  long long pid = 0;
-  int fd = -1, pad = 0;
-  unsigned long long alloc_size = 0, alloc_offset = 0;
-  long long stride[max_copy_dims]{};
-};
-
-// The non-empty copies of one message's steps; false where it has index-list steps or
-// reductions (such a message keeps two copies).
-bool plain_steps(const exchange_program::steps& st, const exchange_program::op_range& r,
-                 std::vector<const copy_op*>& out) {
-  if (r.gn != 0) return false;
-  for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) {
-    const copy_op& op = st.copies[k];
-    if (op.ndims == 0) continue;  // ((an empty copy))
-    if (op.reduce != nullptr) return false;
-    out.push_back(&op);
-  }
-  return !out.empty();
+// The block of halox's own field memory that holds `p` (program/direct_writes.hpp's find_export).
+bool find_field_block(const std::byte* p, export_handle& h, const std::byte*& base) {
+  shareable_block b;
+  if (!find_shareable(p, b)) return false;
+  const field_block f{getpid(), b.fd, 0, b.size};
+  std::memcpy(h.bytes, &f, sizeof f);
+  base = b.base;
+  return true;
 }
 
 // A list per message each way (`in` sized by the counts swapped before; empty ones skipped).
@@ -196,13 +181,15 @@ std::uint64_t* word(std::uint64_t* slot, std::size_t k) {
 
 // A block of a peer's field memory, mapped here once per (process, descriptor); null where the
 // system does not allow it.
-std::byte* shm_mailbox::map_peer_field(long long pid, int fd, std::size_t size) {
-  auto& at = p_->fields[{pid, fd}];
+std::byte* shm_mailbox::map_peer_field(const export_handle& block) {
+  field_block b;
+  std::memcpy(&b, block.bytes, sizeof b);
+  auto& at = p_->fields[{b.pid, b.fd}];
   if (!at) {
-    const std::string path = fmt::format("/proc/{}/fd/{}", pid, fd);
+    const std::string path = fmt::format("/proc/{}/fd/{}", b.pid, b.fd);
     const int f = testing::deny_peer_segments ? -1 : open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (f < 0) return nullptr;
-    at = map_shared(f, size);
+    at = map_shared(f, std::size_t(b.size));
     close(f);
   }
   return at.get();
@@ -231,37 +218,6 @@ shared_messages shared_in(const shm_mailbox& box, const exchange_program& prog) 
   return sh;
 }
 
-// Receiver, receive message m: its unpack steps (into `ops`), each described as a region of
-// halox's own field memory; empty where the message is too small, its steps are not plain or
-// one of them writes elsewhere.
-std::vector<region_msg> unpack_regions(const exchange_program& prog, std::size_t m, long long pid,
-                                       std::vector<const copy_op*>& ops) {
-  if (prog.recvs[m].bytes < prog.options.shm_direct_min_bytes ||
-      !plain_steps(prog.unpack, prog.unpack_range[m], ops))
-    return {};
-  std::vector<region_msg> regions;
-  for (const copy_op* op : ops) {
-    shareable_block b;
-    if (!find_shareable(op->dst, b)) break;
-    region_msg r;
-    r.pid = pid;
-    r.fd = b.fd;
-    r.alloc_size = b.size;
-    r.alloc_offset = std::uint64_t(op->dst - b.base);
-    r.buf_offset = std::uint64_t(op->src - (prog.recv_buf.get() + prog.recvs[m].offset));
-    r.elem = op->elem;
-    r.ndims = op->ndims;
-    for (int d = 0; d < op->ndims; ++d) {
-      r.count[d] = op->count[std::size_t(d)];
-      r.buf_stride[d] = op->src_stride[std::size_t(d)];
-      r.field_stride[d] = op->dst_stride[std::size_t(d)];
-    }
-    regions.push_back(r);
-  }
-  if (regions.size() != ops.size()) return {};
-  return regions;
-}
-
 // A list per message each way, their lengths swapped first (`in` is sized from those).
 template <class T>
 void swap_counted_lists(MPI_Comm comm, int me, const std::vector<std::vector<T>>& out,
@@ -275,136 +231,93 @@ void swap_counted_lists(MPI_Comm comm, int me, const std::vector<std::vector<T>>
   swap_lists(comm, me, out, to, in, from, tag, what);
 }
 
-// Sender, send message m: each pack step matched to the receiver's region of the same message
-// bytes and shape, the receiver's field mapped with `map_peer`. Fills `push_out` (the copies
-// into the receiver's field) and `sources_out` (where each region's bytes are read, for the
-// receiver) and returns true where every step matched; leaves them alone otherwise.
-template <class Map>
-bool match_pack(const exchange_program& prog, std::size_t m, const std::vector<region_msg>& regions,
-                long long pid, Map&& map_peer, std::vector<copy_op>& push_out,
-                std::vector<source_msg>& sources_out) {
-  std::vector<const copy_op*> ops;
-  if (regions.empty() || prog.sends[m].bytes < prog.options.shm_direct_min_bytes ||
-      !plain_steps(prog.pack, prog.pack_range[m], ops) || ops.size() != regions.size())
-    return false;
-  std::vector<source_msg> sources(regions.size());
-  std::vector<char> matched(regions.size(), 0);
-  std::vector<copy_op> push;
-  for (const copy_op* op : ops) {
-    const auto at = std::uint64_t(op->dst - (prog.send_buf.get() + prog.sends[m].offset));
-    std::size_t r = 0;
-    while (r < regions.size() && (matched[r] || regions[r].buf_offset != at)) ++r;
-    shareable_block b;
-    if (r == regions.size() || regions[r].elem != op->elem || regions[r].ndims != op->ndims ||
-        !find_shareable(op->src, b))
-      break;
-    bool same = true;
-    for (int d = 0; d < op->ndims; ++d)
-      same = same && regions[r].count[d] == op->count[std::size_t(d)] &&
-             regions[r].buf_stride[d] == op->dst_stride[std::size_t(d)];
-    std::byte* peer =
-        same ? map_peer(regions[r].pid, regions[r].fd, std::size_t(regions[r].alloc_size))
-             : nullptr;
-    if (peer == nullptr) break;
-    matched[r] = 1;
-    copy_op c = *op;
-    c.dst = peer + regions[r].alloc_offset;
-    source_msg& src = sources[r];
-    src.pid = pid;
-    src.fd = b.fd;
-    src.alloc_size = b.size;
-    src.alloc_offset = std::uint64_t(op->src - b.base);
-    for (int d = 0; d < op->ndims; ++d) {
-      c.dst_stride[std::size_t(d)] = regions[r].field_stride[d];
-      src.stride[d] = op->src_stride[std::size_t(d)];
-    }
-    push.push_back(c);
-  }
-  if (push.size() != regions.size()) return false;
-  push_out = std::move(push);
-  sources_out = std::move(sources);
-  return true;
+// Sender, send message m: its pack steps fused with the receiver's halo regions (the
+// receiver's field mapped here) into `direct.fused_send[m]`; returns its owned regions, for the
+// receiver to copy from (empty, and nothing fused, where the message keeps two copies).
+std::vector<direct_region> fuse_send(const exchange_program& prog, std::size_t m,
+                                     const std::vector<direct_region>& halo, const map_export& map,
+                                     placement& direct) {
+  if (halo.empty()) return {};
+  const message_steps steps = host_message_steps(prog, step_kind::pack, m);
+  std::vector<direct_region> owned = describe_regions(steps, find_field_block);
+  if (owned.empty()) return {};
+  std::vector<copy_op> push = fuse_regions(steps, halo, map);
+  if (push.empty()) return {};
+  direct.fused_send[m] = std::move(push);
+  return owned;
 }
 
-// Receiver: its unpack steps `ops` reading from the senders' fields (`sources`, mapped with
-// `map_peer`); shorter than `sources` where one could not be mapped.
-template <class Map>
-std::vector<copy_op> pull_copies_from(const std::vector<source_msg>& sources,
-                                      const std::vector<const copy_op*>& ops, Map&& map_peer) {
-  std::vector<copy_op> pull;
-  for (std::size_t r = 0; r < sources.size(); ++r) {
-    std::byte* peer = map_peer(sources[r].pid, sources[r].fd, std::size_t(sources[r].alloc_size));
-    if (peer == nullptr) break;
-    copy_op c = *ops[r];
-    c.src = peer + sources[r].alloc_offset;
-    for (int d = 0; d < c.ndims; ++d) c.src_stride[std::size_t(d)] = sources[r].stride[d];
-    pull.push_back(c);
+// Receivers: the same copies as they run them, their unpack steps fused with the senders' owned
+// regions (`owned[k]`, the senders' fields mapped here), into `direct.fused_recv`; one yes (1)
+// per shared receive message that goes direct.
+std::vector<int> fuse_recvs(const exchange_program& prog, const shared_messages& sh,
+                            const std::vector<std::vector<direct_region>>& owned,
+                            const map_export& map, placement& direct) {
+  direct.fused_recv.assign(prog.recvs.size(), {});
+  direct.recv_direct.assign(prog.recvs.size(), 0);
+  std::vector<int> yes(sh.recvs.size(), 0);
+  for (std::size_t k = 0; k < sh.recvs.size(); ++k) {
+    const std::size_t m = sh.recv_at[k];
+    std::vector<copy_op> pull =
+        fuse_regions(host_message_steps(prog, step_kind::unpack, m), owned[k], map);
+    if (pull.empty()) continue;
+    direct.fused_recv[m] = std::move(pull);
+    direct.recv_direct[m] = 1;
+    yes[k] = 1;
   }
-  return pull;
+  return yes;
 }
 
 }  // namespace
 
-// One copy instead of two, where both sides' fields allow it: receivers describe their unpack
-// steps, senders match each with the pack step of the same message bytes and map the
-// receiver's memory, receivers map the senders' and say yes. Only messages that go through
-// shared memory take part (both ranks of each pair know which those are).
+// One copy instead of two, where both sides' fields allow it (program/direct_writes.hpp):
+// receivers describe their halo regions, senders fuse each with the pack step of the same
+// message bytes and describe their owned regions back, receivers fuse the other way and say
+// yes. Only messages that go through shared memory take part (both ranks of each pair know
+// which those are).
 void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog, int me) {
   const shared_messages sh = shared_in(*this, prog);
   const bool allowed = prog.options.shm_into_fields && !prog.ordered_unpack;
-  const long long pid = getpid();
-  auto map_peer = [this](long long p, int fd, std::size_t size) {
-    return map_peer_field(p, fd, size);
+  auto wanted = [&](const message& m) {
+    return allowed && m.bytes >= prog.options.shm_direct_min_bytes;
   };
+  const map_export map = [this](const export_handle& h) { return map_peer_field(h); };
 
-  // Receivers: the unpack steps, each into halox's own field memory.
-  std::vector<std::vector<const copy_op*>> unpack_ops(sh.recvs.size());
-  std::vector<std::vector<region_msg>> regions_out(sh.recvs.size()), regions_in;
+  std::vector<std::vector<direct_region>> halo_out(sh.recvs.size()), halo_in;
   for (std::size_t k = 0; k < sh.recvs.size(); ++k)
-    if (allowed) regions_out[k] = unpack_regions(prog, sh.recv_at[k], pid, unpack_ops[k]);
-  swap_counted_lists(comm, me, regions_out, sh.recvs, regions_in, sh.sends, tag_regions,
+    if (wanted(sh.recvs[k]))
+      halo_out[k] = describe_regions(host_message_steps(prog, step_kind::unpack, sh.recv_at[k]),
+                                     find_field_block);
+  swap_counted_lists(comm, me, halo_out, sh.recvs, halo_in, sh.sends, tag_regions,
                      "MPI_Waitall(regions)");
 
-  // Senders: each pack step matched to the region of the same message bytes and shape.
-  push_.assign(prog.sends.size(), {});
-  std::vector<std::vector<source_msg>> sources_out(sh.sends.size()), sources_in;
+  direct_.fused_send.assign(prog.sends.size(), {});
+  std::vector<std::vector<direct_region>> owned_out(sh.sends.size()), owned_in;
   for (std::size_t k = 0; k < sh.sends.size(); ++k)
-    if (allowed)
-      match_pack(prog, sh.send_at[k], regions_in[k], pid, map_peer, push_[sh.send_at[k]],
-                 sources_out[k]);
-  swap_counted_lists(comm, me, sources_out, sh.sends, sources_in, sh.recvs, tag_sources,
+    if (wanted(sh.sends[k]))
+      owned_out[k] = fuse_send(prog, sh.send_at[k], halo_in[k], map, direct_);
+  swap_counted_lists(comm, me, owned_out, sh.sends, owned_in, sh.recvs, tag_sources,
                      "MPI_Waitall(sources)");
 
-  // Receivers: map the senders' memory, and say yes.
-  pull_.assign(prog.recvs.size(), {});
-  recv_direct_.assign(prog.recvs.size(), 0);
-  std::vector<int> yes_out(sh.recvs.size(), 0), yes_in(sh.sends.size(), 0);
-  for (std::size_t k = 0; k < sh.recvs.size(); ++k) {
-    const auto& sources = sources_in[k];
-    if (sources.empty() || sources.size() != unpack_ops[k].size()) continue;
-    std::vector<copy_op> pull = pull_copies_from(sources, unpack_ops[k], map_peer);
-    if (pull.size() != sources.size()) continue;
-    const std::size_t m = sh.recv_at[k];
-    pull_[m] = std::move(pull);
-    recv_direct_[m] = 1;
-    yes_out[k] = 1;
-    ++direct_recvs_;
-  }
+  std::vector<int> yes_out = fuse_recvs(prog, sh, owned_in, map, direct_);
+  std::vector<int> yes_in(sh.sends.size(), 0);
+  direct_recvs_ = std::size_t(std::count(yes_out.begin(), yes_out.end(), 1));
   swap_per_message(comm, me, yes_out, sh.recvs, yes_in, sh.sends, tag_direct,
                    "MPI_Waitall(direct)");
 
   // Senders: direct where the receiver said yes.
-  send_direct_.assign(prog.sends.size(), 0);
+  direct_.send_direct.assign(prog.sends.size(), 0);
   for (std::size_t k = 0; k < sh.sends.size(); ++k) {
     const std::size_t m = sh.send_at[k];
-    if (yes_in[k] == 1 && !push_[m].empty()) {
-      send_direct_[m] = 1;
+    if (yes_in[k] == 1 && !direct_.fused_send[m].empty()) {
+      direct_.send_direct[m] = 1;
       ++direct_sends_;
     } else {
-      push_[m].clear();
+      direct_.fused_send[m].clear();
     }
   }
 }
+
 
 // The receiver's side of one offer: maps the sender's buffer (or says why not: the plans
 // disagree, or the system forbids opening another process's descriptors) and returns the reply.
@@ -538,7 +451,7 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_p
 }
 
 placement shm_mailbox::placed(const exchange_program& prog, int copy) const {
-  placement where;
+  placement where = direct_;  // direct messages: their fused copies, in place of their steps
   where.send_at.assign(prog.sends.size(), nullptr);
   where.recv_at.assign(prog.recvs.size(), nullptr);
   for (std::size_t m = 0; send_data_ && m < prog.sends.size(); ++m)

@@ -6,7 +6,9 @@
 ///   see allocate_shareable): each rank maps the other's field memory, and the message is
 ///   copied straight from the sender's owned cells into the receiver's halo by whichever rank
 ///   gets to it first once both have started the exchange (`ready`, `started`, `claim`,
-///   `copied` counters in the sender's segment; see host_path.cpp for who copies when);
+///   `copied` counters in the sender's segment; see host_path.cpp for who copies when). The
+///   copies are matched as CUDA IPC's are (program/direct_writes.hpp) and run as the message's
+///   placed pack or unpack steps;
 /// - **two copies** otherwise: the sender packs into a send buffer that lives in shared memory
 ///   and the receiver unpacks straight out of it, with `ready` (packed) and `consumed`
 ///   (unpacked, the slot may be reused).
@@ -34,6 +36,7 @@
 #include <mpi.h>
 
 #include "halox/program/program.hpp"
+#include "program/direct_writes.hpp"
 #include "program/placement.hpp"
 
 namespace halox::detail {
@@ -70,7 +73,8 @@ class shm_mailbox {
   /// message `send` of exchange g may be packed into copy g mod 2 (never blocks).
   bool consumed(std::size_t send, std::uint64_t g) const;
   /// Where the messages of exchanges that use copy `copy` (g mod 2) of the buffers are: every
-  /// send message in this rank's segment, each shared receive message in its sender's.
+  /// send message in this rank's segment, each shared receive message in its sender's, and the
+  /// direct messages in the fields (their fused copies, the same for both copies).
   placement placed(const exchange_program& prog, int copy) const;
   /// The send buffer in shared memory (MPI sends its messages from here too); null when no
   /// message of this rank goes through shared memory.
@@ -92,12 +96,15 @@ class shm_mailbox {
   /// whichever of the two ranks gets to it first. `ready` then says the sender has started the
   /// exchange (its owned cells hold this exchange's values), `started` that the receiver has
   /// (its halo may be written), `claim` which rank copies, and `consumed` that the copy is done.
-  bool send_direct(std::size_t m) const { return !send_direct_.empty() && send_direct_[m]; }
-  bool recv_direct(std::size_t m) const { return !recv_direct_.empty() && recv_direct_[m]; }
-  /// The copies of a direct message as this rank runs them: the sender's from its field into
-  /// the receiver's (mapped here), the receiver's from the sender's field (mapped) into its own.
-  const std::vector<copy_op>& push_copies(std::size_t send) const { return push_[send]; }
-  const std::vector<copy_op>& pull_copies(std::size_t recv) const { return pull_[recv]; }
+  /// The copies of a direct message are its placed pack and unpack steps (see placed() and
+  /// program/direct_writes.hpp): the sender's from its field into the receiver's (mapped here),
+  /// the receiver's from the sender's field (mapped) into its own.
+  bool send_direct(std::size_t m) const {
+    return m < direct_.send_direct.size() && direct_.send_direct[m];
+  }
+  bool recv_direct(std::size_t m) const {
+    return m < direct_.recv_direct.size() && direct_.recv_direct[m];
+  }
   /// Receiver: it has started exchange `g` (its halo may be written).
   void post_started(std::size_t recv, std::uint64_t g) const;
   /// Sender: whether the receiver of `send` has started exchange `g`.
@@ -123,7 +130,7 @@ class shm_mailbox {
                   int me, std::string& problem);
   void unshared(std::size_t ns, std::size_t nr);
   void go_direct(MPI_Comm comm, const exchange_program& prog, int me);
-  std::byte* map_peer_field(long long pid, int fd, std::size_t size);
+  std::byte* map_peer_field(const export_handle& block);
   std::unique_ptr<impl> p_;
   std::vector<int> send_slot_, recv_slot_;  // -1: through MPI
   std::size_t send_shift_ = 0;           // from copy 0 of the send buffer to copy 1
@@ -131,8 +138,7 @@ class shm_mailbox {
   std::byte* send_data_ = nullptr;       // copy 0 of the send buffer in this rank's segment
   std::vector<std::byte*> recv_data_;    // copy 0 of each shared receive message
   std::vector<std::uint64_t*> send_ready_, send_consumed_, recv_ready_, recv_consumed_;
-  std::vector<char> send_direct_, recv_direct_;
-  std::vector<std::vector<copy_op>> push_, pull_;
+  placement direct_;  // the direct messages: flags and fused copies (no buffer addresses)
   std::size_t direct_sends_ = 0, direct_recvs_ = 0;
   std::vector<message> mpi_sends_, mpi_recvs_;
   std::size_t shared_recvs_ = 0;
