@@ -178,6 +178,102 @@ inline double peer_copy_gbps(std::size_t bytes, int reps) {
   return double(bytes) / t[t.size() / 2] / 1e9;
 }
 
+// The latency floors of a replayed exchange round between GPU 0 and GPU 1 of this process
+// (--sweep --graph, rank 0): the one-way trip of a flag (a store-release into the other GPU's
+// memory, seen by its acquire-polling thread: half the round trip of `n` ping-pongs), and what
+// one more dependent kernel node costs in a replayed CUDA graph (a chain of `nodes` empty
+// kernels, replayed `reps` times). Microseconds; 0 where there is no second GPU with peer access.
+struct latency_floors {
+  double flag_one_way_us = 0;
+  double graph_node_us = 0;
+};
+
+inline double elapsed_us(cudaEvent_t t0, cudaEvent_t t1) {
+  float ms = 0;
+  cuda_check(cudaEventSynchronize(t1));
+  cuda_check(cudaEventElapsedTime(&ms, t0, t1));
+  return double(ms) * 1e3;
+}
+
+inline double flag_one_way_us(int here, int other, int n) {
+  unsigned long long *a = nullptr, *b = nullptr;  // a on this GPU, b on the other
+  cudaStream_t sa, sb;
+  cuda_check(cudaMalloc(&a, sizeof *a));
+  cuda_check(cudaMemset(a, 0, sizeof *a));
+  cuda_check(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking));
+  cuda_check(cudaSetDevice(other));
+  if (const auto rc = cudaDeviceEnablePeerAccess(here, 0); rc == cudaErrorPeerAccessAlreadyEnabled)
+    (void)cudaGetLastError();
+  else
+    cuda_check(rc);
+  cuda_check(cudaMalloc(&b, sizeof *b));
+  cuda_check(cudaMemset(b, 0, sizeof *b));
+  cuda_check(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking));
+  cuda_check(cudaDeviceSynchronize());
+  cuda_check(flag_ping(a, b, n, false, sb));  // the answering side first: it only polls
+  cuda_check(cudaSetDevice(here));
+  cudaEvent_t t0, t1;
+  cuda_check(cudaEventCreate(&t0));
+  cuda_check(cudaEventCreate(&t1));
+  cuda_check(cudaEventRecord(t0, sa));
+  cuda_check(flag_ping(b, a, n, true, sa));
+  cuda_check(cudaEventRecord(t1, sa));
+  const double us = elapsed_us(t0, t1) / (2.0 * n);
+  cuda_check(cudaEventDestroy(t0));
+  cuda_check(cudaEventDestroy(t1));
+  cuda_check(cudaStreamDestroy(sa));
+  cuda_check(cudaFree(a));
+  cuda_check(cudaSetDevice(other));
+  cuda_check(cudaStreamSynchronize(sb));
+  cuda_check(cudaStreamDestroy(sb));
+  cuda_check(cudaFree(b));
+  cuda_check(cudaSetDevice(here));
+  return us;
+}
+
+inline double graph_node_us(int nodes, int reps) {
+  cudaStream_t s;
+  cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cuda_check(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int k = 0; k < nodes; ++k) cuda_check(empty_kernel(s));
+  cuda_check(cudaStreamEndCapture(s, &g));
+  cuda_check(cudaGraphInstantiate(&exec, g, 0));
+  cuda_check(cudaGraphDestroy(g));
+  for (int k = 0; k < 3; ++k) cuda_check(cudaGraphLaunch(exec, s));
+  cudaEvent_t t0, t1;
+  cuda_check(cudaEventCreate(&t0));
+  cuda_check(cudaEventCreate(&t1));
+  cuda_check(cudaEventRecord(t0, s));
+  for (int k = 0; k < reps; ++k) cuda_check(cudaGraphLaunch(exec, s));
+  cuda_check(cudaEventRecord(t1, s));
+  const double us = elapsed_us(t0, t1) / (double(reps) * nodes);
+  cuda_check(cudaEventDestroy(t0));
+  cuda_check(cudaEventDestroy(t1));
+  cuda_check(cudaGraphExecDestroy(exec));
+  cuda_check(cudaStreamDestroy(s));
+  return us;
+}
+
+inline latency_floors measure_latency_floors() {
+  latency_floors f;
+  int here = 0, gpus = 0, can = 0;
+  cuda_check(cudaGetDeviceCount(&gpus));
+  cuda_check(cudaGetDevice(&here));
+  f.graph_node_us = graph_node_us(20, 50);
+  if (gpus < 2) return f;
+  const int other = here == 0 ? 1 : 0;
+  cuda_check(cudaDeviceCanAccessPeer(&can, here, other));
+  if (!can) return f;
+  if (const auto rc = cudaDeviceEnablePeerAccess(other, 0); rc == cudaErrorPeerAccessAlreadyEnabled)
+    (void)cudaGetLastError();
+  else
+    cuda_check(rc);
+  f.flag_one_way_us = flag_one_way_us(here, other, 2000);
+  return f;
+}
+
 /// What the GPU floors are made of, measured once per run on every rank's GPU.
 struct gpu_rates {
   double d2d_gbps = 0;   // bytes read + written per second, the slowest rank's GPU

@@ -219,6 +219,17 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
   for (int k : o.chunks_kib) chunks.push_back(std::size_t(k) << 10);
   if (chunks.empty()) chunks = {0, halox::exchange_options{}.staging_chunk_bytes};
   for (const auto c : chunks) legs.push_back({"host_staged", c});
+  // --graph: what a replayed round's latency is made of, next to its rows.
+  if (o.graph && world.rank() == 0) {
+    const latency_floors f = measure_latency_floors();
+    std::printf("{\"impl\":\"flag_one_way\",\"case\":\"a flag between GPU 0 and 1, half a "
+                "round trip\",\"ranks\":1,\"us\":%.3f}\n"
+                "{\"impl\":\"graph_node\",\"case\":\"one more dependent empty kernel in a "
+                "replayed graph\",\"ranks\":1,\"us\":%.3f}\n",
+                f.flag_one_way_us, f.graph_node_us);
+    std::fflush(stdout);
+  }
+  world.barrier();
   bool all_ok = true;
   for (const std::size_t bytes :
        {std::size_t(8) << 10, std::size_t(64) << 10, std::size_t(512) << 10, std::size_t(1) << 20,

@@ -42,6 +42,25 @@ __device__ unsigned long long global_ns() {
 
 __global__ void empty() {}
 
+__device__ unsigned long long load_acquire_sys(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ void store_release_sys(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__global__ void ping_kernel(unsigned long long* theirs, const unsigned long long* mine, int n,
+                            bool serves) {
+  for (unsigned long long i = 1; i <= (unsigned long long)n; ++i) {
+    if (serves) store_release_sys(theirs, i);
+    while (load_acquire_sys(mine) < i) {
+    }
+    if (!serves) store_release_sys(theirs, i);
+  }
+}
+
 __global__ void hold_kernel(unsigned long long ns) {
   const unsigned long long t0 = global_ns();
   while (global_ns() - t0 < ns) {
@@ -56,6 +75,12 @@ cudaError_t hold(cudaStream_t stream, int us) {
 
 cudaError_t empty_kernel(cudaStream_t stream) {
   empty<<<1, 1, 0, stream>>>();
+  return cudaGetLastError();
+}
+
+cudaError_t flag_ping(unsigned long long* theirs, const unsigned long long* mine, int n,
+                      bool serves, cudaStream_t stream) {
+  ping_kernel<<<1, 1, 0, stream>>>(theirs, mine, n, serves);
   return cudaGetLastError();
 }
 

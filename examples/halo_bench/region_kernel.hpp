@@ -28,4 +28,10 @@ cudaError_t hold(cudaStream_t stream, int us);
 /// Launches a kernel that does nothing (one thread) on `stream`: the launch latency every
 /// kernel pays, the GPU floors' fixed part.
 cudaError_t empty_kernel(cudaStream_t stream);
+/// `n` round trips of a flag between two GPUs, one thread on each (launch it on both):
+/// `mine` is in this GPU's memory, `theirs` in the other's (peer access enabled). The side
+/// that `serves` stores i into `theirs` (a release at system scope) and polls `mine` until it
+/// reads i (acquire); the other polls first, then answers. Both flags start at 0.
+cudaError_t flag_ping(unsigned long long* theirs, const unsigned long long* mine, int n,
+                      bool serves, cudaStream_t stream);
 }  // namespace halo_bench
