@@ -127,7 +127,8 @@ std::shared_ptr<nccl_comm> nccl_comm::shared(MPI_Comm comm) {
     problem = std::current_exception();
   }
   // Reuse only where every rank's candidate is the same communicator (one rank's may have been
-  // aborted after an error, or made on another device); otherwise all make a new one. MPI_MIN over {ok, have, id, -id}: all ok, all have, min and max id.
+  // aborted after an error, or made on another device); otherwise all make a new one.
+  // MPI_MIN over {ok, have, id, -id}: all ok, all have, min and max id.
   const long long id = live ? live->id_ : 0;
   long long local[4] = {problem ? 0 : 1, live ? 1 : 0, id, -id}, all[4] = {0, 0, 0, 0};
   mpi::check(MPI_Allreduce(local, all, 4, MPI_LONG_LONG, MPI_MIN, comm), "MPI_Allreduce", rank,
