@@ -296,7 +296,7 @@ void device_copier::use_signals(const device_signals& s) {
   // receivers' announcements in this rank's. Wait of an unpack with nothing to copy.
   for (auto* flag : s.start_post) p_->gate_ops.push_back(write_op(flag));
   for (auto* flag : s.pack_wait) p_->gate_ops.push_back(wait_op(flag));
-  if (p_->unpack.n == 0)
+  if (p_->unpack.n == 0 && p_->fused_grid == 0)  // (a fused exchange waits in its kernel)
     for (auto* flag : s.unpack_wait) p_->wait_ops.push_back(wait_op(flag));
 }
 // Exchanges of up to 1 MiB with device signals run as one launch: between two GPUs a small
@@ -380,8 +380,7 @@ void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
           rank);
     p_->beside_pending = false;
   }
-  const bool ops = p_->batch && !p_->wait_ops.empty() && !p_->on_device &&
-                  p_->fused_grid == 0;
+  const bool ops = p_->batch && !p_->wait_ops.empty() && !p_->on_device;
   const bool waited = ops && run_mem_ops(p_->batch, p_->s(), p_->wait_ops, exchange);
   if (ops && !waited) p_->wait_ops.clear();  // refused
   if (!waited && p_->fused_grid == 0) {
