@@ -85,20 +85,16 @@ inline double d2d_bandwidth_gbps() {
   void *a = nullptr, *b = nullptr;
   cuda_check(cudaMalloc(&a, bytes));
   cuda_check(cudaMalloc(&b, bytes));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
+  gpu_timer timer;
   cuda_check(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
-  cuda_check(cudaEventRecord(t0));
+  timer.start();
   const int reps = 20;
   for (int k = 0; k < reps; ++k) cuda_check(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-  cuda_check(cudaEventRecord(t1));
-  cuda_check(cudaEventSynchronize(t1));
-  float ms = 0;
-  cuda_check(cudaEventElapsedTime(&ms, t0, t1));
+  timer.stop();
+  const double us = timer.us();
   cuda_check(cudaFree(a));
   cuda_check(cudaFree(b));
-  return 2.0 * double(bytes) * reps / (double(ms) * 1e-3) / 1e9;
+  return 2.0 * double(bytes) * reps / (us * 1e-6) / 1e9;
 }
 
 // GPU time alone of the work `enqueue` puts on a stream: median over `iters` runs, each queued
@@ -111,22 +107,17 @@ inline double kernel_us(int iters, const std::function<void(cudaStream_t)>& enqu
                         int batch = 1) {
   cudaStream_t stream;
   cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
   std::vector<double> t;
-  for (int k = 0; k < iters; ++k) {
-    cuda_check(halo_bench::hold(stream, 500 * batch));
-    cuda_check(cudaEventRecord(t0, stream));
-    for (int b = 0; b < batch; ++b) enqueue(stream);
-    cuda_check(cudaEventRecord(t1, stream));
-    cuda_check(cudaEventSynchronize(t1));
-    float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-    t.push_back(double(ms) * 1e3 / batch);
+  {
+    gpu_timer timer;
+    for (int k = 0; k < iters; ++k) {
+      cuda_check(halo_bench::hold(stream, 500 * batch));
+      timer.start(stream);
+      for (int b = 0; b < batch; ++b) enqueue(stream);
+      timer.stop(stream);
+      t.push_back(timer.us() / batch);
+    }
   }
-  cuda_check(cudaEventDestroy(t0));
-  cuda_check(cudaEventDestroy(t1));
   cuda_check(cudaStreamDestroy(stream));
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -143,10 +134,7 @@ inline double peer_copy_gbps(std::size_t bytes, int reps) {
   const int other = here == 0 ? 1 : 0;
   cuda_check(cudaDeviceCanAccessPeer(&can, here, other));
   if (!can) return 0;
-  if (const auto rc = cudaDeviceEnablePeerAccess(other, 0); rc == cudaErrorPeerAccessAlreadyEnabled)
-    (void)cudaGetLastError();
-  else
-    cuda_check(rc);
+  enable_peer_access(other);
   void *src = nullptr, *dst = nullptr;
   cuda_check(cudaMalloc(&src, bytes));
   cuda_check(cudaSetDevice(other));
@@ -154,22 +142,17 @@ inline double peer_copy_gbps(std::size_t bytes, int reps) {
   cuda_check(cudaSetDevice(here));
   cudaStream_t s;
   cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
   std::vector<double> t;
-  for (int k = 0; k < reps + 3; ++k) {
-    cuda_check(cudaEventRecord(t0, s));
-    cuda_check(cudaMemcpyPeerAsync(dst, other, src, here, bytes, s));
-    cuda_check(cudaEventRecord(t1, s));
-    cuda_check(cudaEventSynchronize(t1));
-    float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-    if (k >= 3) t.push_back(double(ms) * 1e-3);
+  {
+    gpu_timer timer;
+    for (int k = 0; k < reps + 3; ++k) {
+      timer.start(s);
+      cuda_check(cudaMemcpyPeerAsync(dst, other, src, here, bytes, s));
+      timer.stop(s);
+      if (k >= 3) t.push_back(timer.us() * 1e-6);
+    }
   }
   std::sort(t.begin(), t.end());
-  cuda_check(cudaEventDestroy(t0));
-  cuda_check(cudaEventDestroy(t1));
   cuda_check(cudaStreamDestroy(s));
   cuda_check(cudaFree(src));
   cuda_check(cudaSetDevice(other));
@@ -188,13 +171,6 @@ struct latency_floors {
   double graph_node_us = 0;
 };
 
-inline double elapsed_us(cudaEvent_t t0, cudaEvent_t t1) {
-  float ms = 0;
-  cuda_check(cudaEventSynchronize(t1));
-  cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-  return double(ms) * 1e3;
-}
-
 inline double flag_one_way_us(int here, int other, int n) {
   unsigned long long *a = nullptr, *b = nullptr;  // a on this GPU, b on the other
   cudaStream_t sa, sb;
@@ -202,25 +178,21 @@ inline double flag_one_way_us(int here, int other, int n) {
   cuda_check(cudaMemset(a, 0, sizeof *a));
   cuda_check(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking));
   cuda_check(cudaSetDevice(other));
-  if (const auto rc = cudaDeviceEnablePeerAccess(here, 0); rc == cudaErrorPeerAccessAlreadyEnabled)
-    (void)cudaGetLastError();
-  else
-    cuda_check(rc);
+  enable_peer_access(here);
   cuda_check(cudaMalloc(&b, sizeof *b));
   cuda_check(cudaMemset(b, 0, sizeof *b));
   cuda_check(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking));
   cuda_check(cudaDeviceSynchronize());
   cuda_check(flag_ping(a, b, n, false, sb));  // the answering side first: it only polls
   cuda_check(cudaSetDevice(here));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
-  cuda_check(cudaEventRecord(t0, sa));
-  cuda_check(flag_ping(b, a, n, true, sa));
-  cuda_check(cudaEventRecord(t1, sa));
-  const double us = elapsed_us(t0, t1) / (2.0 * n);
-  cuda_check(cudaEventDestroy(t0));
-  cuda_check(cudaEventDestroy(t1));
+  double us = 0;
+  {
+    gpu_timer timer;
+    timer.start(sa);
+    cuda_check(flag_ping(b, a, n, true, sa));
+    timer.stop(sa);
+    us = timer.us() / (2.0 * n);
+  }
   cuda_check(cudaStreamDestroy(sa));
   cuda_check(cudaFree(a));
   cuda_check(cudaSetDevice(other));
@@ -242,15 +214,14 @@ inline double graph_node_us(int nodes, int reps) {
   cuda_check(cudaGraphInstantiate(&exec, g, 0));
   cuda_check(cudaGraphDestroy(g));
   for (int k = 0; k < 3; ++k) cuda_check(cudaGraphLaunch(exec, s));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
-  cuda_check(cudaEventRecord(t0, s));
-  for (int k = 0; k < reps; ++k) cuda_check(cudaGraphLaunch(exec, s));
-  cuda_check(cudaEventRecord(t1, s));
-  const double us = elapsed_us(t0, t1) / (double(reps) * nodes);
-  cuda_check(cudaEventDestroy(t0));
-  cuda_check(cudaEventDestroy(t1));
+  double us = 0;
+  {
+    gpu_timer timer;
+    timer.start(s);
+    for (int k = 0; k < reps; ++k) cuda_check(cudaGraphLaunch(exec, s));
+    timer.stop(s);
+    us = timer.us() / (double(reps) * nodes);
+  }
   cuda_check(cudaGraphExecDestroy(exec));
   cuda_check(cudaStreamDestroy(s));
   return us;
@@ -266,10 +237,7 @@ inline latency_floors measure_latency_floors() {
   const int other = here == 0 ? 1 : 0;
   cuda_check(cudaDeviceCanAccessPeer(&can, here, other));
   if (!can) return f;
-  if (const auto rc = cudaDeviceEnablePeerAccess(other, 0); rc == cudaErrorPeerAccessAlreadyEnabled)
-    (void)cudaGetLastError();
-  else
-    cuda_check(rc);
+  enable_peer_access(other);
   f.flag_one_way_us = flag_one_way_us(here, other, 2000);
   return f;
 }

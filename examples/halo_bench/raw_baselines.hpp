@@ -130,26 +130,19 @@ inline std::pair<double, double> pinned_copy_us(std::size_t bytes, int iters) {
   cuda_check(cudaMallocHost(&host, bytes));
   cudaStream_t s;
   cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
   auto median = [&](void* dst, const void* src) {
+    gpu_timer timer;
     std::vector<double> t;
     for (int k = 0; k < iters + 3; ++k) {
-      cuda_check(cudaEventRecord(t0, s));
+      timer.start(s);
       cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
-      cuda_check(cudaEventRecord(t1, s));
-      cuda_check(cudaEventSynchronize(t1));
-      float ms = 0;
-      cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-      if (k >= 3) t.push_back(double(ms) * 1e3);
+      timer.stop(s);
+      if (k >= 3) t.push_back(timer.us());
     }
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
   };
   const double d2h = median(host, dev), h2d = median(dev, host);
-  cuda_check(cudaEventDestroy(t0));
-  cuda_check(cudaEventDestroy(t1));
   cuda_check(cudaStreamDestroy(s));
   cuda_check(cudaFree(dev));
   cuda_check(cudaFreeHost(host));

@@ -1,5 +1,7 @@
 #include "region_kernel.hpp"
 
+#include <cuda/atomic>
+
 namespace halo_bench {
 
 namespace {
@@ -42,22 +44,18 @@ __device__ unsigned long long global_ns() {
 
 __global__ void empty() {}
 
-__device__ unsigned long long load_acquire_sys(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ void store_release_sys(unsigned long long* p, unsigned long long v) {
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
+// The flag as halox's device signals use it: release stores into the other GPU's memory,
+// acquire loads of its own, both at system scope.
+using sys_flag = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
 
-__global__ void ping_kernel(unsigned long long* theirs, const unsigned long long* mine, int n,
+__global__ void ping_kernel(unsigned long long* theirs, unsigned long long* mine, int n,
                             bool serves) {
+  sys_flag out(*theirs), in(*mine);
   for (unsigned long long i = 1; i <= (unsigned long long)n; ++i) {
-    if (serves) store_release_sys(theirs, i);
-    while (load_acquire_sys(mine) < i) {
+    if (serves) out.store(i, cuda::memory_order_release);
+    while (in.load(cuda::memory_order_acquire) < i) {
     }
-    if (!serves) store_release_sys(theirs, i);
+    if (!serves) out.store(i, cuda::memory_order_release);
   }
 }
 
@@ -78,8 +76,8 @@ cudaError_t empty_kernel(cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-cudaError_t flag_ping(unsigned long long* theirs, const unsigned long long* mine, int n,
-                      bool serves, cudaStream_t stream) {
+cudaError_t flag_ping(unsigned long long* theirs, unsigned long long* mine, int n, bool serves,
+                      cudaStream_t stream) {
   ping_kernel<<<1, 1, 0, stream>>>(theirs, mine, n, serves);
   return cudaGetLastError();
 }

@@ -32,6 +32,6 @@ cudaError_t empty_kernel(cudaStream_t stream);
 /// `mine` is in this GPU's memory, `theirs` in the other's (peer access enabled). The side
 /// that `serves` stores i into `theirs` (a release at system scope) and polls `mine` until it
 /// reads i (acquire); the other polls first, then answers. Both flags start at 0.
-cudaError_t flag_ping(unsigned long long* theirs, const unsigned long long* mine, int n,
-                      bool serves, cudaStream_t stream);
+cudaError_t flag_ping(unsigned long long* theirs, unsigned long long* mine, int n, bool serves,
+                      cudaStream_t stream);
 }  // namespace halo_bench

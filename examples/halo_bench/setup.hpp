@@ -1,6 +1,7 @@
 // halo_bench's cases: the domain, the fields with global coordinates encoded in them, and the
 // 26 neighbour regions every implementation moves.
 #pragma once
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,6 +21,43 @@ using idx = halox::index;
 inline void cuda_check(cudaError_t rc) {
   if (rc != cudaSuccess)
     throw halox::error(std::string("halo_bench: CUDA: ") + cudaGetErrorString(rc));
+}
+
+/// Two events around work on a stream: start(), the work, stop(), then us() waits for it.
+class gpu_timer {
+ public:
+  gpu_timer() {
+    cuda_check(cudaEventCreate(&t0_));
+    cuda_check(cudaEventCreate(&t1_));
+  }
+  ~gpu_timer() {
+    for (cudaEvent_t e : {t0_, t1_})
+      if (const cudaError_t rc = cudaEventDestroy(e); rc != cudaSuccess)
+        std::fprintf(stderr, "halo_bench: CUDA: cudaEventDestroy: %s\n", cudaGetErrorString(rc));
+  }
+  gpu_timer(const gpu_timer&) = delete;
+  gpu_timer& operator=(const gpu_timer&) = delete;
+  void start(cudaStream_t s = nullptr) { cuda_check(cudaEventRecord(t0_, s)); }
+  void stop(cudaStream_t s = nullptr) { cuda_check(cudaEventRecord(t1_, s)); }
+  /// Microseconds between start() and stop(), once stop() has been reached.
+  double us() const {
+    float ms = 0;
+    cuda_check(cudaEventSynchronize(t1_));
+    cuda_check(cudaEventElapsedTime(&ms, t0_, t1_));
+    return double(ms) * 1e3;
+  }
+
+ private:
+  cudaEvent_t t0_ = nullptr, t1_ = nullptr;
+};
+
+/// Lets the current GPU access `peer`'s memory (already allowed is fine).
+inline void enable_peer_access(int peer) {
+  const cudaError_t rc = cudaDeviceEnablePeerAccess(peer, 0);
+  if (rc == cudaErrorPeerAccessAlreadyEnabled)
+    (void)cudaGetLastError();  // clears the error this call leaves behind
+  else
+    cuda_check(rc);
 }
 #endif
 

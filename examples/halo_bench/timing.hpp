@@ -39,24 +39,18 @@ inline std::pair<double, double> time_it(const mpi::communicator& comm, int warm
 inline double stream_loop_us(const mpi::communicator& world, cudaStream_t st,
                              const std::function<void(cudaStream_t)>& launch, int iters,
                              double* host_us = nullptr) {
-  cudaEvent_t t0, t1;
-  cuda_check(cudaEventCreate(&t0));
-  cuda_check(cudaEventCreate(&t1));
+  gpu_timer timer;
   for (int k = 0; k < 10; ++k) launch(st);
   cuda_check(cudaStreamSynchronize(st));
   world.barrier();
-  cuda_check(cudaEventRecord(t0, st));
+  timer.start(st);
   const double h0 = MPI_Wtime();
   for (int k = 0; k < iters; ++k) launch(st);
   const double host = (MPI_Wtime() - h0) * 1e6 / iters;
-  cuda_check(cudaEventRecord(t1, st));
-  cuda_check(cudaEventSynchronize(t1));
-  float ms = 0;
-  cuda_check(cudaEventElapsedTime(&ms, t0, t1));
-  cuda_check(cudaEventDestroy(t0));
-  cuda_check(cudaEventDestroy(t1));
+  timer.stop(st);
+  const double us = timer.us() / iters;
   if (host_us != nullptr) *host_us = mpi::all_reduce(world, host, mpi::maximum<double>());
-  return mpi::all_reduce(world, double(ms) * 1e3 / iters, mpi::maximum<double>());
+  return mpi::all_reduce(world, us, mpi::maximum<double>());
 }
 
 // Per-iteration time of a loop of `iters` stream-ordered exchanges (`enqueue`: schedule_exchange
