@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -75,6 +76,17 @@ void destroy_graph(CUgraphExec_st* g) {
 
 void copy_to_host(void* dst, const void* src, std::size_t bytes) {
   check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (device to host)");
+}
+
+void* device_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, bytes), "cudaMalloc");
+  return p;
+}
+
+void device_free(void* p) noexcept {
+  if (const cudaError_t rc = cudaFree(p); rc != cudaSuccess)
+    std::fprintf(stderr, "cudaFree failed: %s\n", cudaGetErrorString(rc));
 }
 
 }  // namespace example_gpu

@@ -26,6 +26,10 @@ void synchronize(CUstream_st* s);
 /// when cudaMemcpy returns, and the apps' kernels run on non-blocking streams.
 void copy_to_device(void* dst, const void* src, std::size_t bytes);
 void copy_to_host(void* dst, const void* src, std::size_t bytes);
+/// Device memory of `bytes` bytes; device_free() releases it (an error there is printed: it
+/// runs in destructors).
+void* device_alloc(std::size_t bytes);
+void device_free(void* p) noexcept;
 
 /// --graph: everything enqueued on `s` between begin_capture and end_capture becomes one CUDA
 /// graph (halox's scheduled exchanges included), instantiated and uploaded by end_capture;
