@@ -22,7 +22,8 @@ class staging_buffer {
 
   staging_buffer() = default;
   /// `what` and `rank` name pinned allocations in errors (allocate_pinned).
-  staging_buffer(place where, const char* what, int rank) : where_(where), what_(what), rank_(rank) {}
+  staging_buffer(place where, const char* what, int rank)
+      : where_(where), what_(what), rank_(rank) {}
 
   std::byte* get() const { return p_.get(); }
   std::size_t capacity() const { return cap_; }
