@@ -10,8 +10,10 @@
 namespace halox::detail {
 
 /// `bytes` bytes of page-locked host memory, mapped into the device address space and portable
-/// (gpu/pinned.hpp), zero-initialised; the pointer frees itself. `what` names it in errors
-/// ("cudaHostAlloc(WHAT) failed"), `rank` too. Throws halox::error in a build without CUDA.
+/// (gpu/pinned.hpp), zero-initialised; the pointer frees itself. The one allocation of pinned
+/// staging: an exchange's mapped message buffers (the pack kernel writes them, MPI reads them)
+/// and a chain's staging buffers. `what` names it in errors ("cudaHostAlloc(WHAT) failed"),
+/// `rank` too (negative: unknown). Throws halox::error in a build without CUDA.
 std::shared_ptr<std::byte> allocate_pinned(std::size_t bytes, const char* what, int rank);
 
 /// Memory in one place that grows to what is asked and never shrinks; its contents are not kept

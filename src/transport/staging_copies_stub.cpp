@@ -7,6 +7,7 @@
 namespace halox::detail {
 
 std::shared_ptr<std::byte> allocate_pinned(std::size_t, const char* what, int rank) {
+  if (rank < 0) fail("{} pinned memory requested but this halox was built without CUDA", what);
   fail("rank {}: pinned {} requested but this halox was built without CUDA", rank, what);
 }
 
