@@ -1,11 +1,10 @@
-// The chain exchange's CUDA calls (built only with CUDA): its staging stream, pinned staging
-// memory and the pointer query, each call through the one check.
+// The chain exchange's CUDA calls (built only with CUDA): its staging stream and the pointer
+// query, each call through the one check.
 #include <cuda_runtime.h>
 
 #include "chain/chain_device.hpp"
 #include "gpu/check.hpp"
 #include "gpu/event.hpp"
-#include "gpu/pinned.hpp"
 #include "gpu/stream.hpp"
 #include "halox/core/error.hpp"
 
@@ -16,10 +15,6 @@ bool is_device_pointer(const void* p, int rank, int* device) {
   gpu::check(cudaPointerGetAttributes(&a, p), "cudaPointerGetAttributes", rank);
   if (device != nullptr) *device = a.type == cudaMemoryTypeDevice ? a.device : -1;
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
-}
-
-std::shared_ptr<std::byte> allocate_pinned(std::size_t bytes, int rank) {
-  return gpu::allocate_mapped(bytes, "chain staging", rank);
 }
 
 struct chain_stream::impl {

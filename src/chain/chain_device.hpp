@@ -1,8 +1,9 @@
 #pragma once
 /// @file
 /// The GPU seam of the chain exchange (src/chain/chain_device.cu; a stub that fails loudly
-/// without CUDA): the stream a device chain stages its payloads on, pinned host memory for that
-/// staging, and a pointer query. C++17-clean and free of CUDA headers.
+/// without CUDA): the stream a device chain stages its payloads on and a pointer query (its
+/// pinned staging memory is transport/staging_buffer.hpp's). C++17-clean and free of CUDA
+/// headers.
 
 #include <cstddef>
 #include <memory>
@@ -15,10 +16,6 @@ namespace halox::detail {
 /// Whether `p` points into CUDA device (or managed) memory. `rank` is for error messages.
 /// `device` (optional): the GPU it belongs to, or -1 for managed memory (any GPU reaches it).
 bool is_device_pointer(const void* p, int rank, int* device = nullptr);
-
-/// Pinned host memory for the chain's staging (mapped and portable, zero-initialised); the
-/// returned pointer frees itself. `rank` is for error messages.
-std::shared_ptr<std::byte> allocate_pinned(std::size_t bytes, int rank);
 
 /// The staging copies of a device chain, in order on one stream of halox's own: a blocking
 /// stream (work on the legacy default stream finishes before its copies start) of the highest

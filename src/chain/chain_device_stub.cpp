@@ -9,10 +9,6 @@ bool is_device_pointer(const void*, int rank, int*) {
   fail("rank {}: device chain payload checked but this halox was built without CUDA", rank);
 }
 
-std::shared_ptr<std::byte> allocate_pinned(std::size_t, int rank) {
-  fail("rank {}: pinned chain staging requested but this halox was built without CUDA", rank);
-}
-
 struct chain_stream::impl {};
 
 chain_stream::chain_stream(int rank) {

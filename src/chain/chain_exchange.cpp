@@ -1,6 +1,8 @@
-// The untyped core of halox::chain<T>: one round = sizes to both neighbours, then the data,
-// over plain MPI on a duplicated communicator; device payloads staged through pinned memory, or
-// (staging nccl) sizes and data as NCCL groups between device buffers on the chain's stream.
+// The untyped core of halox::chain<T>, the part that is the chain's own: what a round sends
+// and the call/reject protocol its sizes carry, gathers and their context windows, and the
+// set-up agreement. One round = sizes to both neighbours, then the data; a carrier moves them
+// (chain_round.hpp: plain MPI on a duplicated communicator with pinned staging for device
+// payloads, chain_mpi.cpp; or NCCL groups on the chain's stream, chain_nccl.cpp).
 #include "halox/chain/chain_exchange.hpp"
 
 #include <algorithm>
@@ -19,38 +21,21 @@
 
 #include "chain/chain_call.hpp"
 #include "chain/chain_device.hpp"
+#include "chain/chain_round.hpp"
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
 #include "halox/core/options.hpp"
 #include "mpi/check.hpp"
 #include "transport/nccl_comm.hpp"
 #include "transport/routes.hpp"
+#include "transport/staging_buffer.hpp"
 
 namespace halox::detail {
 
 namespace {
 
-// Sizes and data in each direction have their own tag, so that with two ranks (periodic) the
-// message to my left and the one to my right, both going to the same peer, never mix.
-constexpr int tag_size_rightward = 21, tag_size_leftward = 22;
-constexpr int tag_data_rightward = 23, tag_data_leftward = 24;
 constexpr std::string_view part = "chain";  // for MPI errors
-// A size message carrying this instead of a count: the sender rejected its own payload (or, in
-// a gather, has no context to pass on).
-constexpr std::uint64_t rejected = ~std::uint64_t(0);
-// A size message is two words: the count (or `rejected`) and the call (chain_call.hpp).
-constexpr int head_words = 2;
-constexpr std::size_t head_bytes = head_words * sizeof(std::uint64_t);
-// Data messages travel in pieces of at most 1 GiB (MPI counts are int); same tag, in order.
-constexpr std::size_t piece_bytes = std::size_t(1) << 30;
 constexpr const char* side_name[2] = {"left", "right"};
-
-std::size_t pieces(std::size_t bytes) {
-  return (bytes + piece_bytes - 1) / piece_bytes;
-}
-int piece_size(std::size_t bytes, std::size_t k) {
-  return int(std::min(piece_bytes, bytes - k * piece_bytes));
-}
 
 // The element type's name as the user wrote it, where the compiler can tell.
 std::string readable(const char* name) {
@@ -65,74 +50,33 @@ std::string readable(const char* name) {
 #endif
 }
 
-// Memory in one space that grows geometrically and never shrinks; contents are not kept.
-struct growing {
-  std::shared_ptr<std::byte> p;
-  std::size_t cap = 0;
-  std::byte* get() const { return p.get(); }
-  // True when it had to allocate. `pinned`: page-locked host memory (device chains' staging).
-  bool reserve(std::size_t bytes, memory_space space, bool pinned, int rank) {
-    if (bytes <= cap) return false;
-    const std::size_t n = std::max(bytes, cap * 2);
-    p.reset();  // free first: the old contents are not needed
-    p = pinned ? allocate_pinned(n, rank) : allocate(space, n);
-    cap = n;
-    return true;
-  }
-};
-
 }  // namespace
 
-// One neighbour: what goes to it and what comes from it in the current round.
-struct chain_side {
-  int peer = -1;  // -1: no neighbour on this side
-  int send_size_tag = 0, send_data_tag = 0, recv_data_tag = 0;
-  bool active = false;           // takes part in this round (a gather skips finished pairs)
-  std::uint64_t send_count = 0;  // elements, or `rejected`
-  std::uint64_t send_head[head_words] = {0, 0};  // count and call; MPI reads it until the end
-  std::uint64_t recv_head[head_words] = {0, 0};  // written by the size receive
-  std::uint64_t recv_count = 0;                  // elements announced (0 after `rejected`)
-  bool size_arrived = false;
-  bool mismatch = false;                 // the neighbour made another call
-  bool rejected_in = false;              // the neighbour announced `rejected`
-  const std::byte* send_from = nullptr;  // host memory MPI sends from
-  MPI_Request size_send = MPI_REQUEST_NULL;
-  std::vector<MPI_Request> data_send, data_recv;
-  growing recv_host;   // host chain: the delivered data; device chain: its pinned staging
-  growing recv_dev;    // device chain: the delivered data
-  growing send_stage;  // device chain: pinned copy of the payload
-};
-
-struct chain_state {
+struct chain_state final : chain_round {
   boost::mpi::communicator comm;
   MPI_Comm raw = MPI_COMM_NULL;
   int rank = 0, size = 1;
   chain_options opt;
-  std::size_t elem = 1;
-  chain_side side[2];  // 0: left, 1: right
-  MPI_Request size_recv[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  // Staging nccl: the communicator shared over these ranks; declared before `gpu`, so that the
-  // stream has drained before the last user lets it go.
-  std::shared_ptr<nccl_comm> nccl;
-  growing sizes_host, sizes_dev;      // nccl: pinned and device heads [send l, send r, recv l, r]
-  bool sizes_pending = false;         // nccl: this round's size group is enqueued, not yet read
+  // Carries the rounds (MPI, or NCCL under staging nccl); declared before `gpu`, so that the
+  // stream has drained before its buffers go and before the last user lets NCCL go.
+  std::unique_ptr<chain_carrier> carrier;
   std::unique_ptr<chain_stream> gpu;  // device chains: staging copies on halox's stream
-  bool delivery_enqueued = false;     // this round's host-to-device copies are enqueued
-  bool delivery_pending = false;      // ... and may still be reading the pinned staging
   std::uint64_t generation = 0;
   bool in_flight = false;
   std::uint64_t current_call = 0;  // the call under way (chain_call.hpp), sent with every size
   std::string round_error;         // a neighbour made another call or rejected its payload
   bool round_mismatch = false;     // ... and it was another call (that message wins)
-  growing context;                 // gather: the collected elements
+  staging_buffer context;          // gather: the collected elements
   std::size_t context_first = 0, context_count = 0;
 
   chain_state(const boost::mpi::communicator& c, const chain_options& o, std::size_t e,
               const char* type_name)
-      : comm(c, boost::mpi::comm_duplicate), opt(o), elem(e) {
+      : comm(c, boost::mpi::comm_duplicate), opt(o) {
+    elem = e;
     raw = MPI_Comm(comm);
     rank = comm.rank();
     size = comm.size();
+    context = context_memory();
     bool want_nccl = false;
     agree_on_setup(type_name, want_nccl);
     if (opt.max_elements == 0) opt.max_elements = (std::size_t(1) << 40) / elem;
@@ -141,13 +85,7 @@ struct chain_state {
     const bool ends = !opt.periodic;
     side[0].peer = ends && rank == 0 ? -1 : (rank + size - 1) % size;
     side[1].peer = ends && rank == size - 1 ? -1 : (rank + 1) % size;
-    side[0].send_size_tag = tag_size_leftward;
-    side[0].send_data_tag = tag_data_leftward;
-    side[0].recv_data_tag = tag_data_rightward;
-    side[1].send_size_tag = tag_size_rightward;
-    side[1].send_data_tag = tag_data_rightward;
-    side[1].recv_data_tag = tag_data_leftward;
-    agree_on_nccl(want_nccl);
+    agree_on_carrier(want_nccl);
   }
 
   ~chain_state() {
@@ -203,20 +141,23 @@ struct chain_state {
   // this chain (every rank asked for it, halox has NCCL, no two ranks of a node share a GPU),
   // or throws on every rank where some rank asked and it cannot. Ranks that do not want NCCL
   // anywhere do one all-reduce and nothing else.
-  void agree_on_nccl(bool want) {
-    std::vector<int> peers;  // connected now, not in the first round
+  void agree_on_carrier(bool want) {
+    std::vector<int> peers;
     for (const auto& d : side)
       if (d.peer >= 0) peers.push_back(d.peer);
-    if (!route_table::agree_chain(raw, want, device(), peers).nccl()) return;
-    agree(comm, [&] {
-      sizes_host.reserve(4 * head_bytes, memory_space::host, true, rank);
-      sizes_dev.reserve(4 * head_bytes, memory_space::device, false, rank);
-    });
-    nccl = nccl_comm::shared(raw);  // collective; fails on every rank together
-    nccl->connect(peers);
+    if (route_table::agree_chain(raw, want, device(), peers).nccl())
+      carrier = make_nccl_carrier(*this, comm, *gpu);
+    else
+      carrier = make_mpi_carrier(*this, raw, rank, gpu.get());
   }
 
   bool device() const { return opt.space == memory_space::device; }
+
+  // Memory for a gather's context, in the chain's space.
+  staging_buffer context_memory() const {
+    return {device() ? staging_buffer::place::device : staging_buffer::place::host, "chain staging",
+            rank};
+  }
 
   // Why this payload cannot be sent, or "" if it can.
   std::string reject_reason(chain_bytes b, int s) const {
@@ -235,6 +176,7 @@ struct chain_state {
           "rank {}: payload for the {} neighbour is not device memory, but this chain's space "
           "is device",
           rank, side_name[s]);
+    const nccl_comm* nccl = carrier->nccl();
     if (nccl && gpu_of >= 0 && gpu_of != nccl->device())
       return fmt::format(
           "rank {}: payload for the {} neighbour (rank {}) is memory of GPU {}, but this chain's "
@@ -268,11 +210,8 @@ struct chain_state {
   }
 
   // Posts a round on the `active` sides: the sizes, each with the call, then (MPI) the data.
-  // A `marked` side announces `rejected` and sends no data.
+  // A `marked` side announces `chain_rejected` and sends no data.
   void post_round(const chain_bytes* out, const bool* active, const bool* marked, stream_t after) {
-    // The last delivery read the pinned staging (NCCL has none: its stream keeps the order).
-    if (gpu && delivery_pending && !nccl) gpu->synchronize();
-    delivery_pending = delivery_enqueued = false;
     ++generation;
     in_flight = true;
     round_error.clear();
@@ -280,151 +219,14 @@ struct chain_state {
     for (int s = 0; s < 2; ++s) {
       auto& d = side[s];
       d.active = d.peer >= 0 && active[s];
-      d.size_arrived = !d.active;
       d.recv_count = 0;
       d.mismatch = d.rejected_in = false;
-      d.send_count = marked[s] ? rejected : out[s].count;
+      d.send_count = marked[s] ? chain_rejected : out[s].count;
       d.send_from = out[s].data;
       d.send_head[0] = d.send_count;
       d.send_head[1] = current_call;
-      d.data_recv.clear();
-      d.data_send.clear();
     }
-    if (nccl) {
-      post_sizes_nccl(after);
-      return;  // the data group follows the sizes, in finish()
-    }
-    post_sizes_mpi();
-    stage_sends(after);
-    for (auto& d : side) send_data(d);
-  }
-
-  void post_sizes_mpi() {
-    for (int s = 0; s < 2; ++s) {
-      auto& d = side[s];
-      if (!d.active) continue;
-      // Its size comes with the tag of the opposite direction: from my left neighbour, moving
-      // rightwards.
-      const int recv_tag = s == 0 ? tag_size_rightward : tag_size_leftward;
-      mpi::check(
-          MPI_Irecv(d.recv_head, head_words, MPI_UINT64_T, d.peer, recv_tag, raw, &size_recv[s]),
-          "MPI_Irecv(size)", rank, part, d.peer);
-      mpi::check(MPI_Isend(d.send_head, head_words, MPI_UINT64_T, d.peer, d.send_size_tag, raw,
-                           &d.size_send),
-                 "MPI_Isend(size)", rank, part, d.peer);
-    }
-  }
-
-  // NCCL sends and receives go in one group per step, in one order on every rank: to the left
-  // then to the right; from the right (what moves leftwards) then from the left. So the k-th
-  // message between two ranks meets the k-th receive even when the left and the right
-  // neighbour are the same rank (two ranks, periodic) or this rank itself (one rank).
-  static constexpr int recv_order[2] = {1, 0};
-
-  // Staging nccl: the heads in pinned memory, [send left, send right, recv left, recv right].
-  std::uint64_t* head_at(std::size_t k) const {
-    return reinterpret_cast<std::uint64_t*>(sizes_host.get()) + k * head_words;
-  }
-
-  // Staging nccl: the sizes go device to device as a group, after the work on `after`; their
-  // copy back to pinned memory is read once the stream has passed it (finish_nccl).
-  void post_sizes_nccl(stream_t after) {
-    nccl_call sends[2], recvs[2];
-    std::size_t ns = 0, nr = 0;
-    auto* dev = reinterpret_cast<std::byte*>(sizes_dev.get());
-    for (int s = 0; s < 2; ++s) {
-      std::memcpy(head_at(std::size_t(s)), side[s].send_head, head_bytes);
-      if (side[s].active) sends[ns++] = {side[s].peer, dev + s * head_bytes, head_bytes};
-    }
-    for (int s : recv_order)
-      if (side[s].active) recvs[nr++] = {side[s].peer, dev + (2 + s) * head_bytes, head_bytes};
-    if (after) gpu->wait_for(after);
-    if (ns + nr == 0) return;
-    gpu->copy(dev, head_at(0), 2 * head_bytes);
-    nccl->enqueue_group(gpu->get(), sends, ns, recvs, nr);
-    gpu->copy(head_at(2), dev + 2 * head_bytes, 2 * head_bytes);
-    gpu->record();
-    sizes_pending = true;
-  }
-
-  // Staging nccl: true once the work recorded last has run; with `block`, waits for it. Polls
-  // NCCL's asynchronous errors meanwhile, so that a failed peer is an error, not a hang.
-  bool settle(bool block) {
-    while (!gpu->done()) {
-      nccl->check_async();
-      if (!block) return false;
-    }
-    return true;
-  }
-
-  // Staging nccl, once the sizes are in: the data group, receiving straight into the device
-  // buffers. Pairs whose calls differ send nothing either way (both sides know).
-  void post_data_nccl() {
-    for (int s = 0; s < 2; ++s) {
-      if (!side[s].active) continue;
-      std::memcpy(side[s].recv_head, head_at(2 + std::size_t(s)), head_bytes);
-      on_size(s);
-    }
-    nccl_call sends[2], recvs[2];
-    std::size_t ns = 0, nr = 0;
-    for (int s = 0; s < 2; ++s) {
-      const auto& d = side[s];
-      if (d.active && !d.mismatch && d.send_count != rejected && d.send_count > 0)
-        sends[ns++] = {d.peer, const_cast<std::byte*>(d.send_from), d.send_count * elem};
-    }
-    for (int s : recv_order) {
-      const auto& d = side[s];
-      if (d.active && d.recv_count > 0)
-        recvs[nr++] = {d.peer, d.recv_dev.get(), d.recv_count * elem};
-    }
-    nccl->enqueue_group(gpu->get(), sends, ns, recvs, nr);
-    gpu->record();  // for the polls of test()
-    delivery_enqueued = delivery_pending = true;
-  }
-
-  // Staging nccl: sizes read, then the data group, then completion: on the host, or by making
-  // `before` wait for the chain's stream.
-  bool progress_nccl(bool block, stream_t before) {
-    if (sizes_pending) {
-      if (!settle(block)) return false;
-      sizes_pending = false;
-      post_data_nccl();
-    }
-    if (before) {
-      gpu->signal(before);  // the user's stream waits; the host does not
-    } else {
-      if (!settle(block)) return false;
-      delivery_pending = false;
-    }
-    nccl->check_async();
-    in_flight = false;
-    return true;
-  }
-
-  // Points each side's send at host memory: the user's span, or (device) its pinned copy.
-  void stage_sends(stream_t after) {
-    // Also orders this round's deliveries after the stream's reads of the last round's data.
-    if (gpu && after) gpu->wait_for(after);
-    bool copied = false;
-    for (auto& d : side) {
-      if (!gpu || !d.active || d.send_count == rejected || d.send_count == 0) continue;
-      const std::size_t bytes = d.send_count * elem;
-      d.send_stage.reserve(bytes, memory_space::host, true, rank);
-      gpu->copy(d.send_stage.get(), d.send_from, bytes);
-      d.send_from = d.send_stage.get();
-      copied = true;
-    }
-    if (copied) gpu->synchronize();
-  }
-
-  void send_data(chain_side& d) {
-    if (!d.active || d.send_count == rejected || d.send_count == 0) return;
-    const std::size_t bytes = d.send_count * elem;
-    d.data_send.resize(pieces(bytes));
-    for (std::size_t k = 0; k < d.data_send.size(); ++k)
-      mpi::check(MPI_Isend(d.send_from + k * piece_bytes, piece_size(bytes, k), MPI_BYTE, d.peer,
-                           d.send_data_tag, raw, &d.data_send[k]),
-                 "MPI_Isend(data)", rank, part, d.peer);
+    carrier->start(after);
   }
 
   // The neighbour on side `s` made call `theirs`, not this rank's: the error of this round (the
@@ -440,15 +242,14 @@ struct chain_state {
         rank, describe_call(current_call), side_name[s], side[s].peer, describe_call(theirs));
   }
 
-  // A size has arrived: check the call, then post the data receive of exactly that size. Data
-  // from a neighbour that made another call is received all the same (MPI: it is on its way)
-  // and never handed out, so that no message is left behind to meet a later call.
-  void on_size(int s) {
+  // A size has arrived (chain_round): check the call and the count. Data from a neighbour
+  // that made another call is received all the same where the transport has it on its way
+  // (MPI) and never handed out, so that no message is left behind to meet a later call.
+  void on_size(int s) override {
     auto& d = side[s];
-    d.size_arrived = true;
     d.recv_count = d.recv_head[0];
     if (d.recv_head[1] != current_call) note_mismatch(s, d.recv_head[1]);
-    if (d.recv_count == rejected) {
+    if (d.recv_count == chain_rejected) {
       d.recv_count = 0;
       d.rejected_in = true;
       if (round_error.empty())
@@ -463,29 +264,6 @@ struct chain_state {
             "rank {}: the {} neighbour (rank {}) announced {} elements, more than max_elements "
             "= {}",
             rank, side_name[s], d.peer, d.recv_count, opt.max_elements);
-    if (d.mismatch && nccl) d.recv_count = 0;  // over NCCL such a pair sends no data
-    if (d.recv_count == 0) return;
-    const std::size_t bytes = d.recv_count * elem;
-    if (device()) d.recv_dev.reserve(bytes, memory_space::device, false, rank);
-    if (nccl) return;  // NCCL receives straight into the device buffer
-    d.recv_host.reserve(bytes, memory_space::host, device(), rank);
-    d.data_recv.resize(pieces(bytes));
-    for (std::size_t k = 0; k < d.data_recv.size(); ++k)
-      mpi::check(MPI_Irecv(d.recv_host.get() + k * piece_bytes, piece_size(bytes, k), MPI_BYTE,
-                           d.peer, d.recv_data_tag, raw, &d.data_recv[k]),
-                 "MPI_Irecv(data)", rank, part, d.peer);
-  }
-
-  bool complete(std::vector<MPI_Request>& reqs, bool block, const char* call_name) {
-    if (reqs.empty()) return true;
-    int flag = 1;
-    if (block)
-      mpi::check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), call_name, rank,
-                 part);
-    else
-      mpi::check(MPI_Testall(int(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE), call_name,
-                 rank, part);
-    return flag != 0;
   }
 
   // Progresses the round; with `block`, to its end. Returns whether it is complete. Throws
@@ -499,64 +277,13 @@ struct chain_state {
 
   // As finish, but leaves round_error to the caller (gathers).
   bool progress(bool block, stream_t before) {
-    if (nccl) return progress_nccl(block, before);
-    while (!side[0].size_arrived || !side[1].size_arrived) {
-      int idx = MPI_UNDEFINED, flag = 1;
-      if (block)
-        mpi::check(MPI_Waitany(2, size_recv, &idx, MPI_STATUS_IGNORE), "MPI_Waitany(size)", rank,
-                   part);
-      else
-        mpi::check(MPI_Testany(2, size_recv, &idx, &flag, MPI_STATUS_IGNORE), "MPI_Testany(size)",
-                   rank, part);
-      if (!flag) return false;
-      if (idx == MPI_UNDEFINED) break;  // cannot happen: a side still waits for its size
-      on_size(idx);
-    }
-    for (auto& d : side) {
-      if (!complete(d.data_recv, block, "MPI_Waitall(data receives)")) return false;
-      if (d.size_send != MPI_REQUEST_NULL) {
-        int flag = 1;
-        if (block)
-          mpi::check(MPI_Wait(&d.size_send, MPI_STATUS_IGNORE), "MPI_Wait(size send)", rank, part,
-                     d.peer);
-        else
-          mpi::check(MPI_Test(&d.size_send, &flag, MPI_STATUS_IGNORE), "MPI_Test(size send)", rank,
-                     part, d.peer);
-        if (!flag) return false;
-      }
-      if (!complete(d.data_send, block, "MPI_Waitall(data sends)")) return false;
-    }
-    // A neighbour's data from another call was only received to be dropped.
-    for (auto& d : side)
-      if (d.mismatch) d.recv_count = 0;
-    if (gpu && !deliver(block, before)) return false;
+    if (!carrier->progress(block, before)) return false;
     in_flight = false;
     return true;
   }
 
-  // Device chains: copies the received data from pinned staging into the device buffers.
-  bool deliver(bool block, stream_t before) {
-    if (!delivery_enqueued) {
-      for (auto& d : side)
-        if (d.recv_count > 0) gpu->copy(d.recv_dev.get(), d.recv_host.get(), d.recv_count * elem);
-      gpu->record();  // for the polls of test()
-      delivery_enqueued = delivery_pending = true;
-    }
-    if (before) {
-      gpu->signal(before);  // the user's stream waits; the host does not
-      return true;
-    }
-    if (block)
-      gpu->synchronize();
-    else if (!gpu->done())
-      return false;
-    delivery_pending = false;
-    return true;
-  }
-
   chain_bytes received(int s) const {
-    const auto& d = side[s];
-    return {device() ? d.recv_dev.get() : d.recv_host.get(), std::size_t(d.recv_count)};
+    return {carrier->received(s), std::size_t(side[s].recv_count)};
   }
 
   void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
@@ -572,18 +299,18 @@ struct chain_state {
   void extend_context(chain_bytes in, bool front) {
     if (in.count == 0) return;
     const std::size_t need = (context_count + in.count) * elem;
-    if (need > context.cap) {
-      growing bigger;
-      bigger.reserve(std::max(need, 2 * context.cap), opt.space, false, rank);
+    if (need > context.capacity()) {
+      staging_buffer bigger = context_memory();
+      bigger.reserve(std::max(need, 2 * context.capacity()));
       // Left contexts are kept at the end of the buffer so they grow towards the front.
-      const std::size_t first = front ? bigger.cap / elem - context_count : 0;
+      const std::size_t first = front ? bigger.capacity() / elem - context_count : 0;
       copy_bytes(bigger.get() + first * elem, context.get() + context_first * elem,
                  context_count * elem);
       if (gpu) gpu->synchronize();  // before the old buffer is freed
       context = std::move(bigger);
       context_first = first;
     } else if (front && context_count == 0) {
-      context_first = context.cap / elem;
+      context_first = context.capacity() / elem;
     }
     if (front) {
       context_first -= in.count;
@@ -603,8 +330,8 @@ struct chain_state {
     int reach = 0, next_reach = 0;  // rounds in which this rank / the `to` neighbour take data
     std::size_t sent = 0;           // elements sent on to the `to` neighbour: its context size
     std::size_t last = 0;           // elements the last round added to this context
-    bool done[2] = {false, false};  // pair over: no neighbour, another call, or `rejected`
-    bool poisoned = false;          // this context cannot be completed: announce `rejected`
+    bool done[2] = {false, false};  // pair over: no neighbour, another call, or rejected
+    bool poisoned = false;          // this context cannot be completed: announce chain_rejected
     std::string error;              // thrown at the end: the first, another call first of all
     bool error_is_mismatch = false;
 
@@ -759,7 +486,7 @@ memory_space chain_core::space() const {
   return s_->opt.space;
 }
 bool chain_core::uses_nccl() const {
-  return s_->nccl != nullptr;
+  return s_->carrier->nccl() != nullptr;
 }
 
 }  // namespace halox::detail

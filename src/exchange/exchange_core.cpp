@@ -9,6 +9,7 @@
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
 #include "mpi/check.hpp"
+#include "transport/staging_buffer.hpp"
 
 namespace halox::detail {
 
@@ -26,8 +27,8 @@ route_table agree_routes(MPI_Comm comm, exchange_program& prog) {
   prog.device_recv = prog.recv_buf;
   prog.send_extent = extent_of(prog.sends);
   prog.recv_extent = extent_of(prog.recvs);
-  prog.send_buf = allocate_mapped(prog.send_extent);
-  prog.recv_buf = allocate_mapped(prog.recv_extent);
+  prog.send_buf = allocate_pinned(prog.send_extent, "mapped", -1);
+  prog.recv_buf = allocate_pinned(prog.recv_extent, "mapped", -1);
   prog.copy_staging = true;
   prog.device_buffers = false;
   prog.staged = staging::host_staged;

@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "halox/core/format.hpp"
-#include "pack/device_copy.hpp"
 #include "transport/staging.hpp"
+#include "transport/staging_buffer.hpp"
 
 namespace halox::detail {
 
@@ -100,7 +100,8 @@ std::string program_builder::decide_staging() {
 void program_builder::allocate_buffers(bool gpu) {
   auto buffer = [&](std::size_t bytes) {
     if (!gpu) return allocate(memory_space::host, bytes);
-    return p_.device_buffers ? allocate(memory_space::device, bytes) : allocate_mapped(bytes);
+    return p_.device_buffers ? allocate(memory_space::device, bytes)
+                             : allocate_pinned(bytes, "mapped", -1);
   };
   p_.send_buf = buffer(offset_[send]);
   p_.recv_buf = buffer(offset_[recv]);

@@ -19,7 +19,6 @@
 #include "gpu/cuda_driver.hpp"
 #include "gpu/event.hpp"
 #include "gpu/memory.hpp"
-#include "gpu/pinned.hpp"
 #include "gpu/stream.hpp"
 #include "halox/core/error.hpp"
 #include "pack/device_copy.hpp"
@@ -492,10 +491,6 @@ std::string device_copier::summary() const {
                      p_->fused_grid > 0 ? "; pack and unpack as one launch (exchanges up to 1 MiB "
                                           "with device signals)"
                                         : "");
-}
-
-std::shared_ptr<std::byte> allocate_mapped(std::size_t bytes) {
-  return gpu::allocate_mapped(bytes, "mapped", -1);
 }
 
 }  // namespace halox::detail

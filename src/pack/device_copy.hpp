@@ -119,8 +119,4 @@ class device_copier {
   std::unique_ptr<impl> p_;
 };
 
-/// Pinned host memory mapped into the device address space: the pack kernel writes messages
-/// straight into it and MPI reads them from there. Zero-initialised, 64-byte aligned.
-std::shared_ptr<std::byte> allocate_mapped(std::size_t bytes);
-
 }  // namespace halox::detail

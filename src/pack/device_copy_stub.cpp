@@ -46,8 +46,4 @@ std::string device_copier::summary() const {
   return {};
 }
 
-std::shared_ptr<std::byte> allocate_mapped(std::size_t) {
-  fail("mapped pinned memory requested but this halox was built without CUDA");
-}
-
 }  // namespace halox::detail

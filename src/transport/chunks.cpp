@@ -11,15 +11,17 @@ std::size_t ceil_div(std::size_t a, std::size_t b) {
 }
 }  // namespace
 
+std::size_t piece_size(std::size_t bytes, std::size_t chunk) {
+  if (chunk == 0 || bytes <= chunk) return max_piece_bytes;
+  const std::size_t n = ceil_div(bytes, chunk);
+  return std::min(max_piece_bytes, ceil_div(ceil_div(bytes, n), page) * page);
+}
+
 std::vector<piece> split_messages(const std::vector<message>& msgs, std::size_t chunk) {
   std::vector<piece> out;
   for (std::size_t m = 0; m < msgs.size(); ++m) {
     const std::size_t bytes = msgs[m].bytes;
-    std::size_t size = max_piece_bytes;
-    if (chunk > 0 && bytes > chunk) {
-      const std::size_t n = ceil_div(bytes, chunk);
-      size = std::min(max_piece_bytes, ceil_div(ceil_div(bytes, n), page) * page);
-    }
+    const std::size_t size = piece_size(bytes, chunk);
     std::size_t at = 0;
     do {
       const std::size_t b = std::min(size, bytes - at);

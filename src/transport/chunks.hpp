@@ -34,6 +34,10 @@ struct stage {
   std::size_t first = 0, last = 0;
 };
 
+/// The size of every piece but the last of a message of `bytes` bytes cut at `chunk` (the rule
+/// of split_messages): `max_piece_bytes` where `chunk` is 0 or the message fits in one chunk.
+std::size_t piece_size(std::size_t bytes, std::size_t chunk);
+
 /// The pieces of `msgs`, message by message, each in order. With `chunk` > 0 a message of more
 /// than `chunk` bytes is cut into ceil(bytes / chunk) pieces of equal size rounded up to 4 KiB
 /// (the last one shorter); with `chunk` == 0, and always at most `max_piece_bytes`, pieces of

@@ -1,5 +1,6 @@
 // Host staging in pieces, the GPU side (see staging_copies.hpp): every stream and event is
-// created here at set-up; an exchange only enqueues copies, records and queries events.
+// created here at set-up; an exchange only enqueues copies, records and queries events. Also
+// the pinned memory of staging buffers (staging_buffer.hpp).
 #include "transport/staging_copies.hpp"
 
 #include <cuda_runtime.h>
@@ -8,9 +9,15 @@
 
 #include "gpu/check.hpp"
 #include "gpu/event.hpp"
+#include "gpu/pinned.hpp"
 #include "gpu/stream.hpp"
+#include "transport/staging_buffer.hpp"
 
 namespace halox::detail {
+
+std::shared_ptr<std::byte> allocate_pinned(std::size_t bytes, const char* what, int rank) {
+  return gpu::allocate_mapped(bytes, what, rank);
+}
 
 struct staging_copies::impl {
   explicit impl(int r)

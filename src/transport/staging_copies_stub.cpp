@@ -1,8 +1,15 @@
-// Builds without CUDA: no device fields, so nothing is ever staged through host memory.
+// Builds without CUDA: no device fields or device chains, so nothing is ever staged through
+// host memory.
 #include "halox/core/error.hpp"
+#include "transport/staging_buffer.hpp"
 #include "transport/staging_copies.hpp"
 
 namespace halox::detail {
+
+std::shared_ptr<std::byte> allocate_pinned(std::size_t, const char* what, int rank) {
+  if (rank < 0) fail("{} pinned memory requested but this halox was built without CUDA", what);
+  fail("rank {}: pinned {} requested but this halox was built without CUDA", rank, what);
+}
 
 struct staging_copies::impl {};
 
