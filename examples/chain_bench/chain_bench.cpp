@@ -276,9 +276,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed rounds first")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_flag("--device", o.device,
-               "payloads and delivered data in GPU memory (CUDA builds; one GPU per rank of a "
-               "node, round robin; exits 77 where a rank has no GPU, 2 in a build without CUDA)");
+  example_app::add_device(app, o.device, "payloads and delivered data");
   if (const int rc = example_app::parse(world, app, argc, argv); rc >= 0) return rc;
 #ifndef CHAIN_BENCH_CUDA
   if (o.device) {

@@ -29,11 +29,13 @@ inline void add_progress(CLI::App& app, int& every) {
       ->capture_default_str();
 }
 
-/// `--device`: fields in GPU memory (CUDA builds), one GPU per rank of a node.
-inline void add_device(CLI::App& app, bool& device) {
+/// `--device`: `what` (by default the fields) in GPU memory (CUDA builds), one GPU per rank of
+/// a node.
+inline void add_device(CLI::App& app, bool& device, const std::string& what = "fields") {
   app.add_flag("--device", device,
-               "fields in GPU memory (CUDA builds; one GPU per rank of a node, round robin; "
-               "exits 77 where a rank has no GPU, 2 in a build without CUDA)");
+               what +
+                   " in GPU memory (CUDA builds; one GPU per rank of a node, round robin; exits "
+                   "77 where a rank has no GPU, 2 in a build without CUDA)");
 }
 
 }  // namespace example_app

@@ -44,8 +44,8 @@ __device__ unsigned long long global_ns() {
 
 __global__ void empty() {}
 
-// The flag as halox's device signals use it: release stores into the other GPU's memory,
-// acquire loads of its own, both at system scope.
+// A release store into the other GPU's memory and acquire loads of its own, both at system
+// scope: halox's data-ready flag is such a release (its polls are relaxed, then one acquire).
 using sys_flag = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
 
 __global__ void ping_kernel(unsigned long long* theirs, unsigned long long* mine, int n,
