@@ -119,7 +119,6 @@ class device_nccl_path final : public exchange_path {
     dev_.enter(after);
     dev_.launch_pack();
     dev_.enqueue(nccl_);
-    dev_.launch_beside();    // the local copies beside the messages, once these are on their way
     dev_.buffers_guarded();  // stream order guards the buffers
     clock_.begin();
   }

@@ -70,20 +70,6 @@ std::unique_ptr<nccl_path> attach_nccl(MPI_Comm comm, const route_table& routes,
                            prog.recv_buf.get(), ipc == nullptr);
 }
 
-// Local copies of fewer bytes than this stay inside the pack kernel under NCCL: beside it,
-// they would cost the host two events and a launch (about 3 us) for less GPU time than that.
-constexpr std::size_t local_beside_min_bytes = std::size_t(1) << 20;
-
-std::size_t bytes_of(const std::vector<copy_op>& ops) {
-  std::size_t n = 0;
-  for (const auto& op : ops) {
-    std::size_t b = op.ndims > 0 ? op.elem : 0;
-    for (int k = 0; k < op.ndims; ++k) b *= std::size_t(op.count[std::size_t(k)]);
-    n += b;
-  }
-  return n;
-}
-
 std::vector<std::size_t> indices_of(const std::vector<message>& subset,
                                     const std::vector<message>& all) {
   std::vector<std::size_t> out;
@@ -143,24 +129,12 @@ void exchange_core::place_steps() {
   }
   const device_steps own = place_device(prog_, direct, prog_.send_buf.get(), prog_.recv_buf.get());
   const device_steps& first = ipc_ ? ipc_->steps(0) : own;
-  // Under NCCL a rank's own periodic images run beside the messages, on a stream of their own,
-  // where they are large enough to be worth the launches that costs (below, inside the pack).
-  std::vector<copy_op> pack = first.pack, local;
-  if (nccl_ && !ipc_ && !prog_.ordered_device_unpack) {
-    const std::byte* buf = prog_.send_buf.get();
-    const std::size_t extent = extent_of(prog_.sends);
-    auto is_local = [&](const copy_op& op) {
-      return buf == nullptr || op.dst < buf || op.dst >= buf + extent;
-    };
-    std::copy_if(pack.begin(), pack.end(), std::back_inserter(local), is_local);
-    if (bytes_of(local) >= local_beside_min_bytes)
-      pack.erase(std::remove_if(pack.begin(), pack.end(), is_local), pack.end());
-    else
-      local.clear();
-  }
-  gpu_ = std::make_unique<device_copier>(pack, first.gather, first.unpack, first.scatter,
+  // A rank's own periodic images are copied inside the pack kernel on every path. Under NCCL
+  // a second stream for them (beside the messages, at the default priority) lost 2-3% of a
+  // solver's step: the copies got SMs only at the end of the user's interior update, which the
+  // unpack then waited for (docs/performance.md).
+  gpu_ = std::make_unique<device_copier>(first.pack, first.gather, first.unpack, first.scatter,
                                          prog_.device_local_ordered, prog_.ordered_device_unpack);
-  if (!local.empty()) gpu_->run_local_beside(local);
   if (ipc_ && ipc_->alternates()) {
     const device_steps& second = ipc_->steps(1);
     gpu_->use_alternate(second.pack, second.gather, second.unpack, second.scatter);

@@ -207,8 +207,6 @@ class device_work {
   void* stream() const { return c_.gpu_->stream(); }
   /// NCCL's group for this exchange, on halox's stream.
   void enqueue(nccl_path& n) { n.enqueue(c_.gpu_->stream(), c_.gpu_->capture()); }
-  /// The local copies that run beside the messages (device_copier::launch_beside).
-  void launch_beside() { c_.gpu_->launch_beside(c_.rank()); }
   void finish_unpack(stream_t before) { c_.finish_unpack(before); }
   bool unpack_ready() { return c_.unpack_ready(); }
   /// Device signals (CUDA IPC) and graph replays that count exchanges on the device.

@@ -167,16 +167,6 @@ struct device_copier::impl {
     for (const auto& g : scatter)
       steps.emplace_back(std::vector<copy_op>{}, std::vector{g}, scatter_kind, -1, caps);
   }
-  // run_local_beside(): the local copies, and (made then, for the exchanges that have them)
-  // their stream, forked from halox's at every pack and joined before the unpack, with the
-  // events that fork and join it.
-  struct lane {
-    gpu::stream stream{cudaStreamNonBlocking};
-    gpu::event fork, join;
-  };
-  table beside;
-  std::optional<lane> side;
-  bool beside_pending = false;
   cudaStream_t local_on = nullptr;  // the user's stream of the last launch_local() (compared,
                                     // never used: it may be destroyed since)
   int fold_cap = 1;                 // pack grids up to this size wait for their signals themselves
@@ -220,7 +210,6 @@ device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector
 device_copier::~device_copier() {
   if (!p_) return;
   (void)cudaStreamSynchronize(p_->s());
-  if (p_->side) (void)cudaStreamSynchronize(p_->side->stream.get());
   // launch_local's copies, on a user stream; `done` last recorded inside a CUDA graph capture
   // cannot be waited on (the graph's replays are the user's to complete).
   if (p_->done_capture == 0) (void)cudaEventSynchronize(p_->done.get());
@@ -329,26 +318,7 @@ void device_copier::use_alternate(const std::vector<copy_op>& pack,
   p_->upload_unpack(p_->unpack_alt, p_->unpack_steps_alt, unpack, scatter);
   p_->alternate = true;
 }
-void device_copier::run_local_beside(const std::vector<copy_op>& local) {
-  if (p_->signals || p_->ordered)
-    fail("local copies beside the pack requested with signals or ordered unpacking (internal "
-         "error)");
-  p_->beside = table(local, {}, gather_kind, -1, p_->caps);
-  if (p_->beside.n > 0) p_->side.emplace();
-}
-void device_copier::launch_beside(int rank) {
-  if (!p_->side) return;
-  auto& side = *p_->side;
-  check(cudaStreamWaitEvent(side.stream.get(), side.fork.get(), 0), "cudaStreamWaitEvent(fork)",
-        rank);
-  p_->beside.launch(side.stream.get(), rank, "local copy launch");
-  check(cudaEventRecord(side.join.get(), side.stream.get()), "cudaEventRecord(join)", rank);
-  p_->beside_pending = true;
-}
 void device_copier::launch_pack(int rank, std::uint64_t exchange) {
-  // The copies beside start from here in stream order; launch_beside() launches them.
-  if (p_->side)
-    check(cudaEventRecord(p_->side->fork.get(), p_->s()), "cudaEventRecord(fork)", rank);
   if (p_->local_on) {  // the last local copies ran on a user's stream: this launch follows them
     if (p_->done_capture == p_->capture)
       check(cudaStreamWaitEvent(p_->s(), p_->done.get(), 0), "cudaStreamWaitEvent", rank);
@@ -374,11 +344,6 @@ void device_copier::launch_pack(int rank, std::uint64_t exchange) {
   for (const auto& t : p_->local_steps) t.launch(p_->s(), rank, "local copy launch");
 }
 void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
-  if (p_->beside_pending) {
-    check(cudaStreamWaitEvent(p_->s(), p_->side->join.get(), 0), "cudaStreamWaitEvent(join)",
-          rank);
-    p_->beside_pending = false;
-  }
   const bool ops = p_->batch && !p_->wait_ops.empty() && !p_->on_device;
   const bool waited = ops && run_mem_ops(p_->batch, p_->s(), p_->wait_ops, exchange);
   if (ops && !waited) p_->wait_ops.clear();  // refused
@@ -479,11 +444,7 @@ std::string device_copier::summary() const {
                            : std::string());
   };
   std::size_t steps = p_->local_steps.size() + p_->unpack_steps.size();
-  return fmt::format("GPU launches: pack {}; {}unpack {}{}{}{}", one(p_->pack),
-                     p_->beside.n > 0
-                         ? fmt::format("local copies beside the messages {}; ", one(p_->beside))
-                         : std::string(),
-                     one(p_->unpack),
+  return fmt::format("GPU launches: pack {}; unpack {}{}{}{}", one(p_->pack), one(p_->unpack),
                      steps ? fmt::format("; {} ordered single-copy steps", steps) : std::string(),
                      p_->alternate ? "; a second pair of lists for odd exchanges (copy 1 of "
                                      "the double receive buffers)"

@@ -60,15 +60,6 @@ class device_copier {
   /// Uploaded once, here (not with signals).
   void use_alternate(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
                      const std::vector<copy_op>& unpack, const std::vector<gather_op>& scatter);
-  /// Local copies (a rank's own periodic images) beside the pack instead of inside it: on a
-  /// second stream forked from halox's at each pack (launch_pack), so that they overlap the
-  /// messages in flight (NCCL's kernel takes a few SMs, the copies the rest); the unpack waits
-  /// for them. Set-up only, not with signals or ordered unpacking.
-  void run_local_beside(const std::vector<copy_op>& local);
-  /// Launches the copies beside (run_local_beside) of the exchange whose pack was just
-  /// launched: called once the messages are on their way, so that their launch costs the host
-  /// nothing before the messages go. Nothing without copies beside.
-  void launch_beside(int rank);
   /// Graph mode (sticky; with signals only): every later launch numbers its exchange after a
   /// count kept in device memory, advanced by the exchange's last launch, instead of by the
   /// host's `exchange` alone (the larger of the two), so that launches captured in a CUDA graph

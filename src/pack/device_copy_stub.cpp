@@ -16,13 +16,11 @@ device_copier::~device_copier() = default;
 void device_copier::use_signals(const device_signals&) {}
 void device_copier::use_alternate(const std::vector<copy_op>&, const std::vector<gather_op>&,
                                   const std::vector<copy_op>&, const std::vector<gather_op>&) {}
-void device_copier::run_local_beside(const std::vector<copy_op>&) {}
 void device_copier::count_on_device() {}
 bool device_copier::counts_on_device() const {
   return false;
 }
 void device_copier::launch_pack(int, std::uint64_t) {}
-void device_copier::launch_beside(int) {}
 void device_copier::launch_unpack(int, std::uint64_t) {}
 void device_copier::launch_local(void*, int) {}
 void device_copier::wait_local(void*, int) {}
