@@ -59,7 +59,12 @@ CUgraphExec_st* end_capture(CUstream_st* s) {
   cudaGraph_t graph = nullptr;
   check(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
   cudaGraphExec_t exec = nullptr;
-  const cudaError_t rc = cudaGraphInstantiate(&exec, graph, 0);
+  // halox's kernels keep the greatest priority of the stream they were captured on (a kernel
+  // node's priority is copied from its stream's): without this flag every node would run at the
+  // priority of the stream the graph is launched into, and halox's pack and NCCL's kernel would
+  // wait behind the interior update for SMs.
+  const cudaError_t rc =
+      cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);
   (void)cudaGraphDestroy(graph);
   check(rc, "cudaGraphInstantiate");
   check(cudaGraphUpload(exec, s), "cudaGraphUpload");

@@ -257,7 +257,8 @@ TEST_CASE("boundary rules and reverse sums replayed in a graph match the same st
   cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   step(exa, reva, fa, ra, da);
   cuda(cudaStreamEndCapture(s, &graph));
-  cuda(cudaGraphInstantiate(&exec, graph, 0));
+  // As docs/graphs.md advises: the nodes keep the priorities of the streams they were captured on.
+  cuda(cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority));
   cuda(cudaGraphDestroy(graph));
   for (int r = 0; r < 30; ++r) {
     cuda(cudaGraphLaunch(exec, s));
