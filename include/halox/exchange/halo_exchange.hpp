@@ -61,6 +61,11 @@ class halo_exchange {
   /// they are posted; the host waits only for the pack kernel, whose output MPI must read (not
   /// at all when this rank sends nothing: only local copies).
   /// Host fields in the same object are packed on the CPU as in start().
+  ///
+  /// Under CUDA stream capture (docs/graphs.md) the exchange's kernels are recorded with the
+  /// greatest priority of halox's stream: instantiate the graph with
+  /// cudaGraphInstantiateFlagUseNodePriority, or they run at the launch stream's priority and
+  /// wait behind the kernels you overlap with them.
   void schedule_exchange(stream_t stream);
   /// Stream-ordered exchange, step two: waits for the messages, enqueues the unpack kernel and
   /// makes `stream` wait for it (an event). Returns without waiting for the unpack; work
