@@ -5,6 +5,9 @@
 // host time base, so records of several processes on one host line up), and at exit writes one
 // text file per process: KTRACE_OUT (default ".") / ktrace-<MPI rank or pid>.txt, one line per
 // record: "start_ns end_ns device stream kind name". tools/ktrace/summarise.py reads them.
+// With KTRACE_API=1 it also records the host's CUDA runtime and driver calls (kind A, device =
+// thread id modulo 2^32, stream 0, name "call#correlation"), and kernels carry "#correlation"
+// after their name, so that a kernel's start can be compared with the call that launched it.
 #include <cupti.h>
 
 #include <atomic>
@@ -22,13 +25,14 @@ namespace {
 struct record {
   unsigned long long start, end;
   unsigned device, stream;
-  char kind;  // K kernel, C memcpy, S memset
+  char kind;  // K kernel, C memcpy, S memset, A API call
   std::string name;
 };
 
 std::mutex mutex;
 std::vector<record> records;
 std::atomic<bool> enabled{false};
+bool api = false;  // KTRACE_API=1: host calls too
 constexpr size_t buffer_bytes = 8u << 20;
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -46,7 +50,20 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(a);
         records.push_back({k->start, k->end, k->deviceId, k->streamId, 'K',
-                           k->name != nullptr ? k->name : "?"});
+                           std::string(k->name != nullptr ? k->name : "?") +
+                               (api ? "#" + std::to_string(k->correlationId) : "")});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_RUNTIME:
+      case CUPTI_ACTIVITY_KIND_DRIVER: {
+        auto* c = reinterpret_cast<CUpti_ActivityAPI*>(a);
+        const char* name = nullptr;
+        cuptiGetCallbackName(a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API
+                                                                    : CUPTI_CB_DOMAIN_DRIVER_API,
+                             c->cbid, &name);
+        records.push_back({c->start, c->end, unsigned(c->threadId), 0, 'A',
+                           std::string(name != nullptr ? name : "?") + "#" +
+                               std::to_string(c->correlationId)});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -107,6 +124,11 @@ extern "C" int InitializeInjection(void) {
   bool all = ok(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enable kernels");
   all = ok(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "enable memcpy") && all;
   all = ok(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "enable memset") && all;
+  if (const char* v = std::getenv("KTRACE_API"); v != nullptr && std::string(v) == "1") {
+    api = true;
+    all = ok(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "enable runtime calls") && all;
+    all = ok(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), "enable driver calls") && all;
+  }
   enabled.store(true);
   std::atexit(write_out);
   return all ? 1 : 0;

@@ -37,6 +37,8 @@ def load(path):
             if len(parts) < 6:
                 continue
             s, e, dev, stream, k, name = parts
+            if k == "A":  # host calls (KTRACE_API=1): not GPU time
+                continue
             recs.append((int(s), int(e), int(dev), int(stream), k, name))
     recs.sort()
     return recs
