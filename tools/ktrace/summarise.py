@@ -6,7 +6,10 @@ application's kernels, idle gaps, and a short excerpt of the timeline.
     summarise.py DIR [--from FRACTION] [--excerpt N]
 
 Only records after FRACTION of each file's span are counted (default 0.5: the steady state of
-a run whose set-up and reference run came first)."""
+a run whose set-up and reference run came first). Traces taken with KTRACE_API=1 also get, per
+kernel, how long after the host's launch call it started (the median and 90th percentile): a
+host that runs ahead of the GPU shows large lags; a host on the critical path, lags of a few
+microseconds."""
 import argparse
 import collections
 import glob
@@ -25,23 +28,46 @@ def kind(name):
 
 
 def short(name):
+    name = re.sub(r"#\d+$", "", name)  # a KTRACE_API=1 trace's correlation id
     name = re.sub(r"\(.*", "", name)
     return name[-60:]
 
 
 def load(path):
-    recs = []
+    """The GPU records, sorted by start, and the start of each host call by correlation id
+    (KTRACE_API=1 traces; empty otherwise)."""
+    recs, calls = [], {}
     with open(path) as f:
         for line in f:
             parts = line.rstrip("\n").split(" ", 5)
             if len(parts) < 6:
                 continue
             s, e, dev, stream, k, name = parts
-            if k == "A":  # host calls (KTRACE_API=1): not GPU time
+            if k == "A":  # host calls: not GPU time
+                call, _, corr = name.rpartition("#")
+                if call.startswith(("cudaLaunch", "cuLaunch")):
+                    calls[corr] = int(s)
                 continue
             recs.append((int(s), int(e), int(dev), int(stream), k, name))
     recs.sort()
-    return recs
+    return recs, calls
+
+
+def percentile(values, q):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def launch_lags(recs, calls):
+    """Per kernel name and stream: the microseconds from the launch call to the kernel's start."""
+    lags = collections.defaultdict(list)
+    for s, e, dev, stream, k, name in recs:
+        corr = name.rpartition("#")[2]
+        if k == "K" and corr in calls:
+            lags[(kind(name), short(name), stream)].append((s - calls[corr]) / 1e3)
+    for (k, n, stream), v in sorted(lags.items(), key=lambda x: (x[0][2], x[0][1])):
+        print(f"    {k:5s} stream {stream:4d} {len(v):6d} x  median {percentile(v, 0.5):10.1f} us"
+              f"  p90 {percentile(v, 0.9):10.1f} us  {n}")
 
 
 def union_length(intervals):
@@ -79,7 +105,7 @@ def main():
     ap.add_argument("--excerpt", type=int, default=12)
     a = ap.parse_args()
     for path in sorted(glob.glob(os.path.join(a.dir, "ktrace-*.txt"))):
-        recs = load(path)
+        recs, calls = load(path)
         if not recs:
             continue
         t0, t1 = recs[0][0], max(r[1] for r in recs)
@@ -107,6 +133,9 @@ def main():
             print(f"  nccl overlapping app kernels: {ov/1e6:.3f} ms")
         for (k, n, stream), (count, tot) in sorted(names.items(), key=lambda x: -x[1][1])[:10]:
             print(f"    {k:5s} stream {stream:4d} {count:6d} x {tot/count/1e3:9.2f} us  {n}")
+        if calls:
+            print("  from the launch call to the kernel's start:")
+            launch_lags(recs, calls)
         mid = len(recs) // 2
         print("  excerpt (us from the first shown; stream; kind; duration us):")
         base = recs[mid][0]
