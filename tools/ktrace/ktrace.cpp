@@ -9,11 +9,12 @@
 // thread id modulo 2^32, stream 0, name "call#correlation"), and kernels carry "#correlation"
 // after their name, so that a kernel's start can be compared with the call that launched it.
 //
-// Build (CUDA toolkit with CUPTI):
-//   g++ -std=c++17 -O2 -fPIC -shared -I$CUDA/include tools/ktrace/ktrace.cpp -L$CUDA/lib64 \
-//       -lcupti -o libhalox_ktrace.so
-// Run: KTRACE_OUT=DIR CUDA_INJECTION64_PATH=$PWD/libhalox_ktrace.so mpirun -np 2 -x KTRACE_OUT \
-//       -x CUDA_INJECTION64_PATH PROGRAM ...; then tools/ktrace/summarise.py DIR.
+// Build (CUDA toolkit with CUPTI), one command:
+//   g++ -std=c++17 -O2 -fPIC -shared -I$CUDA/include tools/ktrace/ktrace.cpp
+//       -L$CUDA/lib64 -lcupti -o libhalox_ktrace.so
+// Run, one command: KTRACE_OUT=DIR CUDA_INJECTION64_PATH=$PWD/libhalox_ktrace.so
+//   mpirun -np 2 -x KTRACE_OUT -x CUDA_INJECTION64_PATH PROGRAM ...
+// then tools/ktrace/summarise.py DIR.
 #include <cupti.h>
 
 #include <atomic>
