@@ -2,7 +2,6 @@
 #include "exchange/exchange_core.hpp"
 
 #include <algorithm>
-#include <iterator>
 #include <string_view>
 
 #include "exchange/peer_agreement.hpp"
