@@ -65,9 +65,9 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
       case CUPTI_ACTIVITY_KIND_DRIVER: {
         auto* c = reinterpret_cast<CUpti_ActivityAPI*>(a);
         const char* name = nullptr;
-        cuptiGetCallbackName(a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API
-                                                                    : CUPTI_CB_DOMAIN_DRIVER_API,
-                             c->cbid, &name);
+        const auto domain = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API
+                                                                   : CUPTI_CB_DOMAIN_DRIVER_API;
+        if (cuptiGetCallbackName(domain, c->cbid, &name) != CUPTI_SUCCESS) name = nullptr;  // "?"
         records.push_back({c->start, c->end, unsigned(c->threadId), 0, 'A',
                            std::string(name != nullptr ? name : "?") + "#" +
                                std::to_string(c->correlationId)});
