@@ -68,16 +68,16 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         const auto domain = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API
                                                                    : CUPTI_CB_DOMAIN_DRIVER_API;
         if (cuptiGetCallbackName(domain, c->cbid, &name) != CUPTI_SUCCESS) name = nullptr;  // "?"
-        records.push_back({c->start, c->end, unsigned(c->threadId), 0, 'A',
-                           std::string(name != nullptr ? name : "?") + "#" +
-                               std::to_string(c->correlationId)});
+        records.push_back(
+            {c->start, c->end, unsigned(c->threadId), 0, 'A',
+             std::string(name != nullptr ? name : "?") + "#" + std::to_string(c->correlationId)});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(a);
-        records.push_back({m->start, m->end, m->deviceId, m->streamId, 'C',
-                           "memcpy" + std::to_string(int(m->copyKind)) + ":" +
-                               std::to_string(m->bytes)});
+        records.push_back(
+            {m->start, m->end, m->deviceId, m->streamId, 'C',
+             "memcpy" + std::to_string(int(m->copyKind)) + ":" + std::to_string(m->bytes)});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
