@@ -26,7 +26,7 @@ using hd::direct_region;
 using hd::export_handle;
 using hd::step_kind;
 
-constexpr long nx = 5, ny = 4, h = 2, w = 2;  // owned extents, padding, halo width
+constexpr long nx = 5, ny = 4, h = 2, w = 2;    // owned extents, padding, halo width
 constexpr long W = nx + 2 * h, H = ny + 2 * h;  // allocated extents
 constexpr int ncomp = 2;                        // components of the second field
 constexpr double sentinel = -1;
@@ -249,4 +249,134 @@ TEST_CASE("direct writes: any disagreement leaves the message to its buffers") {
   rank_fields f;
   const auto combining = program(f, false, true);
   CHECK(hd::host_message_steps(combining, step_kind::unpack, 0).ops.empty());
+}
+
+namespace {
+
+// Runs `f(src, dst)` for every element of `op`, the innermost dimension fastest.
+template <class F>
+void each_element(const copy_op& op, F f) {
+  halox::index total = 1;
+  for (int k = 0; k < op.ndims; ++k) total *= op.count[std::size_t(k)];
+  for (halox::index e = 0; e < total; ++e) {
+    const std::byte* s = op.src;
+    std::byte* d = op.dst;
+    halox::index rest = e;
+    for (int k = op.ndims - 1; k >= 0; --k) {
+      const auto i = rest % op.count[std::size_t(k)];
+      rest /= op.count[std::size_t(k)];
+      s += i * op.src_stride[std::size_t(k)];
+      d += i * op.dst_stride[std::size_t(k)];
+    }
+    f(s, d);
+  }
+}
+
+// What the GPU kernel does with a copy of flagged words (device_copy_kernels.cu), on the host:
+// each 4-byte word stored beside `seq` in an 8-byte slot, or read back from one that holds it.
+void run_flagged(const copy_op& op, std::uint32_t seq) {
+  REQUIRE(op.flagged != 0);
+  each_element(op, [&](const std::byte* s, std::byte* d) {
+    for (std::size_t j = 0; j < op.elem / 4; ++j) {
+      std::uint32_t word = 0;
+      std::uint64_t slot = 0;
+      if (op.flagged == hd::flagged_write) {
+        std::memcpy(&word, s + 4 * j, 4);
+        slot = std::uint64_t(seq) << 32 | word;
+        std::memcpy(d + 8 * j, &slot, 8);
+      } else {
+        std::memcpy(&slot, s + 8 * j, 8);
+        REQUIRE(std::uint32_t(slot >> 32) == seq);  // every slot written for this exchange
+        word = std::uint32_t(slot);
+        std::memcpy(d + 4 * j, &word, 4);
+      }
+    }
+  });
+}
+
+// One side's device program of the pair by hand (device steps into a buffer of its own): the
+// steps of program(), buffer pointers at 64-byte-aligned offsets as the builder places them.
+hd::exchange_program device_program(rank_fields& f, bool sender, std::byte* buf) {
+  hd::exchange_program p;
+  const long x = sender ? nx - w : -w;
+  copy_op a = step(reinterpret_cast<std::byte*>(f.a.data()), sizeof(double), 1, x, sender);
+  copy_op b = step(reinterpret_cast<std::byte*>(f.b.data()), 4, ncomp, x, sender);
+  const std::size_t a_bytes = std::size_t(ny * w) * sizeof(double), b_at = (a_bytes + 63) / 64 * 64;
+  if (sender) {
+    a.dst = buf;
+    b.dst = buf + b_at;
+  } else {
+    a.src = buf;
+    b.src = buf + b_at;
+  }
+  const hd::message m{sender ? 1 : 0, 0, b_at + std::size_t(ny * w * ncomp) * 4};
+  (sender ? p.sends : p.recvs).push_back(m);
+  (sender ? p.device_pack : p.device_unpack) = {a, copy_op{}, b};
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("placement: a message of flagged words fills exactly the halo, every word checked") {
+  rank_fields f0, f1;
+  fill_owned(f0, 0);
+  fill_owned(f1, nx);
+  std::vector<std::byte> send_buf(512), recv_buf(512);
+  const auto sender = device_program(f0, true, send_buf.data());
+  const auto receiver = device_program(f1, false, recv_buf.data());
+  CHECK(hd::flaggable(sender, true, send_buf.data(), sender.sends[0]));
+  CHECK(hd::flaggable(receiver, false, recv_buf.data(), receiver.recvs[0]));
+
+  // The receiver's buffer of flagged words: twice the message, zeroed (no slot holds a number).
+  std::vector<std::uint64_t> words(receiver.recvs[0].bytes / 4, 0);
+  auto* at = reinterpret_cast<std::byte*>(words.data());
+  hd::placement out, in;
+  out.send_at = {at};
+  out.send_flagged = {1};
+  in.recv_at = {at};
+  in.recv_flagged = {1};
+  const auto pack = hd::place_device(sender, out, send_buf.data(), nullptr).pack;
+  const auto unpack = hd::place_device(receiver, in, nullptr, recv_buf.data()).unpack;
+  REQUIRE(pack.size() == 3);
+  REQUIRE(unpack.size() == 3);
+  // Offsets and strides on the buffer side doubled; the field side as it was.
+  CHECK(pack[2].dst == at + 2 * (sender.device_pack[2].dst - send_buf.data()));
+  CHECK(pack[2].dst_stride[0] == 2 * sender.device_pack[2].dst_stride[0]);
+  CHECK(pack[2].src_stride == sender.device_pack[2].src_stride);
+  CHECK(unpack[2].src == at + 2 * (receiver.device_unpack[2].src - recv_buf.data()));
+  CHECK(pack[1].ndims == 0);  // the step with no dimension stays, copying nothing
+  for (const auto& op : pack)
+    if (op.ndims != 0) run_flagged(op, 7);
+  for (const auto& op : unpack)
+    if (op.ndims != 0) run_flagged(op, 7);
+  check_receiver(f1);
+  // Every slot of the message's bytes was written (the read above required each one's number).
+  std::size_t written = 0;
+  for (auto v : words) written += (v >> 32) == 7;
+  CHECK(written == std::size_t(ny * w) * 2 + std::size_t(ny * w * ncomp));
+}
+
+TEST_CASE("placement: messages whose copies are not whole 4-byte words stay plain") {
+  rank_fields f;
+  std::vector<std::byte> buf(512);
+  auto p = device_program(f, true, buf.data());
+  const auto& m = p.sends[0];
+  CHECK(hd::flaggable(p, true, buf.data(), m));
+  auto narrow = p;
+  narrow.device_pack[0].elem = 2;
+  CHECK_FALSE(hd::flaggable(narrow, true, buf.data(), m));
+  auto odd_stride = p;
+  odd_stride.device_pack[2].src_stride[0] += 2;
+  CHECK_FALSE(hd::flaggable(odd_stride, true, buf.data(), m));
+  auto combining = p;
+  combining.device_pack[0].dev_reduce.op = 1;
+  CHECK_FALSE(hd::flaggable(combining, true, buf.data(), m));
+  auto gathered = p;
+  gathered.device_gather.push_back(hd::gather_op{});
+  gathered.device_gather.back().buf = buf.data() + 8;
+  CHECK_FALSE(hd::flaggable(gathered, true, buf.data(), m));
+  auto empty = p;
+  empty.device_pack.clear();
+  CHECK_FALSE(hd::flaggable(empty, true, buf.data(), m));
+  CHECK_FALSE(hd::flaggable(p, false, buf.data(), m));  // no unpack step in the message
 }

@@ -75,6 +75,8 @@ exchange_options options_from(const py::dict& kwargs, int rank) {
       o.ipc_device_signals = v.cast<bool>();
     else if (key == "ipc_into_fields")
       o.ipc_into_fields = v.cast<bool>();
+    else if (key == "ipc_inline_max_bytes")
+      o.ipc_inline_max_bytes = std::size_t(non_negative(v, key, rank));
     else if (key == "host_staging_copies")
       o.host_staging_copies = v.cast<bool>();
     else if (key == "staging_chunk_bytes")
@@ -91,7 +93,8 @@ exchange_options options_from(const py::dict& kwargs, int rank) {
       fail_on(rank,
               "unknown exchange option '{}' (known: device_staging, host_shared_memory, "
               "shm_into_fields, shm_direct_min_bytes, node_size, ipc_device_signals, "
-              "ipc_into_fields, host_staging_copies, staging_chunk_bytes, peer_ipc_ranks, "
+              "ipc_into_fields, ipc_inline_max_bytes, host_staging_copies, staging_chunk_bytes, "
+              "peer_ipc_ranks, "
               "peer_shm_ranks, require_capturable, nccl_register)",
               key);
   }

@@ -95,6 +95,8 @@ exchange_options with_environment(exchange_options o) {
                                  true, o.shm_into_fields);
   o.nccl_register = env_switch("HALOX_NCCL_REGISTER", "an NCCL registration switch", "0", "1",
                                false, o.nccl_register);
+  if (const char* v = std::getenv("HALOX_IPC_INLINE_MAX"); v != nullptr && *v != '\0')
+    o.ipc_inline_max_bytes = parse_bytes("HALOX_IPC_INLINE_MAX", v);
   if (const char* v = std::getenv("HALOX_SHM_DIRECT_MIN"); v != nullptr && *v != '\0')
     o.shm_direct_min_bytes = parse_bytes("HALOX_SHM_DIRECT_MIN", v);
   o.peer_ipc_ranks = rank_list("HALOX_PEER_IPC_RANKS", std::move(o.peer_ipc_ranks));

@@ -68,10 +68,16 @@ struct table {
     return int(std::max<long long>(1, std::min<long long>(tiles, cap)));
   }
   copy_list list() const { return {copies.get(), tile_of.get(), tiles}; }
-  void launch(cudaStream_t s, int rank, const char* what, const signal_args& sig = {}) const {
+  // `odd`: the list the device runs for odd exchanges (sig.alternate), or null.
+  void launch(cudaStream_t s, int rank, const char* what, const signal_args& sig = {},
+              const table* odd = nullptr) const {
     const bool signals = sig.n_start + sig.n_wait + sig.n_post > 0;
-    if (n == 0 && !signals) return;
-    launch_copy_kernel(plain, grid(), s, list(), sig);
+    if (n == 0 && (!odd || odd->n == 0) && !signals) return;
+    if (odd)  // one grid for both lists: the block counter relies on it
+      launch_copy_kernel(plain && odd->plain, std::max(grid(), odd->grid()), s, list(), sig,
+                         odd->list());
+    else
+      launch_copy_kernel(plain, grid(), s, list(), sig);
     check(cudaGetLastError(), what, rank);
   }
 };
@@ -81,6 +87,8 @@ struct signal_set {
   gpu::device_array<unsigned long long*> start, wait, post;  // flag pointers
   gpu::device_array<unsigned long long> blocks_done;
   int n_start = 0, n_wait = 0, n_post = 0;
+  int n_lagged = 0;         // (signal_args)
+  bool count_only = false;  // (signal_args)
 
   signal_set() = default;
   signal_set(const std::vector<std::uint64_t*>& st, const std::vector<std::uint64_t*>& w,
@@ -108,6 +116,8 @@ struct signal_set {
     a.generation = generation;
     a.n_wait = n_wait;
     a.n_post = n_post;
+    a.n_lagged = n_lagged;
+    a.count_only = count_only;
     return a;
   }
 
@@ -153,7 +163,13 @@ struct device_copier::impl {
   cudaStream_t probed = nullptr;
   unsigned long long probed_capture = 0;
   cudaStream_t s() const { return stream.get(); }
-  bool odd(std::uint64_t exchange) const { return alternate && exchange % 2 == 1; }
+  // With device signals the device picks the list of odd exchanges itself (device_parity).
+  bool device_parity = false;
+  bool odd(std::uint64_t exchange) const {
+    return alternate && !device_parity && exchange % 2 == 1;
+  }
+  const table* pack_odd() const { return device_parity ? &pack_alt : nullptr; }
+  const table* unpack_odd() const { return device_parity ? &unpack_alt : nullptr; }
   // The unpack of one exchange: one fused launch, or one launch per step (ordered).
   void upload_unpack(table& fused, std::vector<table>& steps, const std::vector<copy_op>& unpack,
                      const std::vector<gather_op>& scatter) {
@@ -180,6 +196,7 @@ struct device_copier::impl {
   // pack, and the wait of an unpack with nothing to copy, as one batch each instead of a kernel.
   CUresult (*batch)(CUstream, unsigned, CUstreamBatchMemOpParams*, unsigned) = nullptr;
   std::vector<CUstreamBatchMemOpParams> gate_ops, wait_ops;
+  std::size_t gate_lag_from = 0, gate_lag_to = 0;  // gate_ops waited for at the number - 1
 };
 
 device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
@@ -245,14 +262,17 @@ CUstreamBatchMemOpParams write_op(std::uint64_t* flag) {
   w.writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;  // after earlier work, fully visible
   return w;
 }
-// Enqueues `ops` (their values set to `value`); false when the driver refuses them.
+// Enqueues `ops` (their values set to `value`, those in [lag_from, lag_to) to `value` - 1:
+// signal_args::n_lagged); false when the driver refuses them.
 bool run_mem_ops(batch_fn batch, cudaStream_t stream, std::vector<CUstreamBatchMemOpParams>& ops,
-                 std::uint64_t value) {
-  for (auto& op : ops) {
+                 std::uint64_t value, std::size_t lag_from = 0, std::size_t lag_to = 0) {
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    auto& op = ops[k];
+    const std::uint64_t v = k >= lag_from && k < lag_to ? value - 1 : value;
     if (op.operation == CU_STREAM_MEM_OP_WAIT_VALUE_64)
-      op.waitValue.value64 = cuuint64_t(value);
+      op.waitValue.value64 = cuuint64_t(v);
     else
-      op.writeValue.value64 = cuuint64_t(value);
+      op.writeValue.value64 = cuuint64_t(v);
   }
   return batch(stream, unsigned(ops.size()), ops.data(), 0) == CUDA_SUCCESS;
 }
@@ -262,28 +282,37 @@ void device_copier::use_signals(const device_signals& s) {
   if (!p_->unpack_steps.empty() || !p_->local_steps.empty())
     fail("device signals requested for an ordered (reverse) exchange (internal error)");
   p_->pack_signals = signal_set(s.start_post, s.pack_wait, s.pack_post, -1);
+  p_->pack_signals.n_lagged = int(s.lagged);
+  p_->device_parity = p_->alternate;  // graph replays freeze the host's exchange number
   // A pack that mostly writes into peers' memory is bound by the link, which half the GPU
   // saturates: it runs on at most fold_cap blocks and so always waits in its own blocks,
   // resident before the peers' announcements come (a gate before a later launch costs a few
   // microseconds per exchange: 79% instead of 84% of the peer copy at 8 MiB on two H200s).
   // A pack mostly of local copies keeps the whole GPU (its bandwidth is the memory's).
-  if (2 * s.peer_bytes >= p_->pack.bytes) p_->pack.cap = std::min(p_->pack.cap, p_->fold_cap);
+  if (2 * s.peer_bytes >= p_->pack.bytes) {
+    p_->pack.cap = std::min(p_->pack.cap, p_->fold_cap);
+    p_->pack_alt.cap = std::min(p_->pack_alt.cap, p_->fold_cap);
+  }
   p_->unpack_signals = signal_set({}, s.unpack_wait, {}, -1);
   p_->signals = true;
   p_->generation = gpu::device_array<unsigned long long>(1, "exchange counter", -1);
   check(cudaMemset(p_->generation.get(), 0, sizeof(unsigned long long)),
         "cudaMemset(exchange counter)", -1);
   // Made now: count_on_device() comes under capture, where nothing may be allocated.
-  p_->unpack_counting = signal_set(
-      {}, s.unpack_wait, {reinterpret_cast<std::uint64_t*>(p_->generation.get())}, -1);
+  p_->unpack_counting =
+      signal_set({}, s.unpack_wait, {reinterpret_cast<std::uint64_t*>(p_->generation.get())}, -1);
+  p_->unpack_counting.count_only = true;
   p_->decide_fusion();
   p_->batch = stream_mem_ops();
   if (!p_->batch) return;
   // Gate of a large pack: announce the start in the senders' memory, then wait for the
   // receivers' announcements in this rank's. Wait of an unpack with nothing to copy.
   for (auto* flag : s.start_post) p_->gate_ops.push_back(write_op(flag));
+  p_->gate_lag_from = p_->gate_ops.size();
+  p_->gate_lag_to = p_->gate_lag_from + s.lagged;
   for (auto* flag : s.pack_wait) p_->gate_ops.push_back(wait_op(flag));
-  if (p_->unpack.n == 0 && p_->fused_grid == 0)  // (a fused exchange waits in its kernel)
+  if (p_->unpack.n == 0 && (!p_->device_parity || p_->unpack_alt.n == 0) &&
+      p_->fused_grid == 0)  // (a fused exchange waits in its kernel)
     for (auto* flag : s.unpack_wait) p_->wait_ops.push_back(wait_op(flag));
 }
 // Exchanges of up to 1 MiB with device signals run as one launch: between two GPUs a small
@@ -292,19 +321,31 @@ void device_copier::use_signals(const device_signals& s) {
 // with a whole wave of blocks for its copies (or a wait on the stream where it has none).
 void device_copier::impl::decide_fusion() {
   constexpr std::size_t fuse_max_bytes = std::size_t(1) << 20;
-  const bool plain_both = pack.plain && unpack.plain;
-  const int grid = std::max(pack.grid(), unpack.grid());
+  const table* odd_pack = pack_odd();
+  const table* odd_unpack = unpack_odd();
+  bool plain_both = pack.plain && unpack.plain;
+  int grid = std::max(pack.grid(), unpack.grid());
+  std::size_t bytes = pack.bytes + unpack.bytes;
+  if (odd_pack) {
+    plain_both = plain_both && odd_pack->plain && odd_unpack->plain;
+    grid = std::max({grid, odd_pack->grid(), odd_unpack->grid()});
+    bytes = std::max(bytes, odd_pack->bytes + odd_unpack->bytes);
+  }
   // Every block of exchange_kernel must be resident at once, beside other streams' kernels.
   const int resident = std::max(1, exchange_kernel_wave(plain_both, sms) / 2);
-  if (pack.bytes + unpack.bytes > fuse_max_bytes || grid > resident) return;
+  if (bytes > fuse_max_bytes || grid > resident) return;
   fused_grid = grid;
   fused_plain = plain_both;
 }
 void device_copier::impl::launch_fused(int rank, std::uint64_t exchange) {
   // Graph mode: the unpack half's last block makes the exchange's number the count.
   const signal_set& in = on_device ? unpack_counting : unpack_signals;
-  launch_exchange_kernel(fused_plain, fused_grid, s(), pack.list(), unpack.list(),
-                         pack_signals.args(exchange, counter()), in.args(exchange, counter()));
+  signal_args out_args = pack_signals.args(exchange, counter());
+  signal_args in_args = in.args(exchange, counter());
+  out_args.alternate = in_args.alternate = device_parity;
+  const copy_list packs[2] = {pack.list(), (device_parity ? pack_alt : pack).list()};
+  const copy_list unpacks[2] = {unpack.list(), (device_parity ? unpack_alt : unpack).list()};
+  launch_exchange_kernel(fused_plain, fused_grid, s(), packs, unpacks, out_args, in_args);
   check(cudaGetLastError(), "exchange kernel launch", rank);
 }
 
@@ -331,7 +372,8 @@ void device_copier::launch_pack(int rank, std::uint64_t exchange) {
   // memory operations take their values from the host.
   if (sig.n_start + sig.n_wait > 0 && p_->pack.grid() > p_->fold_cap) {
     const bool ops = p_->batch && !p_->gate_ops.empty() && !p_->on_device;
-    if (ops && !run_mem_ops(p_->batch, p_->s(), p_->gate_ops, exchange))
+    if (ops && !run_mem_ops(p_->batch, p_->s(), p_->gate_ops, exchange, p_->gate_lag_from,
+                            p_->gate_lag_to))
       p_->gate_ops.clear();  // refused (first use): the kernel gate from now on
     if (!ops || p_->gate_ops.empty()) {
       launch_gate_kernel(p_->s(), sig);
@@ -339,7 +381,9 @@ void device_copier::launch_pack(int rank, std::uint64_t exchange) {
     }
     sig.n_start = sig.n_wait = 0;
   }
-  (p_->odd(exchange) ? p_->pack_alt : p_->pack).launch(p_->s(), rank, "pack kernel launch", sig);
+  sig.alternate = p_->device_parity;
+  (p_->odd(exchange) ? p_->pack_alt : p_->pack)
+      .launch(p_->s(), rank, "pack kernel launch", sig, p_->pack_odd());
   for (const auto& t : p_->local_steps) t.launch(p_->s(), rank, "local copy launch");
 }
 void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
@@ -349,9 +393,10 @@ void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
   if (!waited && p_->fused_grid == 0) {
     // Graph mode: the exchange's last launch, whose last block makes its number the count.
     const signal_set& set = p_->on_device ? p_->unpack_counting : p_->unpack_signals;
-    const signal_args sig = p_->signals ? set.args(exchange, p_->counter()) : signal_args{};
+    signal_args sig = p_->signals ? set.args(exchange, p_->counter()) : signal_args{};
+    sig.alternate = p_->device_parity;
     (p_->odd(exchange) ? p_->unpack_alt : p_->unpack)
-        .launch(p_->s(), rank, "unpack kernel launch", sig);
+        .launch(p_->s(), rank, "unpack kernel launch", sig, p_->unpack_odd());
   }
   for (const auto& t : p_->odd(exchange) ? p_->unpack_steps_alt : p_->unpack_steps)
     t.launch(p_->s(), rank, "unpack step launch");

@@ -29,6 +29,11 @@ struct device_signals {
   std::vector<std::uint64_t*> start_post, pack_wait, pack_post, unpack_wait;
   /// Bytes the pack launch writes into peers' memory (the rest of what it moves is local).
   std::size_t peer_bytes = 0;
+  /// The first `lagged` flags of `pack_wait` are those of receivers whose buffers alternate
+  /// (exchange g in copy g mod 2, use_alternate()): the pack waits until they are >= g - 1
+  /// (their start of g - 1 ended their unpack of g - 2, the last read of copy g mod 2), so it
+  /// does not wait for a peer's start in the steady state.
+  std::size_t lagged = 0;
 };
 
 /// Runs two fixed copy lists on the GPU, each as one kernel launch on halox's own stream.
@@ -53,11 +58,11 @@ class device_copier {
   /// Makes every later pack and unpack launch wait for and post these flags (not with
   /// `ordered` unpacking).
   void use_signals(const device_signals& s);
-  /// Double-buffered receive buffers (CUDA IPC with the MPI handshake): a second pack list and
-  /// a second unpack list, the same copies with every pointer into buffer copy 0 moved to copy
-  /// 1. Exchanges with an odd number (exchange g uses copy g mod 2) then run these, even ones
-  /// the lists given at construction.
-  /// Uploaded once, here (not with signals).
+  /// Double-buffered receive buffers (CUDA IPC): a second pack list and a second unpack list,
+  /// the same copies with every pointer into buffer copy 0 moved to copy 1. Exchanges with an
+  /// odd number (exchange g uses copy g mod 2) then run these, even ones the lists given at
+  /// construction; with device signals (use_signals() after this) the device picks them from
+  /// its exchange number, so that graph replays alternate too. Uploaded once, here.
   void use_alternate(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
                      const std::vector<copy_op>& unpack, const std::vector<gather_op>& scatter);
   /// Graph mode (sticky; with signals only): every later launch numbers its exchange after a

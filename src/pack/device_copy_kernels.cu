@@ -174,6 +174,35 @@ __device__ unsigned long long atomic_add_acq_rel_gpu(unsigned long long* p, unsi
   return old;
 }
 
+// An element of a copy of flagged words (copy_op::flagged), one thread per element: the pack
+// stores each 4-byte word of the element with the exchange's number `seq` beside it, as one
+// 8-byte store (single-copy atomic: the receiver sees both or neither); the unpack polls each
+// slot until it holds this exchange's number, then writes the word. No fence and no data-ready
+// flag: the number in the slot says the word is there. The slots of exchange g are in copy g mod
+// 2 of the receive buffer (their sender knows the copy free: device_signals::lagged), so a slot
+// never holds a later exchange's word while it is read.
+__device__ void flagged_element(const copy_descriptor& op, long long e, long long end,
+                                unsigned seq) {
+  if (e >= end) return;
+  const unsigned char* s;
+  unsigned char* d;
+  locate(op, e, s, d);
+  const int n = op.unit * op.words / 4;
+  if (op.flagged == flagged_write) {
+    const unsigned long long tag = (unsigned long long)seq << 32;
+    for (int j = 0; j < n; ++j)
+      store_relaxed_sys(reinterpret_cast<unsigned long long*>(d) + j,
+                        tag | reinterpret_cast<const unsigned*>(s)[j]);
+    return;
+  }
+  for (int j = 0; j < n; ++j) {
+    const auto* slot = reinterpret_cast<const unsigned long long*>(s) + j;
+    unsigned long long v = load_relaxed_sys(slot);
+    while (unsigned(v >> 32) != seq) v = load_relaxed_sys(slot);
+    reinterpret_cast<unsigned*>(d)[j] = unsigned(v);
+  }
+}
+
 // This launch's exchange number (see signal_args): the host's, or in graph mode the one after
 // the device's count (which only the exchange's last launch, later on the stream, advances).
 __device__ unsigned long long exchange_number(const signal_args& sig) {
@@ -189,29 +218,29 @@ __device__ unsigned long long exchange_number(const signal_args& sig) {
 // a relaxed store: it orders none of this launch's own accesses (the reads it stands for belong
 // to launches that have completed), and a release would put a system-scope fence in front of
 // it, 2.3 µs on two H100s before a peer may start writing.
-__device__ void wait_signals(const signal_args& sig) {
+__device__ void wait_signals(const signal_args& sig, unsigned long long g) {
   if (sig.n_wait + sig.n_start == 0) return;
   if (threadIdx.x == 0) {
-    const unsigned long long g = exchange_number(sig);
     if (blockIdx.x == 0)
       for (int k = 0; k < sig.n_start; ++k) store_relaxed_sys(sig.start[k], g);
-    for (int k = 0; k < sig.n_wait; ++k) wait_at_least(sig.wait[k], g);
+    for (int k = 0; k < sig.n_wait; ++k) wait_at_least(sig.wait[k], k < sig.n_lagged ? g - 1 : g);
   }
   __syncthreads();
 }
 
-// The last block to finish posts the flags, each a release at system scope. The chain that
+// The last block to finish posts the flags, each a release at system scope (graph mode's
+// count alone, `count_only`, as a plain store: a release would wait for the block's writes into
+// peers' memory, a microsecond and more per replayed round). The chain that
 // makes every block's writes (local, or into a peer GPU's memory) visible to whoever acquires a
 // flag: each thread's writes, the block's barrier, thread 0's acquire-release increment of the
 // block counter (device scope), the last block's increment that reads it, that thread's release
 // of the flags. Release and acquire are cumulative in the PTX memory model, so no
 // sequentially consistent system fence (__threadfence_system) is needed: leaving it out took a
 // microsecond off every exchange round between two GPUs.
-__device__ void post_signals(const signal_args& sig) {
+__device__ void post_signals(const signal_args& sig, unsigned long long g) {
   if (sig.n_post == 0) return;
   __syncthreads();
   if (threadIdx.x != 0) return;
-  const unsigned long long g = exchange_number(sig);
   if (gridDim.x > 1) {  // (a single block is its own last block)
     const unsigned long long before = atomic_add_acq_rel_gpu(sig.blocks_done, 1ull);
     if (before + 1 != gridDim.x) return;
@@ -220,6 +249,10 @@ __device__ void post_signals(const signal_args& sig) {
     // that is never replayed still took one).
     *sig.blocks_done = 0;
   }
+  if (sig.count_only) {  // read by later launches on the stream only: no fence
+    *reinterpret_cast<volatile unsigned long long*>(sig.post[0]) = g;
+    return;
+  }
   for (int k = 0; k < sig.n_post; ++k) store_release_sys(sig.post[k], g);
 }
 
@@ -227,14 +260,14 @@ __device__ void post_signals(const signal_args& sig) {
 // announcements, ahead of a large copy launch where stream memory operations are unavailable:
 // one block spins instead of a whole grid holding the SMs.
 __global__ void gate_kernel(signal_args sig) {
-  wait_signals(sig);
+  wait_signals(sig, exchange_number(sig));
 }
 
 // Every tile of `list`, grid-stride. `plain`: every copy of the table is strided, one word per
 // element, no reduction, fewer than 2^32 elements (a structured exchange's packing and
 // unpacking): no other path is compiled in.
 template <bool plain>
-__device__ void copy_tiles(const copy_list& list) {
+__device__ void copy_tiles(const copy_list list, unsigned seq) {
   long long tile = blockIdx.x;
   // The table has an entry per tile (its copy, its place in the copy): one load, not a search,
   // and the next tile's is loaded while this one is copied.
@@ -246,11 +279,16 @@ __device__ void copy_tiles(const copy_list& list) {
     const long long base = (long long)at.tile * tile_elems;
     const long long end = base + tile_elems < op.total ? base + tile_elems : op.total;
     const long long e = base + threadIdx.x;
-    if constexpr (!plain)
+    if constexpr (!plain) {
+      if (op.flagged != 0) {
+        flagged_element(op, e, end, seq);
+        continue;
+      }
       if (op.red_op != 0 || op.words != 1) {
         copy_elements(op, e, end);
         continue;
       }
+    }
     switch (op.unit) {
       case 16:
         move_word<plain, uint4>(op, e, end);
@@ -271,13 +309,22 @@ __device__ void copy_tiles(const copy_list& list) {
   }
 }
 
+// The list of this launch's exchange: `odd` for odd exchanges where the lists alternate.
+__device__ copy_list pick(const copy_list& even, const copy_list& odd, const signal_args& sig,
+                          unsigned long long g) {
+  if (!sig.alternate || (g & 1) == 0) return even;
+  return odd;
+}
+
 // The plain kernel has no other path, so it fits in 32 registers and eight blocks share an SM.
+
 template <bool plain>
 __global__ void __launch_bounds__(block_threads, plain ? 8 : 1)
-    copy_kernel(copy_list list, signal_args sig) {
-  wait_signals(sig);
-  copy_tiles<plain>(list);
-  post_signals(sig);
+    copy_kernel(copy_list list, copy_list odd, signal_args sig) {
+  const unsigned long long g = exchange_number(sig);
+  wait_signals(sig, g);
+  copy_tiles<plain>(pick(list, odd, sig, g), unsigned(g));
+  post_signals(sig, g);
 }
 
 // A whole exchange in one launch (device_copier's fused exchanges): the pack with its signals,
@@ -287,32 +334,41 @@ __global__ void __launch_bounds__(block_threads, plain ? 8 : 1)
 // pack from running. The two halves count their blocks with counters of their own.
 template <bool plain>
 __global__ void __launch_bounds__(block_threads, plain ? 8 : 1)
-    exchange_kernel(copy_list pack, copy_list unpack, signal_args out, signal_args in) {
-  wait_signals(out);
-  copy_tiles<plain>(pack);
-  post_signals(out);
-  wait_signals(in);
-  copy_tiles<plain>(unpack);
-  post_signals(in);
+    exchange_kernel(copy_list pack, copy_list pack_odd, copy_list unpack, copy_list unpack_odd,
+                    signal_args out, signal_args in) {
+  // One number for both halves: the count only the unpack's last block advances, at the end.
+  const unsigned long long g = exchange_number(out);
+  wait_signals(out, g);
+  copy_tiles<plain>(pick(pack, pack_odd, out, g), unsigned(g));
+  post_signals(out, g);
+  // Every warp of the block has packed before any polls for the peers' flagged words: a warp
+  // spinning in the unpack never waits, even under a tool that runs warps one at a time, for
+  // words a peer's warp has yet to pack while that warp spins the same way.
+  __syncthreads();
+  wait_signals(in, g);
+  copy_tiles<plain>(pick(unpack, unpack_odd, in, g), unsigned(g));
+  post_signals(in, g);
 }
 
 }  // namespace
 
 void launch_copy_kernel(bool plain, int grid, cudaStream_t s, const copy_list& list,
-                        const signal_args& sig) {
+                        const signal_args& sig, const copy_list& odd) {
   if (plain)
-    copy_kernel<true><<<grid, block_threads, 0, s>>>(list, sig);
+    copy_kernel<true><<<grid, block_threads, 0, s>>>(list, odd, sig);
   else
-    copy_kernel<false><<<grid, block_threads, 0, s>>>(list, sig);
+    copy_kernel<false><<<grid, block_threads, 0, s>>>(list, odd, sig);
 }
 
-void launch_exchange_kernel(bool plain, int grid, cudaStream_t s, const copy_list& pack,
-                            const copy_list& unpack, const signal_args& out,
+void launch_exchange_kernel(bool plain, int grid, cudaStream_t s, const copy_list* pack,
+                            const copy_list* unpack, const signal_args& out,
                             const signal_args& in) {
   if (plain)
-    exchange_kernel<true><<<grid, block_threads, 0, s>>>(pack, unpack, out, in);
+    exchange_kernel<true>
+        <<<grid, block_threads, 0, s>>>(pack[0], pack[1], unpack[0], unpack[1], out, in);
   else
-    exchange_kernel<false><<<grid, block_threads, 0, s>>>(pack, unpack, out, in);
+    exchange_kernel<false>
+        <<<grid, block_threads, 0, s>>>(pack[0], pack[1], unpack[0], unpack[1], out, in);
 }
 
 void launch_gate_kernel(cudaStream_t s, const signal_args& sig) {

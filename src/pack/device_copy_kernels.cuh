@@ -26,6 +26,16 @@ struct signal_args {
   const unsigned long long* generation = nullptr;
   unsigned long long exchange = 0;
   int n_start = 0, n_wait = 0, n_post = 0;
+  // The only flag posted is graph mode's count (`generation`), which only later launches on the
+  // same stream read.
+  bool count_only = false;
+  // The first `n_lagged` flags of `wait` are waited for until they reach the exchange number
+  // minus one (receivers whose buffers alternate: their start of the previous exchange freed
+  // this exchange's copy), the others until they reach the number.
+  int n_lagged = 0;
+  // Odd exchanges run the launch's second list (copy 1 of alternating receive buffers), picked
+  // on the device from the exchange number (graph replays freeze the host's).
+  bool alternate = false;
 };
 
 // One uploaded copy list in device memory: its copies and its `n_tiles` tiles, as lower()
@@ -39,19 +49,20 @@ struct copy_list {
 // Enqueues the fused copy kernel on `s`: `grid` blocks of block_threads threads take the tiles
 // of `list` grid-stride, each copying its tile of `list.copies[tile.copy]`. First every block
 // waits for `sig`'s flags, last the last block posts them. `plain`: the list holds only
-// plain_copy() descriptors (the lean kernel). The caller checks the launch.
+// plain_copy() descriptors (the lean kernel). `odd`: with `sig.alternate`, the list of odd
+// exchanges. The caller checks the launch.
 void launch_copy_kernel(bool plain, int grid, cudaStream_t s, const copy_list& list,
-                        const signal_args& sig);
+                        const signal_args& sig, const copy_list& odd = {});
 
 // Enqueues a whole exchange as one kernel on `s`: the pack (`pack` with the signals `out`) as
 // launch_copy_kernel runs it, then in the same blocks the unpack (`unpack`, waiting for and
-// posting `in`). `out` and `in` need block counters of their own. `grid` must fit on the GPU at
-// once beside other work (at most half of exchange_kernel_wave): blocks of the unpack wait for
-// the peers while others may still pack. `plain`: both lists are plain. The caller checks the
-// launch.
-void launch_exchange_kernel(bool plain, int grid, cudaStream_t s, const copy_list& pack,
-                            const copy_list& unpack, const signal_args& out,
-                            const signal_args& in);
+// posting `in`). `pack` and `unpack` are two lists each: [even exchanges, odd ones] (the same
+// twice where nothing alternates). `out` and `in` need block counters of their own. `grid` must fit
+// on the GPU at once beside other work (at most half of exchange_kernel_wave): blocks of the unpack
+// wait for the peers while others may still pack. `plain`: both lists are plain. The caller checks
+// the launch.
+void launch_exchange_kernel(bool plain, int grid, cudaStream_t s, const copy_list* pack,
+                            const copy_list* unpack, const signal_args& out, const signal_args& in);
 
 // Enqueues the gate on `s`: one block announces the start and waits for `sig`'s flags, ahead of
 // a large copy launch. The caller checks the launch.

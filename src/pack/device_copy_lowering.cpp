@@ -67,7 +67,8 @@ copy_descriptor lower_copy(const copy_op& op) {
   }
   d.unit = unit_of(op);
   d.words = int(op.elem / std::size_t(d.unit));
-  if (op.dev_reduce.op == 0) as_wide_words(op, d);
+  d.flagged = op.flagged;
+  if (op.dev_reduce.op == 0 && op.flagged == 0) as_wide_words(op, d);
   if (d.total <= 0xffffffffLL) set_divisors(d);
   d.red_op = op.dev_reduce.op;
   d.red_type = op.dev_reduce.type;
@@ -182,7 +183,8 @@ bool merge_pair(copy_descriptor& a, const copy_descriptor& b) {
 }  // namespace
 
 bool plain_copy(const copy_descriptor& d) {
-  return d.kind == strided_kind && d.red_op == 0 && d.words == 1 && d.total <= 0xffffffffLL;
+  return d.kind == strided_kind && d.red_op == 0 && d.flagged == 0 && d.words == 1 &&
+         d.total <= 0xffffffffLL;
 }
 
 // Division of 32-bit unsigned numbers by a fixed divisor without a division instruction (the

@@ -30,8 +30,9 @@ struct copy_descriptor {
   int kind;
   int red_op, red_type;  // device_reduce: combine into dst instead of copying
   int ndims;
-  int words;  // words of `unit` bytes per element
-  int unit;   // 1, 2, 4, 8 or 16
+  int words;    // words of `unit` bytes per element
+  int unit;     // 1, 2, 4, 8 or 16
+  int flagged;  // copy_op::flagged: 0, flagged_write or flagged_read
   // Strided copies of fewer than 2^32 elements: division by count[k] as a multiply and shifts,
   // precomputed (see set_divisor()).
   unsigned magic[max_copy_dims];
@@ -64,8 +65,8 @@ struct copy_table {
 copy_table lower(const std::vector<copy_op>& list, const std::vector<gather_op>& gathers,
                  copy_kind gather_as);
 
-// A copy the lean kernel runs: strided, one word per element, no reduction, fewer than 2^32
-// elements.
+// A copy the lean kernel runs: strided, one word per element, no reduction, no flagged words,
+// fewer than 2^32 elements.
 bool plain_copy(const copy_descriptor& d);
 
 // Sets the multiply-and-shift division by `divisor` (>= 1) for dimension `k` of `d`.

@@ -28,7 +28,16 @@ struct placement {
   /// the message's index, where the message keeps its steps. Shared memory has both lists: the
   /// sender's copy into the receiver's halo and the same copy as the receiver runs it.
   std::vector<std::vector<copy_op>> fused_send, fused_recv;
+  /// Device steps of messages of flagged words (copy_op::flagged; CUDA IPC): the message at
+  /// `send_at`/`recv_at` holds twice its bytes, every word in an 8-byte slot beside the
+  /// exchange's number. Empty, or shorter than the message's index, where it is plain.
+  std::vector<char> send_flagged, recv_flagged;
 };
+
+/// Whether every device step of message `m` (of the buffer `buf`; `kind`: pack or unpack) can
+/// move flagged words: strided copies of whole 4-byte words (element sizes, strides and addresses
+/// multiples of 4), no gather or scatter, no reduction, at least one copy.
+bool flaggable(const exchange_program& prog, bool pack, const std::byte* buf, const message& m);
 
 /// Whether `p` points into message `m` of the buffer at `buf`.
 bool in_message(const void* p, const std::byte* buf, const message& m);

@@ -46,14 +46,17 @@ struct handle_msg {
   unsigned long long ready;   // the sender's data-ready slot in it
   long long regions;          // halo regions the sender may write straight into (-1: it may not)
   unsigned long long bytes;   // of the message, as the receiver's plan has it
-  unsigned long long second;  // MPI handshake: from copy 0 of the receive buffer to copy 1
+  unsigned long long second;  // from copy 0 of the receive buffer to copy 1 (0: one copy)
+  int flagged;                // device signals: the receiver can take flagged words
 };
 
 // Device signals, from a sender to its receiver: where the receiver says it has started an
-// exchange (a slot of the sender's flag array).
+// exchange (a slot of the sender's flag array), and whether the sender can pack the message as
+// flagged words.
 struct start_msg {
   cudaIpcMemHandle_t flags;
   unsigned long long started;
+  int flagged;
 };
 
 // CUDA IPC's exported memory (program/direct_writes.hpp's find_export): the device allocation
@@ -79,12 +82,13 @@ struct peer_ipc::impl {
   std::vector<void*> opened;  // remote receive buffers and flag arrays, closed at destruction
   bool device_signalled = false;
   bool carries_all = false;
+  bool alternating = false;  // exchange g into and out of copy g mod 2 (some or all messages)
   std::shared_ptr<std::byte> flags;  // device signals: [ready per receive, started per send]
   std::shared_ptr<std::byte> recv;   // device memory the IPC senders write into
   device_signals signals;
-  std::vector<int> send_peers, recv_peers;    // the IPC peers
-  std::string path;                           // how the IPC messages travel, for describe()
-  device_steps steps[2];                      // placed into copy 0 and (handshake) copy 1
+  std::vector<int> send_peers, recv_peers;  // the IPC peers
+  std::string path;                         // how the IPC messages travel, for describe()
+  device_steps steps[2];                    // placed into copy 0 and (alternating) copy 1
   // Persistent empty control messages: clear-to-send from receivers (one per send peer),
   // data-ready from senders (one per receive peer), and this rank's own two kinds.
   // The receivers' clear-to-send is always posted (for the next exchange to be cleared), so
@@ -148,22 +152,36 @@ class ipc_setup {
   // into this rank's halos (device signals only: the start flag then also says "halo free").
   // Under the MPI handshake the buffer exists twice (exchange g in copy g mod 2): a sender may
   // pack exchange g+1 while this rank still unpacks g, so start() need not wait for it.
+  // With device signals, messages up to ipc_inline_max_bytes whose steps allow it travel as
+  // flagged words (copy_op::flagged, at twice their offset) into two copies by turns too: the
+  // sender's pack of g needs only this rank's start of g-1 (which ended its unpack of g-2, the
+  // last read of copy g mod 2), which in the steady state came long before, and the words carry
+  // their own data-ready. The buffer is zeroed: no slot holds an exchange's number by chance.
   void make_buffers() {
     const std::size_t n_recv = recvs_.size(), n_send = sends_.size();
+    inline_in_.assign(n_recv, 0);
     if (p_.device_signalled) {
       // [data-ready per receive message (written by its sender), started per send message
       // (written by its receiver)]: each side polls only its own memory and writes the peer's.
       p_.flags = allocate(memory_space::device, std::max<std::size_t>(1, n_recv + n_send) * 8);
-      auto* f = reinterpret_cast<std::uint64_t*>(p_.flags.get());
-      for (std::size_t k = 0; k < n_recv; ++k) p_.signals.unpack_wait.push_back(f + k);
-      for (std::size_t k = 0; k < n_send; ++k) p_.signals.pack_wait.push_back(f + n_recv + k);
+      for (std::size_t k = 0; k < n_recv; ++k)
+        inline_in_[k] = char(recv(k).bytes <= prog_.options.ipc_inline_max_bytes &&
+                             flaggable(prog_, false, old_recv_, recv(k)));
     }
-    p_.recv = allocate(memory_space::device, copies() * recv_size_);
+    const bool any_inline = std::count(inline_in_.begin(), inline_in_.end(), 1) > 0;
+    const bool two = !p_.device_signalled || any_inline;
+    copy_bytes_ = any_inline ? (2 * recv_size_ + 255) / 256 * 256 : recv_size_;
+    p_.recv = allocate(memory_space::device, (two ? 2 : 1) * copy_bytes_);
+    if (any_inline)
+      gpu::check(cudaMemset(p_.recv.get(), 0, 2 * copy_bytes_), "cudaMemset(IPC receive buffer)",
+                 me_);
+    offered_ = inline_in_;
     regions_out_.resize(n_recv);
     if (p_.device_signalled && prog_.options.ipc_into_fields)
       for (std::size_t k = 0; k < n_recv; ++k)
-        regions_out_[k] = describe_regions(
-            device_message_steps(prog_, step_kind::unpack, old_recv_, recv(k)), find_allocation);
+        if (!inline_in_[k])
+          regions_out_[k] = describe_regions(
+              device_message_steps(prog_, step_kind::unpack, old_recv_, recv(k)), find_allocation);
   }
 
   // Each receiver sends its buffer's handle, where each sender's message goes, its flags and
@@ -181,13 +199,17 @@ class ipc_setup {
     in_.resize(n_send);
     for (std::size_t k = 0; k < n_recv; ++k)
       out[k] = {h,
-                recv(k).offset,
+                (inline_in_[k] ? 2 : 1) * recv(k).offset,
                 fh,
                 k,
                 regions_out_[k].empty() ? -1 : (long long)regions_out_[k].size(),
                 recv(k).bytes,
-                recv_size_};
-    for (std::size_t k = 0; k < n_send; ++k) start_out[k] = {fh, n_recv + k};
+                !p_.device_signalled || inline_in_[k] ? copy_bytes_ : 0,
+                int(inline_in_[k])};
+    for (std::size_t k = 0; k < n_send; ++k)
+      start_out[k] = {fh, n_recv + k,
+                      int(send(k).bytes <= prog_.options.ipc_inline_max_bytes &&
+                          flaggable(prog_, true, old_send_, send(k)))};
     const bool signalled = p_.device_signalled;
     std::vector<MPI_Request> reqs;
     for (std::size_t k = 0; k < n_recv; ++k) isend(reqs, &out[k], recv(k).peer, tag_handle);
@@ -197,6 +219,12 @@ class ipc_setup {
     for (std::size_t k = 0; k < n_recv && signalled; ++k)
       irecv(reqs, &start_in[k], recv(k).peer, tag_start);
     wait(reqs, "MPI_Waitall(IPC handles)");
+    // Flagged words where both ends can (each knows both answers now).
+    inline_out_.assign(n_send, 0);
+    for (std::size_t k = 0; k < n_send; ++k)
+      inline_out_[k] = char(signalled && in_[k].flagged && start_out[k].flagged);
+    for (std::size_t k = 0; k < n_recv; ++k)
+      inline_in_[k] = char(inline_in_[k] && start_in[k].flagged);
     for (std::size_t k = 0; k < n_send; ++k) {
       p_.signals.peer_bytes += send(k).bytes;
       if (in_[k].bytes != send(k).bytes && problem.empty())  // checked as MPI checks sizes
@@ -205,14 +233,36 @@ class ipc_setup {
             "set-up): do both declare the same domain, stencil and fields in the same order?",
             me_, send(k).bytes, send(k).peer, in_[k].bytes);
       remote_.push_back(open(in_[k].handle, "cudaIpcOpenMemHandle") + in_[k].offset);
-      if (signalled)
-        p_.signals.pack_post.push_back(
-            flag_array(in_[k].flags, "cudaIpcOpenMemHandle(flags)") + in_[k].ready);
+      if (signalled && !inline_out_[k])
+        p_.signals.pack_post.push_back(flag_array(in_[k].flags, "cudaIpcOpenMemHandle(flags)") +
+                                       in_[k].ready);
     }
     for (std::size_t k = 0; k < n_recv && signalled; ++k)
-      p_.signals.start_post.push_back(
-          flag_array(start_in[k].flags, "cudaIpcOpenMemHandle(flags)") + start_in[k].started);
+      p_.signals.start_post.push_back(flag_array(start_in[k].flags, "cudaIpcOpenMemHandle(flags)") +
+                                      start_in[k].started);
   }
+
+  // Device signals: the data-ready flags this rank's unpack waits for (messages not of flagged
+  // words), and its flags for its receivers' starts, those of flagged messages first (waited
+  // for at g - 1: device_signals::lagged).
+  void order_waits() {
+    if (!p_.device_signalled) return;
+    auto* f = reinterpret_cast<std::uint64_t*>(p_.flags.get());
+    for (std::size_t k = 0; k < recvs_.size(); ++k)
+      if (!inline_in_[k]) p_.signals.unpack_wait.push_back(f + k);
+    for (const bool lagged : {true, false})
+      for (std::size_t k = 0; k < sends_.size(); ++k)
+        if (bool(inline_out_[k]) == lagged) p_.signals.pack_wait.push_back(f + recvs_.size() + k);
+    p_.signals.lagged = std::size_t(std::count(inline_out_.begin(), inline_out_.end(), 1));
+  }
+
+  std::size_t n_inline() const {
+    return std::size_t(std::count(inline_in_.begin(), inline_in_.end(), 1) +
+                       std::count(inline_out_.begin(), inline_out_.end(), 1));
+  }
+  // Whether the program's device steps are placed twice (exchange g into and out of copy
+  // g mod 2): always under the MPI handshake; with device signals where a message is flagged.
+  bool alternates() const { return !p_.device_signalled || n_inline() > 0; }
 
   // Halo regions written directly: the receivers describe their unpack steps, the senders fuse
   // each with the matching pack step and say which messages go that way.
@@ -255,41 +305,66 @@ class ipc_setup {
   // written directly replaced by the fused copies (copy 0, device signals only), the others
   // packed into the receiver's buffer and unpacked out of this rank's.
   void place() {
-    for (int c = 0; c < copies(); ++c) {
+    for (int c = 0; c < (alternates() ? 2 : 1); ++c) {
       placement where;
       where.send_at.assign(prog_.sends.size(), nullptr);
       where.recv_at.assign(prog_.recvs.size(), nullptr);
       where.send_direct.assign(prog_.sends.size(), 0);
       where.recv_direct.assign(prog_.recvs.size(), 0);
+      where.send_flagged.assign(prog_.sends.size(), 0);
+      where.recv_flagged.assign(prog_.recvs.size(), 0);
       for (std::size_t k = 0; k < sends_.size(); ++k) {
-        where.send_at[sends_[k]] = remote_[k] + std::size_t(c) * in_[k].second;
+        const bool two = !p_.device_signalled || inline_out_[k];
+        where.send_at[sends_[k]] = remote_[k] + std::size_t(two ? c : 0) * in_[k].second;
         where.send_direct[sends_[k]] = char(direct_out_[k]);
+        where.send_flagged[sends_[k]] = inline_out_[k];
       }
       for (std::size_t k = 0; k < recvs_.size(); ++k) {
-        where.recv_at[recvs_[k]] = p_.recv.get() + std::size_t(c) * recv_size_ + recv(k).offset;
+        const bool two = !p_.device_signalled || inline_in_[k];
+        // (offered flagged words: at twice its offset, whatever the sender answered)
+        const std::size_t offset = (offered_[k] ? 2 : 1) * recv(k).offset;
+        where.recv_at[recvs_[k]] = p_.recv.get() + std::size_t(two ? c : 0) * copy_bytes_ + offset;
         where.recv_direct[recvs_[k]] = char(direct_in_[k]);
+        where.recv_flagged[recvs_[k]] = inline_in_[k];
       }
-      if (c == 0) where.fused_send = fused_;
+      where.fused_send = fused_;
       p_.steps[c] = place_device(prog_, where, old_send_, old_recv_);
     }
   }
 
+  // Where and how the pack kernel writes (device signals), for describe().
+  std::string signalled_target() const {
+    const auto n_direct = std::size_t(std::count(direct_out_.begin(), direct_out_.end(), 1) +
+                                      std::count(direct_in_.begin(), direct_in_.end(), 1));
+    const std::size_t n_ipc = sends_.size() + recvs_.size(), n_flagged = n_inline();
+    std::string out;
+    if (n_flagged > 0)
+      out = fmt::format(
+          "{} as flagged words (each 4-byte word beside the exchange's number, which the "
+          "receiver polls: no data-ready flag) into one of two copies of the receiver's receive "
+          "buffer by turns, without waiting for the receiver's start (its start of the exchange "
+          "before freed that copy)",
+          n_flagged == n_ipc ? "every message"
+                             : fmt::format("messages of up to {} bytes whose copies allow it",
+                                           prog_.options.ipc_inline_max_bytes));
+    if (n_flagged == n_ipc) return out;
+    if (!out.empty()) out += "; the others ";
+    out += n_direct == 0 ? "into the receiver's GPU memory"
+           : n_direct + n_flagged == n_ipc
+               ? "straight into the receiver's halo (no unpack)"
+               : "straight into the receiver's halo where the regions allow (no unpack), else "
+                 "into its receive buffer";
+    return out +
+           " once the receiver has started the exchange, then a data-ready flag the receiver's "
+           "stream waits for";
+  }
+
   std::string describe() const {
-    const auto n_direct = std::count(direct_out_.begin(), direct_out_.end(), 1) +
-                          std::count(direct_in_.begin(), direct_in_.end(), 1);
-    const std::size_t n_ipc = sends_.size() + recvs_.size();
-    const char* target = n_direct == 0 ? "into the receiver's GPU memory"
-                         : std::size_t(n_direct) == n_ipc
-                             ? "straight into the receiver's halo (no unpack)"
-                             : "straight into the receiver's halo where the regions allow (no "
-                               "unpack), else into its receive buffer";
     return std::string(to_string(staging::peer_ipc)) +
            (p_.device_signalled
-                ? fmt::format(
-                      " (node-local GPUs: the pack kernel writes {} through CUDA IPC once the "
-                      "receiver has started the exchange, then a data-ready flag the receiver's "
-                      "stream waits for: no host wait, no MPI message per exchange)",
-                      target)
+                ? fmt::format(" (node-local GPUs: the pack kernel writes {} through CUDA IPC: no "
+                              "host wait, no MPI message per exchange)",
+                              signalled_target())
                 : std::string(" (node-local GPUs: the pack kernel writes into the receiver's GPU "
                               "memory through CUDA IPC, into one of two copies of its receive "
                               "buffer by turns; MPI carries clear-to-send and data-ready only)"));
@@ -305,7 +380,6 @@ class ipc_setup {
   }
 
  private:
-  int copies() const { return p_.device_signalled ? 1 : 2; }
   const message& send(std::size_t k) const { return prog_.sends[sends_[k]]; }
   const message& recv(std::size_t k) const { return prog_.recvs[recvs_[k]]; }
 
@@ -366,9 +440,13 @@ class ipc_setup {
   const std::byte* old_recv_ = nullptr;
   std::size_t recv_size_ = 0;
   std::vector<std::vector<direct_region>> regions_out_;  // per IPC receive
-  std::vector<handle_msg> in_;                        // per IPC send: the receiver's handle
-  std::vector<std::byte*> remote_;                    // per IPC send: copy 0 of its message
+  std::vector<handle_msg> in_;                           // per IPC send: the receiver's handle
+  std::vector<std::byte*> remote_;                       // per IPC send: copy 0 of its message
   std::vector<int> direct_out_, direct_in_;
+  std::size_t copy_bytes_ = 0;  // from one copy of the receive buffer to the next
+  // Flagged words (device signals): per IPC receive, offered by this rank (make_buffers) and
+  // agreed with its sender (swap_handles); per IPC send, agreed with its receiver.
+  std::vector<char> offered_, inline_in_, inline_out_;
   std::vector<std::vector<copy_op>> fused_;  // per send message of the program: direct writes
 };
 
@@ -388,8 +466,10 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, const exchange_program
   ipc_setup s(comm, prog, routes, *p);
   s.make_buffers();
   s.swap_handles(problem);
+  s.order_waits();
   s.go_direct();
   s.place();
+  p->alternating = s.alternates();
   p->path = s.describe();
   if (!p->device_signalled) s.control_messages();
   return std::unique_ptr<peer_ipc>(new peer_ipc(std::move(p)));
@@ -409,7 +489,7 @@ const device_steps& peer_ipc::steps(int copy) const {
   return p_->steps[copy];
 }
 bool peer_ipc::alternates() const {
-  return !p_->device_signalled;
+  return p_->alternating;
 }
 bool peer_ipc::carries_all() const {
   return p_->carries_all;

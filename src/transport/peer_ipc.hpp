@@ -49,10 +49,12 @@ class peer_ipc {
   const device_signals& signals() const;
 
   /// The program's device steps placed where this transport puts the messages: into copy
-  /// `copy` of the receivers' buffers (exchange g uses copy g mod 2 under the MPI handshake;
-  /// copy 0 only with device signals, where messages may also go straight into the halos).
+  /// `copy` of the receivers' buffers (exchange g uses copy g mod 2 under the MPI handshake,
+  /// and with device signals for messages up to 256 KiB; larger ones may go straight into the
+  /// halos).
   const device_steps& steps(int copy) const;
-  /// Whether the receive buffers exist twice (the MPI handshake).
+  /// Whether exchanges alternate between two placements (steps(0), steps(1)): under the MPI
+  /// handshake always, with device signals where some message alternates.
   bool alternates() const;
   /// Whether every message of this rank travels through CUDA IPC (no staging buffer is used).
   bool carries_all() const;

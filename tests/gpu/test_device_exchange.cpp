@@ -142,7 +142,6 @@ void run_exchange(halox::halo_exchange& ex, int k) {
   }
 }
 
-
 // Whether NCCL can join pairs of these `ranks` here (2 or more, one GPU each, NCCL built);
 // if not, says so (WARN) for the caller to return.
 bool nccl_pairs(int ranks) {
@@ -200,22 +199,31 @@ TEST_CASE("device and host fields of several types in one blocking exchange") {
 
 TEST_CASE("device fields only: several types and layouts, uneven boxes, every CUDA IPC target") {
   // Device fields only, so node-local peers pair over CUDA IPC: with device signals (one GPU
-  // per rank) the senders write straight into the receivers' halos, or into their receive
+  // per rank) messages up to ipc_inline_max_bytes travel as flagged words (4- and 12-byte
+  // elements here), larger ones straight into the receivers' halos, or into their receive
   // buffers when HALOX_IPC_INTO=buffer. 13 x 10 x 9 cells split unevenly: the two sides of a
-  // message have different field strides.
+  // message have different field strides. The limits: every message flagged, none, and (the
+  // stencils with different widths on the two sides: messages of two sizes) one direction of a
+  // pair flagged, the other not; a halo on one side of a dimension that is not periodic sends
+  // one way only.
   boost::mpi::communicator world;
   const halox::extents<3> n{13, 10, 9};
   const char* into = GENERATE("field", "buffer");
   const auto per =
       GENERATE(halox::periodic<3>{true, true, true}, halox::periodic<3>{false, true, false});
-  const auto st =
-      GENERATE(halox::stencil<3>::box(1), halox::stencil<3>::star({0, 1, 2}, {2, 0, 1}));
+  const auto st = GENERATE(halox::stencil<3>::box(1), halox::stencil<3>::star({0, 1, 2}, {2, 0, 1}),
+                           halox::stencil<3>::star({1, 1, 0}, {2, 0, 1}));
+  const std::size_t inline_max =
+      GENERATE(std::size_t(256) << 10, std::size_t(0), std::size_t(4096));
   const halox::cartesian<3> dom(world, n, per);
   three_fields<halox::cartesian<3>> t(dom, st);
   halox::exchange_options o;
   o.ipc_into_fields = std::string(into) == "field";
+  o.ipc_inline_max_bytes = inline_max;
   auto ex = halox::make_exchange(dom, st, o, t.a.dev, t.b.dev, t.c.dev);
-  INFO("HALOX_IPC_INTO=" << into << "\n" << ex.describe());
+  INFO("HALOX_IPC_INTO=" << into << " ipc_inline_max_bytes=" << inline_max << "\n"
+                         << ex.describe());
+  if (inline_max == 0) CHECK(ex.describe().find("flagged words") == std::string::npos);
   for (int round = 0; round < 3; ++round) {  // blocking, split phase, stream-ordered
     t.fill(n, round);
     run_exchange(ex, round);
@@ -264,9 +272,12 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   // messages).
   struct transport {
     const char *policy, *variant, *ipc_ranks, *signal, *into;
+    bool plain_words = false;  // ipc_inline_max_bytes = 0
   };
   const auto t = GENERATE(transport{"auto", "mapped", nullptr, nullptr, nullptr},
+                          transport{"auto", "mapped", nullptr, nullptr, nullptr, true},
                           transport{"auto", "mapped", nullptr, nullptr, "buffer"},
+                          transport{"auto", "mapped", nullptr, nullptr, "buffer", true},
                           transport{"auto", "mapped", nullptr, "host", nullptr},
                           transport{"host_staged", "mapped", nullptr, nullptr, nullptr},
                           transport{"host_staged", "copy", nullptr, nullptr, nullptr},
@@ -279,18 +290,21 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   if (t.ipc_ranks) o.peer_ipc_ranks = std::vector{0, 1};
   if (t.signal) o.ipc_device_signals = false;
   if (t.into) o.ipc_into_fields = false;
+  if (t.plain_words) o.ipc_inline_max_bytes = 0;
   auto ex_u = halox::make_exchange(dom, st, o, u);
   auto ex_v = halox::make_exchange(dom, st, o, v);
-  // Two ranks on two GPUs with device signals: the senders write straight into the halos
-  // unless told to use the receive buffers.
+  // Two ranks on two GPUs with device signals: these messages (a few KiB) travel as flagged
+  // words, with or without writes into the halos allowed (those of larger messages:
+  // test_graphs); with flagged words turned off, straight into the halos where allowed.
   int gpus = 0;
   cuda(cudaGetDeviceCount(&gpus));
   if (world.size() == 2 && gpus >= 2 && std::strcmp(policy, "auto") == 0 && !t.ipc_ranks &&
       !t.signal) {
     const auto d = ex_u.describe();
     INFO(d);
+    CHECK((d.find("every message as flagged words") != std::string::npos) == !t.plain_words);
     CHECK((d.find("straight into the receiver's halo") != std::string::npos) ==
-          (t.into == nullptr));
+          (t.plain_words && t.into == nullptr));
   }
   if (t.ipc_ranks) {
     // Ranks 0 and 1 reach each other through CUDA IPC, everybody else through MPI.
@@ -308,7 +322,8 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
   INFO("HALOX_STAGING=" << policy << " HALOX_HOST_STAGING=" << variant
                         << " HALOX_PEER_IPC_RANKS=" << (t.ipc_ranks ? t.ipc_ranks : "(unset)")
                         << " HALOX_IPC_SIGNAL=" << (t.signal ? t.signal : "(unset)")
-                        << " HALOX_IPC_INTO=" << (t.into ? t.into : "(unset)"));
+                        << " HALOX_IPC_INTO=" << (t.into ? t.into : "(unset)")
+                        << " HALOX_IPC_INLINE_MAX=" << (t.plain_words ? "0" : "(unset)"));
   for (int s = 1; s <= iterations; ++s) {
     // u and v alternate so two objects interleave on one stream, as a solver's steps do.
     auto& ex = s % 2 ? ex_u : ex_v;
@@ -695,7 +710,8 @@ TEST_CASE("start() on device fields does not wait for a peer, on every path") {
   // start() packs after the legacy default stream's work: stamp and verify run there.
   auto stamp = [&](int salt) { halox_test::stamp(g, salt, nullptr); };
   auto verify = [&](int salt) { halox_test::verify(g, salt, errors.get(), nullptr); };
-  SECTION("the issue's order: rank 0 starts its second exchange before its peers finished the first") {
+  SECTION(
+      "the issue's order: rank 0 starts its second exchange before its peers finished the first") {
     // ... then enters a collective that they reach only before finishing theirs.
     if (me == 0) {
       stamp(1);
@@ -772,8 +788,9 @@ TEST_CASE("a sender two exchanges ahead of a receiver that never sends back") {
   // peer" (collectives between start() and wait() on some ranks, after wait() on others).
   const int signalled = ex.describe().find("device signals") != std::string::npos;
   if (boost::mpi::all_reduce(world, signalled, std::plus<int>()) > 0) {
-    WARN("skipped: CUDA IPC with device signals completes an exchange once the receivers have "
-         "started it (the documented rule); a sender cannot run exchanges ahead of them");
+    WARN(
+        "skipped: CUDA IPC with device signals completes an exchange once the receivers have "
+        "started it (the documented rule); a sender cannot run exchanges ahead of them");
     return;
   }
   std::vector<hxt::result> results;  // checked together at the end (the checks are collective)

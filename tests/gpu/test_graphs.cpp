@@ -19,7 +19,6 @@ const bool skipped_without_gpu = gpu_test::skip_without_gpu();
 using gpu_test::cuda;
 using gpu_test::geom_of;
 
-
 // A double in device memory (the salt a graph's kernels read) and a device error counter.
 struct device_state {
   double* salt = nullptr;
@@ -62,8 +61,8 @@ void time_step(halox::halo_exchange& ex, const halox_test::geom& g, const device
   halox_test::bump(d.salt, s);
 }
 
-cudaGraphExec_t capture(halox::halo_exchange& ex, const halox_test::geom& g,
-                        const device_state& d, cudaStream_t s, int steps) {
+cudaGraphExec_t capture(halox::halo_exchange& ex, const halox_test::geom& g, const device_state& d,
+                        cudaStream_t s, int steps) {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -117,8 +116,14 @@ TEST_CASE("a captured time step replayed 200 times gives the halos of 200 exchan
   auto ex = halox::make_exchange(dom, st, options_for(path), u);
   const std::string d = ex.describe();
   INFO(d);
-  if (d.find("CUDA IPC (device signals)") != std::string::npos)
+  // Over CUDA IPC with device signals the small case's messages travel as flagged words into two
+  // copies of the receive buffers by turns (the device picks the copy and the words' number, also
+  // in replays); the large one's go straight into the halos.
+  if (d.find("CUDA IPC (device signals)") != std::string::npos) {
     CHECK((d.find("pack and unpack as one launch") != std::string::npos) == !large);
+    CHECK((d.find("every message as flagged words") != std::string::npos) == !large);
+    CHECK((d.find("straight into the receiver's halo") != std::string::npos) == large);
+  }
   const bool capturable = d.find("CUDA graphs: capturable") != std::string::npos;
   // Where the describe() says so, the agreement holds on every rank.
   REQUIRE(total(world, capturable) % world.size() == 0);
@@ -224,8 +229,10 @@ TEST_CASE("boundary rules and reverse sums replayed in a graph match the same st
   bc.constant({2, halox::side::low}, 7.5).zero_gradient({2, halox::side::high});
   const auto o = options_for(path);
   // Two twins: one driven by a graph, one by the same calls without capture.
-  auto fa = dom.make_field<double>(st, halox::device), fb = dom.make_field<double>(st, halox::device);
-  auto ra = dom.make_field<double>(st, halox::device), rb = dom.make_field<double>(st, halox::device);
+  auto fa = dom.make_field<double>(st, halox::device),
+       fb = dom.make_field<double>(st, halox::device);
+  auto ra = dom.make_field<double>(st, halox::device),
+       rb = dom.make_field<double>(st, halox::device);
   auto exa = halox::make_exchange(dom, o, halox::halo(st, fa, bc));
   auto exb = halox::make_exchange(dom, o, halox::halo(st, fb, bc));
   auto reva = halox::make_reverse_exchange(dom, st, halox::reduction::sum, o, ra);
@@ -271,7 +278,8 @@ TEST_CASE("boundary rules and reverse sums replayed in a graph match the same st
     cuda(cudaMemcpy(hx.data(), x.data(), bytes, cudaMemcpyDeviceToHost));
     cuda(cudaMemcpy(hy.data(), y.data(), bytes, cudaMemcpyDeviceToHost));
     long bad = 0;
-    for (std::size_t k = 0; k < hx.size(); ++k) bad += std::memcmp(&hx[k], &hy[k], sizeof(double)) != 0;
+    for (std::size_t k = 0; k < hx.size(); ++k)
+      bad += std::memcmp(&hx[k], &hy[k], sizeof(double)) != 0;
     return bad;
   };
   CHECK(da.read_salt() == 30);

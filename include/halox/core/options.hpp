@@ -58,6 +58,13 @@ struct exchange_options {
   /// CUDA IPC with device signals: senders write straight into the receiver's halos where the
   /// regions allow it, else into its receive buffer (`HALOX_IPC_INTO=field|buffer`).
   bool ipc_into_fields = true;
+  /// CUDA IPC with device signals: messages of up to this many bytes travel as flagged words
+  /// (each 4-byte word stored beside the exchange's number in one 8-byte store) into one of two
+  /// copies of the receiver's buffer by turns. The receiver polls the words themselves: no
+  /// data-ready flag and its fence, and no wait for the receiver's start, which halves a small
+  /// round between two GPUs; the message crosses the link at twice its size and is unpacked
+  /// once. 0: never (`HALOX_IPC_INLINE_MAX=bytes`, with an optional K, M or G suffix).
+  std::size_t ipc_inline_max_bytes = std::size_t(64) << 10;
   /// host_staged: the kernels pack into device memory and one copy per direction moves the
   /// messages through pinned memory, instead of writing mapped pinned memory
   /// (`HALOX_HOST_STAGING=mapped|copy`).

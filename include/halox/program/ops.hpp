@@ -27,7 +27,13 @@ struct copy_op {
   std::array<index, max_copy_dims> dst_stride{};
   reduce_fn reduce = nullptr;  ///< combine into dst instead of overwriting it (reverse exchange)
   device_reduce dev_reduce;    ///< the same, for the GPU kernels
+  /// GPU only: the buffer side is a message of flagged words (CUDA IPC, small messages): each
+  /// 4-byte word of the message travels in an 8-byte slot with the exchange's number beside it,
+  /// at twice its offset in the message. flagged_write: `dst` is such a buffer (the pack);
+  /// flagged_read: `src` is (the unpack, which waits for each word's number).
+  int flagged = 0;
 };
+inline constexpr int flagged_write = 1, flagged_read = 2;
 
 /// Copies the `ncomp` components of entities `idx[0..n)` of an entity array to or from a
 /// contiguous buffer (entity-major, components innermost): unstructured pack and unpack.
