@@ -49,9 +49,10 @@ struct options {
   int iters = 0;  // 0: chosen per case
   int warmup = 10;
   bool device = false;
-  bool mac = false;    // --mac: the MAC grid case (mac_case.hpp) instead of the box cases
-  bool sweep = false;  // --sweep: message sizes between two GPUs, peer_ipc vs host_staged
-  bool graph = false;  // --graph: also ten exchanges captured in a CUDA graph and replayed
+  bool mac = false;       // --mac: the MAC grid case (mac_case.hpp) instead of the box cases
+  bool sweep = false;     // --sweep: message sizes between two GPUs, peer_ipc vs host_staged
+  int sweep_max_kib = 0;  // --sweep-max: the largest message size of the sweep (0: every size)
+  bool graph = false;     // --graph: also ten exchanges captured in a CUDA graph and replayed
   // --sweep: host_staged once per chunk size (KiB; 0: messages in one piece, as mapped pinned
   // memory); empty: 0 and the default of exchange_options.
   std::vector<int> chunks_kib;
@@ -222,11 +223,12 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
   // --graph: what a replayed round's latency is made of, next to its rows.
   if (o.graph && world.rank() == 0) {
     const latency_floors f = measure_latency_floors();
-    std::printf("{\"impl\":\"flag_one_way\",\"case\":\"a flag between GPU 0 and 1, half a "
-                "round trip\",\"ranks\":1,\"us\":%.3f}\n"
-                "{\"impl\":\"graph_node\",\"case\":\"one more dependent empty kernel in a "
-                "replayed graph\",\"ranks\":1,\"us\":%.3f}\n",
-                f.flag_one_way_us, f.graph_node_us);
+    std::printf(
+        "{\"impl\":\"flag_one_way\",\"case\":\"a flag between GPU 0 and 1, half a "
+        "round trip\",\"ranks\":1,\"us\":%.3f}\n"
+        "{\"impl\":\"graph_node\",\"case\":\"one more dependent empty kernel in a "
+        "replayed graph\",\"ranks\":1,\"us\":%.3f}\n",
+        f.flag_one_way_us, f.graph_node_us);
     std::fflush(stdout);
   }
   world.barrier();
@@ -234,6 +236,7 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
   for (const std::size_t bytes :
        {std::size_t(8) << 10, std::size_t(64) << 10, std::size_t(512) << 10, std::size_t(1) << 20,
         std::size_t(8) << 20, std::size_t(64) << 20}) {
+    if (o.sweep_max_kib > 0 && bytes > (std::size_t(o.sweep_max_kib) << 10)) break;
     const idx face = idx(bytes / 16);  // cells per face: two faces of doubles per message
     idx ny = 1;
     while (ny * ny * 4 <= face) ny *= 2;
@@ -270,10 +273,10 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
       const bool capturable = ex.describe().find("CUDA graphs: capturable") != std::string::npos;
       const double graph_us =
           o.graph && capturable ? graph_loop_us(world, scheduled(ex), iters) : 0.0;
-      const std::string graph_row =
-          graph_us > 0 ? json_piece(",\"graph_us\":%.2f,\"graph_GBps\":%.1f", graph_us,
-                                    double(bytes) / graph_us / 1e3)
-                       : std::string();
+      const std::string graph_row = graph_us > 0
+                                        ? json_piece(",\"graph_us\":%.2f,\"graph_GBps\":%.1f",
+                                                     graph_us, double(bytes) / graph_us / 1e3)
+                                        : std::string();
       const double copy_us = ceiling > 0 ? double(bytes) / (ceiling * 1e3)
                                          : 2 * double(bytes) / (rates.d2d_gbps * 1e3);
       const floor_of_row floor{
@@ -339,6 +342,9 @@ int main(int argc, char** argv) {
                "2 ranks, one GPU each (or sharing one): one double field, one message per "
                "direction of 8 KB .. 64 MB, peer_ipc vs host_staged, blocking and in a loop of "
                "scheduled exchanges, next to the GPUs' peer copy bandwidth (implies --device)");
+  app.add_option("--sweep-max", o.sweep_max_kib,
+                 "--sweep: only messages of up to this many KiB (0: every size)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--graph", o.graph,
                "--sweep: also ten of each exchange captured once into a CUDA graph, replayed in a "
                "loop (graph_us: time per exchange), where its path can be captured");
