@@ -330,6 +330,7 @@ TEST_CASE("transport environment variables: a bad value is an input error on eve
       {"HALOX_IPC_INTO", "HALOX_IPC_INTO='sideways' is not a CUDA IPC target"},
       {"HALOX_SHM_INTO", "HALOX_SHM_INTO='sideways' is not a shared-memory target"},
       {"HALOX_SHM_DIRECT_MIN", "HALOX_SHM_DIRECT_MIN='sideways' is not a number of bytes"},
+      {"HALOX_IPC_INLINE_MAX", "HALOX_IPC_INLINE_MAX='sideways' is not a number of bytes"},
       {"HALOX_PEER_IPC_RANKS", "HALOX_PEER_IPC_RANKS='sideways' is not a comma-separated list"},
       {"HALOX_PEER_SHM_RANKS", "HALOX_PEER_SHM_RANKS='sideways' is not a comma-separated list"},
       {"HALOX_HOST_TRANSPORT", "HALOX_HOST_TRANSPORT='sideways' is not a host transport"},
