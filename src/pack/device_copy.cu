@@ -89,6 +89,7 @@ struct signal_set {
   int n_start = 0, n_wait = 0, n_post = 0;
   int n_lagged = 0;         // (signal_args)
   bool count_only = false;  // (signal_args)
+  bool alternate = false;   // (signal_args)
 
   signal_set() = default;
   signal_set(const std::vector<std::uint64_t*>& st, const std::vector<std::uint64_t*>& w,
@@ -118,6 +119,7 @@ struct signal_set {
     a.n_post = n_post;
     a.n_lagged = n_lagged;
     a.count_only = count_only;
+    a.alternate = alternate;
     return a;
   }
 
@@ -302,6 +304,8 @@ void device_copier::use_signals(const device_signals& s) {
   p_->unpack_counting =
       signal_set({}, s.unpack_wait, {reinterpret_cast<std::uint64_t*>(p_->generation.get())}, -1);
   p_->unpack_counting.count_only = true;
+  for (auto* set : {&p_->pack_signals, &p_->unpack_signals, &p_->unpack_counting})
+    set->alternate = p_->device_parity;
   p_->decide_fusion();
   p_->batch = stream_mem_ops();
   if (!p_->batch) return;
@@ -340,12 +344,10 @@ void device_copier::impl::decide_fusion() {
 void device_copier::impl::launch_fused(int rank, std::uint64_t exchange) {
   // Graph mode: the unpack half's last block makes the exchange's number the count.
   const signal_set& in = on_device ? unpack_counting : unpack_signals;
-  signal_args out_args = pack_signals.args(exchange, counter());
-  signal_args in_args = in.args(exchange, counter());
-  out_args.alternate = in_args.alternate = device_parity;
   const copy_list packs[2] = {pack.list(), (device_parity ? pack_alt : pack).list()};
   const copy_list unpacks[2] = {unpack.list(), (device_parity ? unpack_alt : unpack).list()};
-  launch_exchange_kernel(fused_plain, fused_grid, s(), packs, unpacks, out_args, in_args);
+  launch_exchange_kernel(fused_plain, fused_grid, s(), packs, unpacks,
+                         pack_signals.args(exchange, counter()), in.args(exchange, counter()));
   check(cudaGetLastError(), "exchange kernel launch", rank);
 }
 
@@ -381,7 +383,6 @@ void device_copier::launch_pack(int rank, std::uint64_t exchange) {
     }
     sig.n_start = sig.n_wait = 0;
   }
-  sig.alternate = p_->device_parity;
   (p_->odd(exchange) ? p_->pack_alt : p_->pack)
       .launch(p_->s(), rank, "pack kernel launch", sig, p_->pack_odd());
   for (const auto& t : p_->local_steps) t.launch(p_->s(), rank, "local copy launch");
@@ -393,8 +394,7 @@ void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
   if (!waited && p_->fused_grid == 0) {
     // Graph mode: the exchange's last launch, whose last block makes its number the count.
     const signal_set& set = p_->on_device ? p_->unpack_counting : p_->unpack_signals;
-    signal_args sig = p_->signals ? set.args(exchange, p_->counter()) : signal_args{};
-    sig.alternate = p_->device_parity;
+    const signal_args sig = p_->signals ? set.args(exchange, p_->counter()) : signal_args{};
     (p_->odd(exchange) ? p_->unpack_alt : p_->unpack)
         .launch(p_->s(), rank, "unpack kernel launch", sig, p_->unpack_odd());
   }

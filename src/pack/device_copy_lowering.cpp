@@ -13,10 +13,7 @@ namespace {
 
 // The widest power of two (<= 16) that divides the element size, every stride and both bases.
 int unit_of(const copy_op& op) {
-  std::uint64_t bits = op.elem | reinterpret_cast<std::uintptr_t>(op.src) |
-                       reinterpret_cast<std::uintptr_t>(op.dst) | 16;
-  for (int k = 0; k < op.ndims; ++k)
-    bits |= std::uint64_t(op.src_stride[k]) | std::uint64_t(op.dst_stride[k]);
+  const std::uint64_t bits = alignment_bits(op) | 16;
   return int(bits & (~bits + 1));  // lowest set bit
 }
 int unit_of(const gather_op& op) {

@@ -126,12 +126,7 @@ bool flaggable(const exchange_program& prog, bool pack, const std::byte* buf, co
   bool any = false;
   for (const auto& op : pack ? prog.device_pack : prog.device_unpack) {
     if (op.ndims == 0 || !in_message(pack ? op.dst : op.src, buf, m)) continue;
-    std::uint64_t bits = op.elem | reinterpret_cast<std::uintptr_t>(op.src) |
-                         reinterpret_cast<std::uintptr_t>(op.dst);
-    for (int k = 0; k < op.ndims; ++k)
-      bits |= std::uint64_t(op.src_stride[std::size_t(k)]) |
-              std::uint64_t(op.dst_stride[std::size_t(k)]);
-    if (bits % 4 != 0 || op.reduce != nullptr || op.dev_reduce.op != 0) return false;
+    if (alignment_bits(op) % 4 != 0 || op.reduce != nullptr || op.dev_reduce.op != 0) return false;
     any = true;
   }
   return any;

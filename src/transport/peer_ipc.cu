@@ -164,9 +164,7 @@ class ipc_setup {
       // [data-ready per receive message (written by its sender), started per send message
       // (written by its receiver)]: each side polls only its own memory and writes the peer's.
       p_.flags = allocate(memory_space::device, std::max<std::size_t>(1, n_recv + n_send) * 8);
-      for (std::size_t k = 0; k < n_recv; ++k)
-        inline_in_[k] = char(recv(k).bytes <= prog_.options.ipc_inline_max_bytes &&
-                             flaggable(prog_, false, old_recv_, recv(k)));
+      for (std::size_t k = 0; k < n_recv; ++k) inline_in_[k] = char(can_flag(false, recv(k)));
     }
     const bool any_inline = std::count(inline_in_.begin(), inline_in_.end(), 1) > 0;
     const bool two = !p_.device_signalled || any_inline;
@@ -207,9 +205,7 @@ class ipc_setup {
                 !p_.device_signalled || inline_in_[k] ? copy_bytes_ : 0,
                 int(inline_in_[k])};
     for (std::size_t k = 0; k < n_send; ++k)
-      start_out[k] = {fh, n_recv + k,
-                      int(send(k).bytes <= prog_.options.ipc_inline_max_bytes &&
-                          flaggable(prog_, true, old_send_, send(k)))};
+      start_out[k] = {fh, n_recv + k, int(can_flag(true, send(k)))};
     const bool signalled = p_.device_signalled;
     std::vector<MPI_Request> reqs;
     for (std::size_t k = 0; k < n_recv; ++k) isend(reqs, &out[k], recv(k).peer, tag_handle);
@@ -381,6 +377,11 @@ class ipc_setup {
 
  private:
   const message& send(std::size_t k) const { return prog_.sends[sends_[k]]; }
+  // Whether this end can move message `m` (a send: `pack`) as flagged words.
+  bool can_flag(bool pack, const message& m) const {
+    return m.bytes <= prog_.options.ipc_inline_max_bytes &&
+           flaggable(prog_, pack, pack ? old_send_ : old_recv_, m);
+  }
   const message& recv(std::size_t k) const { return prog_.recvs[recvs_[k]]; }
 
   std::byte* open(const cudaIpcMemHandle_t& handle, const char* what) {

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 
 #include "halox/core/index.hpp"
 #include "halox/core/reduction.hpp"
@@ -34,6 +35,17 @@ struct copy_op {
   int flagged = 0;
 };
 inline constexpr int flagged_write = 1, flagged_read = 2;
+
+/// The element size, both addresses and every stride of `op`, or-ed: its lowest set bit is the
+/// widest word every access of the copy is aligned to.
+inline std::uint64_t alignment_bits(const copy_op& op) {
+  std::uint64_t bits =
+      op.elem | reinterpret_cast<std::uintptr_t>(op.src) | reinterpret_cast<std::uintptr_t>(op.dst);
+  for (int k = 0; k < op.ndims; ++k)
+    bits |=
+        std::uint64_t(op.src_stride[std::size_t(k)]) | std::uint64_t(op.dst_stride[std::size_t(k)]);
+  return bits;
+}
 
 /// Copies the `ncomp` components of entities `idx[0..n)` of an entity array to or from a
 /// contiguous buffer (entity-major, components innermost): unstructured pack and unpack.
