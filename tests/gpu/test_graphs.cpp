@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -71,6 +73,13 @@ cudaGraphExec_t capture(halox::halo_exchange& ex, const halox_test::geom& g, con
   cuda(cudaGraphInstantiate(&exec, graph, 0));
   cuda(cudaGraphDestroy(graph));
   return exec;
+}
+
+// How many times the replay test replays its first graph: 200, or HALOX_TEST_REPLAYS (the
+// sanitizer stage of tests/gpu/two-gpu.sh runs fewer: racecheck instruments every load).
+int replays() {
+  const char* v = std::getenv("HALOX_TEST_REPLAYS");
+  return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 200;
 }
 
 long total(const boost::mpi::communicator& world, long v) {
@@ -169,12 +178,16 @@ TEST_CASE("a captured time step replayed 200 times gives the halos of 200 exchan
     return;
   }
 
-  // One step per graph, replayed 200 times; the kernels read the step from device memory.
-  state.set_salt(1);
+  // One step per graph, replayed R (200) times; the kernels read the step from device memory.
+  // The later replays are in proportion: R/10 after ordinary exchanges, R/4 of a graph of three
+  // steps, R/10 of two graphs in turns.
+  const int n1 = replays(), n2 = std::max(2, n1 / 10), n3 = std::max(1, n1 / 4);
+  double salt = 1;
+  state.set_salt(salt);
   cudaGraphExec_t one = capture(ex, g, state, s, 1);
-  for (int r = 0; r < 200; ++r) cuda(cudaGraphLaunch(one, s));
+  for (int r = 0; r < n1; ++r) cuda(cudaGraphLaunch(one, s));
   cuda(cudaStreamSynchronize(s));
-  CHECK(state.read_salt() == 201);
+  CHECK(state.read_salt() == (salt += n1));
   REQUIRE(total(world, long(state.read_errors())) == 0);
 
   // Ordinary exchanges after the replays (scheduled and blocking), then replays again.
@@ -187,26 +200,26 @@ TEST_CASE("a captured time step replayed 200 times gives the halos of 200 exchan
   cuda(cudaStreamSynchronize(s));
   ex.exchange();
   halox_test::verify(g, 701.0, state.errors, s);
-  for (int r = 0; r < 20; ++r) cuda(cudaGraphLaunch(one, s));
+  for (int r = 0; r < n2; ++r) cuda(cudaGraphLaunch(one, s));
   cuda(cudaStreamSynchronize(s));
-  CHECK(state.read_salt() == 221);
+  CHECK(state.read_salt() == (salt += n2));
   REQUIRE(total(world, long(state.read_errors())) == 0);
   cuda(cudaGraphExecDestroy(one));
 
-  // A new capture of three steps in one graph (the old one destroyed), replayed 50 times.
+  // A new capture of three steps in one graph (the old one destroyed).
   cudaGraphExec_t three = capture(ex, g, state, s, 3);
-  for (int r = 0; r < 50; ++r) cuda(cudaGraphLaunch(three, s));
+  for (int r = 0; r < n3; ++r) cuda(cudaGraphLaunch(three, s));
   cuda(cudaStreamSynchronize(s));
-  CHECK(state.read_salt() == 371);
+  CHECK(state.read_salt() == (salt += 3 * n3));
   REQUIRE(total(world, long(state.read_errors())) == 0);
   cuda(cudaGraphExecDestroy(three));
 
   // Two graphs captured one after the other before either runs (as a solver captures one per
   // parity): the second's frozen exchange number is ahead of the first's; replayed in turns.
   cudaGraphExec_t first = capture(ex, g, state, s, 1), second = capture(ex, g, state, s, 1);
-  for (int r = 0; r < 20; ++r) cuda(cudaGraphLaunch(r % 2 ? first : second, s));
+  for (int r = 0; r < n2; ++r) cuda(cudaGraphLaunch(r % 2 ? first : second, s));
   cuda(cudaStreamSynchronize(s));
-  CHECK(state.read_salt() == 391);
+  CHECK(state.read_salt() == (salt += n2));
   REQUIRE(total(world, long(state.read_errors())) == 0);
   cuda(cudaGraphExecDestroy(first));
   cuda(cudaGraphExecDestroy(second));

@@ -6,7 +6,8 @@
 #
 #   suites  ctest -L gpu at 1-4 ranks (one GPU per rank where ranks <= GPUs, shared above), then
 #           the NCCL suites on NCCL's network code path (NET/Socket over lo);
-#   sanitize compute-sanitizer memcheck and racecheck on the CUDA graph replay test at 2 ranks;
+#   sanitize compute-sanitizer memcheck and racecheck on the CUDA graph replay test at 2 ranks
+#           (racecheck replays RACECHECK_REPLAYS = 10 times);
 #   apps    jacobi2d over CUDA IPC, NCCL (virtual nodes: HALOX_NODE_SIZE=1) and host staging, and
 #           NVIDIA's NCCL Jacobi (nccl, nccl_overlap) where NVREF names the folder holding their
 #           binaries (NVREF/nccl/jacobi, ...), under Open MPI's default binding (and NCCL and
@@ -97,9 +98,14 @@ stage_sanitize() {
   local f=$OUT/sanitize.txt
   # API errors are not reported: NCCL's set-up probes the driver with calls that fail by design
   # (cudaFuncGetAttributes, cuMemRetainAllocationHandle); halox checks every call it makes.
+  # racecheck instruments every shared-memory access: its run replays 10 times, not 200
+  # (HALOX_TEST_REPLAYS; the same graphs, the same checks).
   for tool in memcheck racecheck; do
-    run "$f" "$tool" "${SANITIZE_SECS:-300}" mpirun -np 2 compute-sanitizer --tool "$tool" \
-      --report-api-errors no --error-exitcode 9 "$BUILD/tests/test_graphs" "a captured time step*"
+    local replays=200
+    [ $tool = racecheck ] && replays=${RACECHECK_REPLAYS:-10}
+    run "$f" "$tool" "${SANITIZE_SECS:-300}" mpirun -np 2 -x HALOX_TEST_REPLAYS=$replays \
+      compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 \
+      "$BUILD/tests/test_graphs" "a captured time step*"
   done
   grep -E 'ERROR SUMMARY|exit' "$f"
 }
