@@ -38,6 +38,30 @@ CUstream_st* create_stream() {
   return s;
 }
 
+CUstream_st* create_priority_stream() {
+  int least = 0, greatest = 0;
+  check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest),
+        "cudaStreamCreateWithPriority");
+  return s;
+}
+
+CUevent_st* create_event() {
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  return e;
+}
+
+void destroy_event(CUevent_st* e) {
+  check(cudaEventDestroy(e), "cudaEventDestroy");
+}
+
+void follow(CUstream_st* waiter, CUstream_st* after, CUevent_st* e) {
+  check(cudaEventRecord(e, after), "cudaEventRecord");
+  check(cudaStreamWaitEvent(waiter, e, 0), "cudaStreamWaitEvent");
+}
+
 void destroy_stream(CUstream_st* s) {
   check(cudaStreamDestroy(s), "cudaStreamDestroy");
 }

@@ -10,6 +10,7 @@
 
 struct CUstream_st;     // CUDA's stream type (cudaStream_t is CUstream_st*), as CUDA declares it
 struct CUgraphExec_st;  // an instantiated CUDA graph (cudaGraphExec_t), as CUDA declares it
+struct CUevent_st;      // CUDA's event type (cudaEvent_t), as CUDA declares it
 
 namespace example_gpu {
 
@@ -20,7 +21,15 @@ int device_count(std::string& why);
 void select_device(int d);
 
 CUstream_st* create_stream();  ///< a non-blocking stream
+/// A non-blocking stream of the device's greatest priority: its kernels get SMs before those of
+/// create_stream()'s streams (as halox's own stream does).
+CUstream_st* create_priority_stream();
 void destroy_stream(CUstream_st* s);
+CUevent_st* create_event();  ///< an event without timing, for ordering streams
+void destroy_event(CUevent_st* e);
+/// Work enqueued on `waiter` from now on runs after what is enqueued on `after` so far (`e` is
+/// recorded on `after`); under capture this forks or joins the graph's branches.
+void follow(CUstream_st* waiter, CUstream_st* after, CUevent_st* e);
 void synchronize(CUstream_st* s);
 /// Uploads, then waits for the device: the copy from pageable memory may still be in flight
 /// when cudaMemcpy returns, and the apps' kernels run on non-blocking streams.
