@@ -3,6 +3,9 @@
 // - raw_nccl: NCCL without halox, one grouped ncclSend/ncclRecv of the message each way per
 //   round on one stream (its own communicator): blocking rounds (median of the slower rank) and
 //   a loop of rounds with no host synchronisation inside (CUDA events), as halox's rows;
+// - raw_nccl_pieces: the same, the message cut into two equal sends and two receives in the
+//   group, as halox sends the sweep's message (its two faces, zero-copy): what NCCL itself
+//   makes of those pieces;
 // - mpi_pinned_host: MPI_Isend/MPI_Irecv of pinned host memory each way (what host staging
 //   hands MPI), blocking rounds;
 // - pinned_copy: one cudaMemcpyAsync each way between device memory and pinned host memory
@@ -71,16 +74,20 @@ class raw_nccl {
   raw_nccl(const raw_nccl&) = delete;
   raw_nccl& operator=(const raw_nccl&) = delete;
 
-  // `bytes` to the other rank and `bytes` from it per round.
-  raw_row measure(std::size_t bytes, int warmup, int iters) {
-    void *send = nullptr, *recv = nullptr;
+  // `bytes` to the other rank and `bytes` from it per round, each way as `pieces` equal calls
+  // (the sends first, then the receives, as halox groups them).
+  raw_row measure(std::size_t bytes, int warmup, int iters, int pieces = 1) {
+    char *send = nullptr, *recv = nullptr;
     cuda_check(cudaMalloc(&send, bytes));
     cuda_check(cudaMalloc(&recv, bytes));
     const int peer = 1 - world_.rank();
+    const std::size_t piece = bytes / std::size_t(pieces);
     auto round = [&](cudaStream_t s) {
       nccl_check(ncclGroupStart());
-      nccl_check(ncclSend(send, bytes, ncclUint8, peer, comm_, s));
-      nccl_check(ncclRecv(recv, bytes, ncclUint8, peer, comm_, s));
+      for (int k = 0; k < pieces; ++k)
+        nccl_check(ncclSend(send + piece * std::size_t(k), piece, ncclUint8, peer, comm_, s));
+      for (int k = 0; k < pieces; ++k)
+        nccl_check(ncclRecv(recv + piece * std::size_t(k), piece, ncclUint8, peer, comm_, s));
       nccl_check(ncclGroupEnd());
     };
     raw_row r;
@@ -154,16 +161,18 @@ inline void print_raw_rows(const mpi::communicator& world, std::size_t bytes, in
                            [[maybe_unused]] void* nccl) {
   const std::size_t kib = bytes >> 10;
 #ifdef HALOX_BENCH_NCCL
-  if (nccl != nullptr) {
-    const raw_row r = static_cast<raw_nccl*>(nccl)->measure(bytes, 10, iters);
-    if (world.rank() == 0)
-      std::printf(
-          "{\"impl\":\"raw_nccl\",\"case\":\"sweep %zu KiB\",\"ranks\":2,\"message_bytes\":%zu,"
-          "\"iters\":%d,\"median_us\":%.2f,\"loop_us\":%.2f,\"loop_host_us\":%.2f,"
-          "\"GBps\":%.1f,\"loop_GBps\":%.1f}\n",
-          kib, bytes, iters, r.median_us, r.loop_us, r.loop_host_us,
-          double(bytes) / r.median_us / 1e3, double(bytes) / r.loop_us / 1e3);
-  }
+  if (nccl != nullptr)
+    for (const int pieces : {1, 2}) {
+      const raw_row r = static_cast<raw_nccl*>(nccl)->measure(bytes, 10, iters, pieces);
+      if (world.rank() == 0)
+        std::printf(
+            "{\"impl\":\"%s\",\"case\":\"sweep %zu KiB\",\"ranks\":2,\"message_bytes\":%zu,"
+            "\"pieces\":%d,\"iters\":%d,\"median_us\":%.2f,\"loop_us\":%.2f,"
+            "\"loop_host_us\":%.2f,\"GBps\":%.1f,\"loop_GBps\":%.1f}\n",
+            pieces == 1 ? "raw_nccl" : "raw_nccl_pieces", kib, bytes, pieces, iters, r.median_us,
+            r.loop_us, r.loop_host_us, double(bytes) / r.median_us / 1e3,
+            double(bytes) / r.loop_us / 1e3);
+    }
 #endif
   const double mpi_us = mpi_pinned_us(world, bytes, 3, iters);
   const auto [d2h, h2d] = pinned_copy_us(bytes, 20);
