@@ -1,14 +1,18 @@
 // A chain's rounds over plain MPI on the chain's duplicated communicator: each side's size
-// first (two words, their own tags), the data through the shared variable-size carrier
-// (transport/mpi_transfers.hpp) once the size is known; device payloads and received data
-// staged through pinned memory (transport/staging_buffer.hpp) on the chain's stream.
+// (two words) through the exchanges' persistent MPI channels (transport/mpi_channels.hpp), set
+// up once over the heads; the data, whose size is known only once the size has come, through
+// the variable-size carrier beside them (transport/mpi_transfers.hpp); device payloads and
+// received data staged through pinned memory (transport/staging_buffer.hpp) on the chain's
+// stream.
+#include <cstring>
 #include <string_view>
+#include <vector>
 
 #include <mpi.h>
 
 #include "chain/chain_device.hpp"
 #include "chain/chain_round.hpp"
-#include "mpi/check.hpp"
+#include "transport/mpi_channels.hpp"
 #include "transport/mpi_transfers.hpp"
 #include "transport/staging_buffer.hpp"
 
@@ -16,18 +20,17 @@ namespace halox::detail {
 
 namespace {
 
-// Sizes and data in each direction have their own tag, so that with two ranks (periodic) the
-// message to my left and the one to my right, both going to the same peer, never mix.
-constexpr int tag_size_rightward = 21, tag_size_leftward = 22;
+// The data in each direction has its own tag, so that with two ranks (periodic) the message to
+// my left and the one to my right, both going to the same peer, never mix. (The sizes keep
+// them apart by their order, chain_recv_order.)
 constexpr int tag_data_rightward = 23, tag_data_leftward = 24;
 constexpr std::string_view part = "chain";  // for MPI errors
 constexpr const char* staging_name = "chain staging";
 
-// One side's MPI state: its tags (what goes to my left moves leftwards; what comes from my
-// left moves rightwards), its requests and its buffers.
+// One side's MPI state: its data tags (what goes to my left moves leftwards; what comes from my
+// left moves rightwards), its data requests and its buffers.
 struct mpi_side {
-  int send_size_tag, send_data_tag, recv_size_tag, recv_data_tag;
-  MPI_Request size_send = MPI_REQUEST_NULL;
+  int send_data_tag, recv_data_tag;
   bool size_arrived = false;
   const std::byte* send_from = nullptr;  // host memory MPI sends from
   mpi_transfers data;
@@ -36,9 +39,7 @@ struct mpi_side {
   staging_buffer send_stage;  // device chain: pinned copy of the payload
 
   mpi_side(int s, MPI_Comm comm, int rank, bool device)
-      : send_size_tag(s == 0 ? tag_size_leftward : tag_size_rightward),
-        send_data_tag(s == 0 ? tag_data_leftward : tag_data_rightward),
-        recv_size_tag(s == 0 ? tag_size_rightward : tag_size_leftward),
+      : send_data_tag(s == 0 ? tag_data_leftward : tag_data_rightward),
         recv_data_tag(s == 0 ? tag_data_rightward : tag_data_leftward),
         data(comm, rank, part, "data"),
         recv_host(device ? staging_buffer::place::pinned : staging_buffer::place::host,
@@ -47,14 +48,37 @@ struct mpi_side {
         send_stage(staging_buffer::place::pinned, staging_name, rank) {}
 };
 
+// The size messages as an exchange's MPI messages: one head each way per neighbour, at the
+// side's slot of the carrier's head buffers, receives in chain_recv_order.
+struct head_messages {
+  std::vector<message> sends, recvs;
+  int send_of[2] = {-1, -1}, recv_of[2] = {-1, -1};  // channel message of each side
+  int side_of_recv[2] = {-1, -1};
+
+  explicit head_messages(const chain_round& r) {
+    for (int s = 0; s < 2; ++s)
+      if (r.side[s].peer >= 0) {
+        send_of[s] = int(sends.size());
+        sends.push_back({r.side[s].peer, std::size_t(s) * chain_head_bytes, chain_head_bytes});
+      }
+    for (int s : chain_recv_order)
+      if (r.side[s].peer >= 0) {
+        recv_of[s] = int(recvs.size());
+        side_of_recv[recvs.size()] = s;
+        recvs.push_back({r.side[s].peer, std::size_t(s) * chain_head_bytes, chain_head_bytes});
+      }
+  }
+};
+
 class mpi_carrier final : public chain_carrier {
  public:
   mpi_carrier(chain_round& r, MPI_Comm comm, int rank, chain_stream* gpu)
       : r_(r),
-        comm_(comm),
-        rank_(rank),
         gpu_(gpu),
-        side_{mpi_side(0, comm, rank, gpu != nullptr), mpi_side(1, comm, rank, gpu != nullptr)} {}
+        side_{mpi_side(0, comm, rank, gpu != nullptr), mpi_side(1, comm, rank, gpu != nullptr)},
+        heads_(r),
+        sizes_(comm, heads_.sends, reinterpret_cast<const std::byte*>(head_out_), heads_.recvs,
+               reinterpret_cast<std::byte*>(head_in_), 0, part) {}
 
   void start(stream_t after) override {
     // The last delivery read the pinned staging.
@@ -77,12 +101,11 @@ class mpi_carrier final : public chain_carrier {
 
   bool progress(bool block, stream_t before) override {
     if (!sizes_in(block)) return false;
-    for (int s = 0; s < 2; ++s) {
-      auto& m = side_[s];
+    for (auto& m : side_)
       if (!m.data.receives_done(block)) return false;
-      if (!size_sent(s, block)) return false;
+    if (!sizes_sent(block)) return false;
+    for (auto& m : side_)
       if (!m.data.sends_done(block)) return false;
-    }
     // A neighbour's data from another call was only received to be dropped.
     for (auto& d : r_.side)
       if (d.mismatch) d.recv_count = 0;
@@ -98,29 +121,34 @@ class mpi_carrier final : public chain_carrier {
   void stage_sends(stream_t after);
   bool sizes_in(bool block);
   void size_arrived(int s);
-  bool size_sent(int s, bool block);
+  bool sizes_sent(bool block) {
+    if (!block) return sizes_.test_sends();
+    sizes_.wait_sends();
+    return true;
+  }
   bool deliver(bool block, stream_t before);
 
   chain_round& r_;
-  MPI_Comm comm_;
-  int rank_;
   chain_stream* gpu_;  // device chains: the staging copies' stream; null for host chains
   mpi_side side_[2];
-  MPI_Request size_recv_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  // The heads by side (left, right), sent and received; read by MPI until the round ends.
+  std::uint64_t head_out_[2 * chain_head_words] = {};
+  std::uint64_t head_in_[2 * chain_head_words] = {};
+  head_messages heads_;
+  mpi_channels sizes_;              // persistent requests of the heads, prepared once
   bool delivery_enqueued_ = false;  // this round's host-to-device copies are enqueued
   bool delivery_pending_ = false;   // ... and may still be reading the pinned staging
 };
 
+// Receives first, in chain_recv_order (their matching order), then the sends.
 void mpi_carrier::post_sizes() {
+  for (int s : chain_recv_order)
+    if (r_.side[s].active) sizes_.start_recv(std::size_t(heads_.recv_of[s]));
   for (int s = 0; s < 2; ++s) {
-    auto& d = r_.side[s];
+    const auto& d = r_.side[s];
     if (!d.active) continue;
-    mpi::check(MPI_Irecv(d.recv_head, chain_head_words, MPI_UINT64_T, d.peer,
-                         side_[s].recv_size_tag, comm_, &size_recv_[s]),
-               "MPI_Irecv(size)", rank_, part, d.peer);
-    mpi::check(MPI_Isend(d.send_head, chain_head_words, MPI_UINT64_T, d.peer,
-                         side_[s].send_size_tag, comm_, &side_[s].size_send),
-               "MPI_Isend(size)", rank_, part, d.peer);
+    std::memcpy(head_out_ + s * chain_head_words, d.send_head, chain_head_bytes);
+    sizes_.start_send(std::size_t(heads_.send_of[s]));
   }
 }
 
@@ -145,16 +173,14 @@ void mpi_carrier::stage_sends(stream_t after) {
 // Takes the sizes as they arrive, each followed by the receive of its data.
 bool mpi_carrier::sizes_in(bool block) {
   while (!side_[0].size_arrived || !side_[1].size_arrived) {
-    int idx = MPI_UNDEFINED, flag = 1;
-    if (block)
-      mpi::check(MPI_Waitany(2, size_recv_, &idx, MPI_STATUS_IGNORE), "MPI_Waitany(size)", rank_,
-                 part);
-    else
-      mpi::check(MPI_Testany(2, size_recv_, &idx, &flag, MPI_STATUS_IGNORE), "MPI_Testany(size)",
-                 rank_, part);
-    if (!flag) return false;
-    if (idx == MPI_UNDEFINED) break;  // cannot happen: a side still waits for its size
-    size_arrived(idx);
+    int done[2] = {-1, -1};
+    const int n = block ? 1 : sizes_.test_recvs(done);
+    if (block) done[0] = sizes_.wait_recv();
+    if (n == 0) return false;
+    for (int k = 0; k < n; ++k) {
+      if (done[k] < 0) return true;  // cannot happen: a side still waits for its size
+      size_arrived(heads_.side_of_recv[done[k]]);
+    }
   }
   return true;
 }
@@ -164,27 +190,15 @@ bool mpi_carrier::sizes_in(bool block) {
 // handed out, so that no message is left behind to meet a later call.
 void mpi_carrier::size_arrived(int s) {
   auto& m = side_[s];
-  const auto& d = r_.side[s];
+  auto& d = r_.side[s];
   m.size_arrived = true;
+  std::memcpy(d.recv_head, head_in_ + s * chain_head_words, chain_head_bytes);
   r_.on_size(s);
   if (d.recv_count == 0) return;
   const std::size_t bytes = d.recv_count * r_.elem;
   if (gpu_) m.recv_dev.reserve(bytes);
   m.recv_host.reserve(bytes);
   m.data.receive(m.recv_host.get(), bytes, d.peer, m.recv_data_tag);
-}
-
-bool mpi_carrier::size_sent(int s, bool block) {
-  auto& m = side_[s];
-  if (m.size_send == MPI_REQUEST_NULL) return true;
-  const int peer = r_.side[s].peer;
-  int flag = 1;
-  if (block)
-    mpi::check(MPI_Wait(&m.size_send, MPI_STATUS_IGNORE), "MPI_Wait(size send)", rank_, part, peer);
-  else
-    mpi::check(MPI_Test(&m.size_send, &flag, MPI_STATUS_IGNORE), "MPI_Test(size send)", rank_, part,
-               peer);
-  return flag != 0;
 }
 
 // Device chains: copies the received data from pinned staging into the device buffers.

@@ -1,7 +1,8 @@
 // A chain's rounds over NCCL (staging nccl): the sizes as one group between device buffers on
 // the chain's stream, read back through pinned memory, then the data as a second group
-// straight between the payloads and the device receive buffers; every group through the
-// shared communicator's enqueue_group (transport/nccl_comm.hpp).
+// straight between the payloads and the device receive buffers. Both groups go through the
+// exchanges' NCCL path object (transport/nccl_path.hpp), made variable: its calls are set per
+// group, over the shared communicator.
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "chain/chain_round.hpp"
 #include "halox/comm/agree.hpp"
 #include "transport/nccl_comm.hpp"
+#include "transport/nccl_path.hpp"
 #include "transport/staging_buffer.hpp"
 
 namespace halox::detail {
@@ -17,12 +19,6 @@ namespace halox::detail {
 namespace {
 
 constexpr const char* staging_name = "chain staging";
-
-// NCCL sends and receives go in one group per step, in one order on every rank: to the left
-// then to the right; from the right (what moves leftwards) then from the left. So the k-th
-// message between two ranks meets the k-th receive even when the left and the right neighbour
-// are the same rank (two ranks, periodic) or this rank itself (one rank).
-constexpr int recv_order[2] = {1, 0};
 
 class nccl_carrier final : public chain_carrier {
  public:
@@ -40,8 +36,9 @@ class nccl_carrier final : public chain_carrier {
       sizes_host_.reserve(4 * chain_head_bytes);
       sizes_dev_.reserve(4 * chain_head_bytes);
     });
-    nccl_ = nccl_comm::shared(MPI_Comm(comm));  // collective; fails on every rank together
-    nccl_->connect(peers);
+    // Collective: fails on every rank together. Two calls each way at most per group.
+    path_ = std::make_unique<nccl_path>(nccl_comm::shared(MPI_Comm(comm)), peers, 2);
+    path_->connect();
   }
 
   void start(stream_t after) override;
@@ -58,12 +55,12 @@ class nccl_carrier final : public chain_carrier {
       gpu_.signal(before);  // the user's stream waits; the host does not
     else if (!settle(block))
       return false;
-    nccl_->check_async();
+    path_->check_async();
     return true;
   }
 
   std::byte* received(int s) const override { return recv_dev_[s].get(); }
-  const nccl_comm* nccl() const override { return nccl_.get(); }
+  const nccl_comm* nccl() const override { return &path_->comm(); }
 
  private:
   // The heads in pinned memory: [send left, send right, recv left, recv right].
@@ -74,7 +71,7 @@ class nccl_carrier final : public chain_carrier {
   // asynchronous errors meanwhile, so that a failed peer is an error, not a hang.
   bool settle(bool block) {
     while (!gpu_.done()) {
-      nccl_->check_async();
+      path_->check_async();
       if (!block) return false;
     }
     return true;
@@ -83,7 +80,7 @@ class nccl_carrier final : public chain_carrier {
 
   chain_round& r_;
   chain_stream& gpu_;
-  std::shared_ptr<nccl_comm> nccl_;
+  std::unique_ptr<nccl_path> path_;        // both groups of a round, calls set per group
   staging_buffer sizes_host_, sizes_dev_;  // pinned and device heads
   staging_buffer recv_dev_[2];             // the delivered data
   bool sizes_pending_ = false;             // this round's size group is enqueued, not yet read
@@ -100,13 +97,14 @@ void nccl_carrier::start(stream_t after) {
     std::memcpy(head_at(std::size_t(s)), d.send_head, chain_head_bytes);
     if (d.active) sends[ns++] = {d.peer, dev + s * chain_head_bytes, chain_head_bytes};
   }
-  for (int s : recv_order)
+  for (int s : chain_recv_order)
     if (r_.side[s].active)
       recvs[nr++] = {r_.side[s].peer, dev + (2 + s) * chain_head_bytes, chain_head_bytes};
   if (after) gpu_.wait_for(after);
   if (ns + nr == 0) return;
   gpu_.copy(dev, head_at(0), 2 * chain_head_bytes);
-  nccl_->enqueue_group(gpu_.get(), sends, ns, recvs, nr);
+  path_->assign(sends, ns, recvs, nr);
+  path_->enqueue(gpu_.get());
   gpu_.copy(head_at(2), dev + 2 * chain_head_bytes, 2 * chain_head_bytes);
   gpu_.record();
   sizes_pending_ = true;
@@ -128,12 +126,13 @@ void nccl_carrier::post_data() {
   for (const auto& d : r_.side)
     if (d.sends_data() && !d.mismatch)
       sends[ns++] = {d.peer, const_cast<std::byte*>(d.send_from), d.send_count * r_.elem};
-  for (int s : recv_order) {
+  for (int s : chain_recv_order) {
     const auto& d = r_.side[s];
     if (d.active && d.recv_count > 0)
       recvs[nr++] = {d.peer, recv_dev_[s].get(), d.recv_count * r_.elem};
   }
-  nccl_->enqueue_group(gpu_.get(), sends, ns, recvs, nr);
+  path_->assign(sends, ns, recvs, nr);
+  path_->enqueue(gpu_.get());
   gpu_.record();  // for the polls of test()
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // A chain round as its carriers see it (private to src/chain). The protocol (chain_exchange.cpp)
 // fills in what each side sends and reads each arrived size; a carrier (chain_mpi.cpp,
-// chain_nccl.cpp) moves the sizes first, then the data of exactly the announced sizes, over
-// the transport objects of src/transport, the way an exchange_path carries an exchange.
+// chain_nccl.cpp) moves the sizes first, then the data of exactly the announced sizes, on the
+// exchanges' own carriers in src/transport (mpi_channels for the sizes and mpi_transfers for the
+// data; nccl_path for both), the way an exchange_path drives them for an exchange.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,6 +23,12 @@ inline constexpr std::uint64_t chain_rejected = ~std::uint64_t(0);
 // A size message is two words: the count (or `chain_rejected`) and the call (chain_call.hpp).
 inline constexpr int chain_head_words = 2;
 inline constexpr std::size_t chain_head_bytes = chain_head_words * sizeof(std::uint64_t);
+
+// Messages of a round go in one order on every rank: to the left then to the right; from the
+// right (what moves leftwards) then from the left. So the k-th message between two ranks meets
+// the k-th receive even when the left and the right neighbour are the same rank (two ranks,
+// periodic) or this rank itself (one rank).
+inline constexpr int chain_recv_order[2] = {1, 0};
 
 // One neighbour: what goes to it and what comes from it in the current round.
 struct chain_side {

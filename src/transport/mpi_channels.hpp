@@ -7,6 +7,7 @@
 /// `isend`/`irecv`, and halox promises no allocation per exchange.
 
 #include <cstddef>
+#include <string_view>
 #include <vector>
 
 #include <mpi.h>
@@ -22,14 +23,20 @@ class mpi_channels {
  public:
   mpi_channels() = default;
   /// Prepares the requests (no message moves). Messages are cut as split_messages(`chunk`)
-  /// cuts them, which both sides of a message must agree on.
+  /// cuts them, which both sides of a message must agree on. `part` names the part of halox
+  /// that owns them in MPI errors.
   mpi_channels(MPI_Comm comm, const std::vector<message>& sends, const std::byte* send_buf,
-               const std::vector<message>& recvs, std::byte* recv_buf, std::size_t chunk = 0);
+               const std::vector<message>& recvs, std::byte* recv_buf, std::size_t chunk = 0,
+               std::string_view part = "MPI transport");
   ~mpi_channels();
   mpi_channels(const mpi_channels&) = delete;
   mpi_channels& operator=(const mpi_channels&) = delete;
 
   void start_recvs();
+  /// Starts every piece of receive message m alone (rounds in which some peers take no part, as
+  /// a chain's gathers; the receives not started are ignored by the waits and tests below).
+  /// Receives from one peer are matched in the order they are started.
+  void start_recv(std::size_t m);
   /// Starts every piece of send message m.
   void start_send(std::size_t m);
   /// Blocks until another receive message has fully arrived and returns its index, or -1 when
@@ -57,9 +64,11 @@ class mpi_channels {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
+  std::string_view part_;
   std::vector<piece> send_piece_, recv_piece_;  // one request each, same index
   std::vector<MPI_Request> send_req_, recv_req_;
   std::vector<int> send_first_;  // first request of send message m (size = messages + 1)
+  std::vector<int> recv_first_;  // first request of receive message m (size = messages + 1)
   std::vector<int> recv_peer_;   // peer of each receive message
   std::vector<int> send_peer_;
   std::vector<int> recv_pieces_;  // pieces per receive message

@@ -198,6 +198,43 @@ nccl_path::nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<message>
   prepare(recvs, recv_base, recv_bytes, "receive", recvs_, recv_routes_);
 }
 
+nccl_path::nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<int>& peers,
+                     std::size_t capacity)
+    : comm_(std::move(comm)), capacity_(capacity) {
+  require(comm_ != nullptr, "an NCCL path needs an NCCL communicator");
+  comm_->require_usable();
+  for (const int p : peers) {
+    require(p >= 0 && p < comm_->size(),
+            "rank {}: NCCL path to peer {}, outside the communicator of {} ranks", comm_->rank(), p,
+            comm_->size());
+    send_routes_.push_back({p, 0, 0, false});
+    recv_routes_.push_back({p, 0, 0, false});
+  }
+  sends_.reserve(capacity);
+  recvs_.reserve(capacity);
+}
+
+void nccl_path::assign(const nccl_call* sends, std::size_t n_sends, const nccl_call* recvs,
+                       std::size_t n_recvs) {
+  const int me = comm_->rank();
+  require(n_sends <= capacity_ && n_recvs <= capacity_,
+          "rank {}: internal error: {} NCCL sends and {} receives in one group of a path made for "
+          "{}",
+          me, n_sends, n_recvs, capacity_);
+  auto fill = [&](std::vector<nccl_call>& out, const nccl_call* in, std::size_t n,
+                  const std::vector<route>& routes) {
+    out.clear();  // keeps the capacity reserved at set-up
+    for (std::size_t k = 0; k < n; ++k) {
+      require(find(routes, in[k].peer) != nullptr,
+              "rank {}: internal error: NCCL call to or from rank {}, not a peer of this path", me,
+              in[k].peer);
+      out.push_back(in[k]);
+    }
+  };
+  fill(sends_, sends, n_sends, send_routes_);
+  fill(recvs_, recvs, n_recvs, recv_routes_);
+}
+
 const nccl_path::route* nccl_path::find(const std::vector<route>& routes, int peer) {
   for (const auto& r : routes)
     if (r.peer == peer) return &r;

@@ -51,6 +51,16 @@ class nccl_path {
   nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<message>& sends,
             const std::vector<message>& recvs, const void* send_buf, std::size_t send_bytes,
             void* recv_buf, std::size_t recv_bytes);
+  /// A path whose calls change from one group to the next (a chain's rounds, whose sizes are
+  /// known only when they are posted): its messages go to and come from `peers`, at most
+  /// `capacity` sends and as many receives per group, each group's calls set by assign()
+  /// before its enqueue(). connect() connects `peers`.
+  nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<int>& peers, std::size_t capacity);
+  /// Variable paths: the calls of the next group (their memory on the communicator's GPU; the
+  /// caller checked it). Allocates nothing. Throws halox::error on more calls than the capacity
+  /// or a peer the path was not made for.
+  void assign(const nccl_call* sends, std::size_t n_sends, const nccl_call* recvs,
+              std::size_t n_recvs);
   /// Pairwise collective at set-up (attach calls it with exchange_options::nccl_register):
   /// registers this path's calls of at least nccl_register_min_bytes with NCCL where this rank
   /// and the message's peer both `want` it and both sides' memory CUDA IPC can export.
@@ -106,6 +116,7 @@ class nccl_path {
   std::vector<nccl_call> sends_, recvs_;
   std::vector<route> send_routes_, recv_routes_;
   std::vector<void*> registered_;  // ncclCommRegister handles of the calls' memory
+  std::size_t capacity_ = 0;       // variable paths: calls per group and direction (else 0)
 };
 
 /// With exchange_options::nccl_register (HALOX_NCCL_REGISTER=1) on both ranks of a message, its calls of at least this many bytes

@@ -48,6 +48,10 @@ nccl_path::nccl_path(std::shared_ptr<nccl_comm>, const std::vector<message>&,
                      const std::vector<message>&, const void*, std::size_t, void*, std::size_t) {
   no_nccl();
 }
+nccl_path::nccl_path(std::shared_ptr<nccl_comm>, const std::vector<int>&, std::size_t) {
+  no_nccl();
+}
+void nccl_path::assign(const nccl_call*, std::size_t, const nccl_call*, std::size_t) {}
 nccl_path::~nccl_path() = default;
 void nccl_path::register_large(MPI_Comm, bool) {}
 void nccl_path::enqueue(void*, unsigned long long) {}

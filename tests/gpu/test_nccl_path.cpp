@@ -215,8 +215,10 @@ TEST_CASE("nccl_comm: users over the same ranks share one NCCL communicator", "[
     REQUIRE(MPI_Comm_dup(MPI_COMM_WORLD, &d1) == MPI_SUCCESS);
     REQUIRE(MPI_Comm_dup(MPI_COMM_WORLD, &d2) == MPI_SUCCESS);
     ring ra(2, me, n), rb(3, me, n);
-    auto pa = nccl_path::attach(d1, false, no_program, ra.sends, ra.send.p, ra.recvs, ra.recv.p, false);
-    auto pb = nccl_path::attach(d2, false, no_program, rb.sends, rb.send.p, rb.recvs, rb.recv.p, false);
+    auto pa =
+        nccl_path::attach(d1, false, no_program, ra.sends, ra.send.p, ra.recvs, ra.recv.p, false);
+    auto pb =
+        nccl_path::attach(d2, false, no_program, rb.sends, rb.send.p, rb.recvs, rb.recv.p, false);
     CHECK(&pa->comm() == a.get());
     CHECK(&pb->comm() == a.get());
     CHECK(nccl_comm::created_count() == created0);
@@ -336,7 +338,9 @@ TEST_CASE("nccl_path: bad messages are errors before anything is sent", "[nccl]"
   CHECK_THAT(what, Catch::Contains("send buffer is neither device memory"));
 
   // The exchange's entry point refuses ranks sharing a GPU (every rank: locality is agreed).
-  what = message_of([&] { nccl_path::attach(MPI_COMM_WORLD, true, no_program, none, nullptr, none, nullptr, false); });
+  what = message_of([&] {
+    nccl_path::attach(MPI_COMM_WORLD, true, no_program, none, nullptr, none, nullptr, false);
+  });
   CHECK_THAT(what, Catch::Contains(rank) && Catch::Contains("share a GPU"));
 
   // A valid path still works after the rejected ones (nothing was enqueued).
@@ -344,4 +348,61 @@ TEST_CASE("nccl_path: bad messages are errors before anything is sent", "[nccl]"
   nccl_path p = r.path(c);
   stream_holder s;
   run_rounds(r, p, s.s, 1);
+}
+
+// A chain's use: a variable path whose calls change size every group (nccl_path::assign), each
+// message's size a function of its sender, direction and round, so that a call matched with
+// the wrong receive or left at an old size shows.
+TEST_CASE("nccl_path: variable calls set per group", "[nccl]") {
+  const int me = world_rank(), n = world_size();
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  auto elems = [](int sender, int dir, int round) {
+    return std::size_t(50 + 40 * ((round * 7 + sender * 3 + dir) % 5));
+  };
+  constexpr std::size_t most = 50 + 40 * 4;
+  constexpr std::size_t b = sizeof(value);
+  auto c = nccl_comm::shared(MPI_COMM_WORLD);
+  nccl_path p(c, {right, left}, 2);
+  p.connect();
+  device_buffer out(2 * most * b), in(2 * most * b);
+  stream_holder s;
+  for (int round = 0; round < 6; ++round) {
+    std::vector<value> host(2 * most, untouched);
+    for (int dir = 0; dir < 2; ++dir)
+      for (std::size_t i = 0; i < elems(me, dir, round); ++i)
+        host[std::size_t(dir) * most + i] = encode(me, 9, dir, round, i);
+    cuda(cudaMemcpy(out.p, host.data(), out.bytes, cudaMemcpyHostToDevice));
+    const std::vector<value> blank(2 * most, untouched);
+    cuda(cudaMemcpy(in.p, blank.data(), in.bytes, cudaMemcpyHostToDevice));
+    // To the right (dir 0), then to the left; from the left, then from the right.
+    const halox::detail::nccl_call sends[2] = {{right, out.p, elems(me, 0, round) * b},
+                                               {left, out.p + most * b, elems(me, 1, round) * b}};
+    const halox::detail::nccl_call recvs[2] = {
+        {left, in.p, elems(left, 0, round) * b},
+        {right, in.p + most * b, elems(right, 1, round) * b}};
+    p.assign(sends, 2, recvs, 2);
+    p.enqueue(s.s);
+    cuda(cudaStreamSynchronize(s.s));
+    p.check_async();
+    std::vector<value> got(2 * most);
+    cuda(cudaMemcpy(got.data(), in.p, in.bytes, cudaMemcpyDeviceToHost));
+    std::size_t bad = 0;
+    for (int dir = 0; dir < 2; ++dir) {
+      const int from = dir == 0 ? left : right;
+      for (std::size_t i = 0; i < most; ++i) {
+        const value want = i < elems(from, dir, round) ? encode(from, 9, dir, round, i) : untouched;
+        bad += got[std::size_t(dir) * most + i] != want;
+      }
+    }
+    CHECK(bad == 0);
+  }
+  // More calls than the path was made for, and a peer it was not made for, are refused.
+  const halox::detail::nccl_call three[3] = {
+      {right, out.p, 8}, {right, out.p, 8}, {right, out.p, 8}};
+  CHECK_THROWS_WITH(p.assign(three, 3, nullptr, 0),
+                    Catch::Contains("in one group of a path made for 2"));
+  if (n > 3) {  // (me + 2) % n is then neither neighbour
+    const halox::detail::nccl_call far[1] = {{(me + 2) % n, out.p, 8}};
+    CHECK_THROWS_WITH(p.assign(far, 1, nullptr, 0), Catch::Contains("not a peer of this path"));
+  }
 }
