@@ -341,7 +341,41 @@ std::shared_ptr<owned_field> owner_of(py::handle obj) {
   return nullptr;
 }
 
-void bind_arrays(py::module_& m) {
+namespace {
+
+index device_size(const device_array& a) {
+  index n = 1;
+  for (auto e : a.shape()) n *= e;
+  return n;
+}
+
+py::object device_dlpack(const device_array& a, py::handle stream, py::handle max_version,
+                         py::handle dl_device, py::handle copy) {
+  (void)max_version;  // an unversioned capsule, which every consumer takes
+  if (!copy.is_none() && copy.cast<bool>())
+    throw py::buffer_error("halox.DeviceArray exports its memory without copies");
+  if (!dl_device.is_none() && !dl_device.equal(a.dlpack_device()))
+    throw py::buffer_error("halox.DeviceArray cannot export to another device");
+  return a.dlpack(stream);
+}
+
+/// copy_to_host (`to_host`) and copy_from_host: the array's bytes to or from a contiguous
+/// buffer of the same size.
+void device_copy(const device_array& a, py::handle buffer, bool to_host) {
+  contiguous_buffer b(buffer, to_host);
+  if (std::size_t(b.view.len) != a.span_bytes())
+    throw error(detail::format("{}: the buffer holds {} bytes, the array spans {}",
+                               to_host ? "copy_to_host" : "copy_from_host", b.view.len,
+                               a.span_bytes()));
+  py::gil_scoped_release unlocked;
+  if (to_host)
+    gpu::copy_to_host(b.view.buf, a.data(), a.span_bytes());
+  else
+    gpu::copy_to_device(a.data(), b.view.buf, a.span_bytes());
+}
+
+/// The keeper of halox-owned memory and a BoxList field's blocks.
+void bind_field_blocks(py::module_& m) {
   py::class_<memory_owner>(m, "_Memory", "Keeps the memory of a halox-owned field alive.");
 
   py::class_<py_blocks>(m, "FieldBlocks", R"doc(
@@ -358,7 +392,10 @@ stands for the field even where it holds no array.)doc")
         return detail::format("halox.FieldBlocks({} block(s) of {})", b.arrays.size(),
                               dtype_name(b.field->type));
       });
+}
 
+/// A block of a halox-owned device field, with both array protocols.
+void bind_device_array(py::module_& m) {
   py::class_<device_array>(m, "DeviceArray", R"doc(
 A block of a halox-owned device field (``make_field(..., device=True)``): GPU memory that halox
 allocated, shown as a strided array. It exports ``__cuda_array_interface__`` (version 3) and
@@ -374,12 +411,7 @@ memory lives while this object or any consumer's view of it does.)doc")
           "dtype", [](const device_array& a) { return std::string(dtype_name(a.type())); },
           "The element type's NumPy name ('float64').")
       .def_property_readonly("ndim", [](const device_array& a) { return a.shape().size(); })
-      .def_property_readonly("size",
-                             [](const device_array& a) {
-                               index n = 1;
-                               for (auto e : a.shape()) n *= e;
-                               return n;
-                             })
+      .def_property_readonly("size", &device_size)
       .def_property_readonly("itemsize", [](const device_array& a) { return dtype_size(a.type()); })
       .def_property_readonly(
           "nbytes", &device_array::span_bytes,
@@ -389,52 +421,31 @@ memory lives while this object or any consumer's view of it does.)doc")
           "The device address of the first element.")
       .def_property_readonly("device", &device_array::device, "The CUDA device the memory is on.")
       .def_property_readonly("__cuda_array_interface__", &device_array::cuda_array_interface)
-      .def(
-          "__dlpack__",
-          [](const device_array& a, py::handle stream, py::handle max_version, py::handle dl_device,
-             py::handle copy) {
-            (void)max_version;  // an unversioned capsule, which every consumer takes
-            if (!copy.is_none() && copy.cast<bool>())
-              throw py::buffer_error("halox.DeviceArray exports its memory without copies");
-            if (!dl_device.is_none() && !dl_device.equal(a.dlpack_device()))
-              throw py::buffer_error("halox.DeviceArray cannot export to another device");
-            return a.dlpack(stream);
-          },
-          py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
-          py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
+      .def("__dlpack__", &device_dlpack, py::kw_only(), py::arg("stream") = py::none(),
+           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
+           py::arg("copy") = py::none())
       .def("__dlpack_device__", &device_array::dlpack_device)
       .def(
-          "copy_to_host",
-          [](const device_array& a, py::handle out) {
-            contiguous_buffer b(out, true);
-            if (std::size_t(b.view.len) != a.span_bytes())
-              throw error(
-                  detail::format("copy_to_host: the buffer holds {} bytes, the array spans {}",
-                                 b.view.len, a.span_bytes()));
-            py::gil_scoped_release unlocked;
-            gpu::copy_to_host(b.view.buf, a.data(), a.span_bytes());
-          },
+          "copy_to_host", [](const device_array& a, py::handle out) { device_copy(a, out, true); },
           py::arg("out"), R"doc(
 Copies the array's memory, byte for byte, into ``out``: any writable contiguous buffer of
 ``nbytes`` bytes (a NumPy array, a bytearray). The copy runs on the legacy default stream, after
 the work already there, and returns when it is done.)doc")
       .def(
-          "copy_from_host",
-          [](const device_array& a, py::handle in) {
-            contiguous_buffer b(in, false);
-            if (std::size_t(b.view.len) != a.span_bytes())
-              throw error(
-                  detail::format("copy_from_host: the buffer holds {} bytes, the array spans {}",
-                                 b.view.len, a.span_bytes()));
-            py::gil_scoped_release unlocked;
-            gpu::copy_to_device(a.data(), b.view.buf, a.span_bytes());
-          },
+          "copy_from_host", [](const device_array& a, py::handle in) { device_copy(a, in, false); },
           py::arg("src"),
           "The reverse of copy_to_host: ``nbytes`` bytes from ``src`` into the array.")
       .def("__repr__", [](const device_array& a) {
         return detail::format("halox.DeviceArray(shape=({}), dtype={}, device={})",
                               detail::join(a.shape(), ", "), dtype_name(a.type()), a.device());
       });
+}
+
+}  // namespace
+
+void bind_arrays(py::module_& m) {
+  bind_field_blocks(m);
+  bind_device_array(m);
 }
 
 }  // namespace halox::python

@@ -168,61 +168,46 @@ struct py_chain_handle {
   bool test() { return generation != c->generation() || c->test(); }
 };
 
-}  // namespace
+py_chain make_chain(py::handle comm, py::handle type, bool periodic, bool device,
+                    std::size_t max_elements, py::handle staging) {
+  const auto bc = boost_comm(comm);
+  dtype t{};
+  chain_options o;
+  collective(bc, [&] {
+    t = dtype_from(type);
+    py::dict d;
+    d["device_staging"] = staging;
+    o.device_staging = options_from(d, bc.rank()).device_staging;
+  });
+  o.periodic = periodic;
+  o.space = device ? memory_space::device : memory_space::host;
+  o.max_elements = max_elements;
+  return py_chain{with_dtype(t, [&]<class T>() -> std::shared_ptr<chain_ops> {
+    return std::make_shared<chain_impl<T>>(bc, o, t);
+  })};
+}
 
-void bind_chain(py::module_& m) {
-  py::class_<py_chain_handle>(m, "ChainHandle", "The in-flight part of a split-phase chain round.")
-      .def("wait", &py_chain_handle::wait,
-           "Completes the round (GIL released) and returns (from_left, from_right).")
-      .def("test", &py_chain_handle::test,
-           "Progress without blocking; True once the round is complete.");
+py_chain_handle start_round(py::object self, py::handle to_left, py::handle to_right) {
+  auto& ch = self.cast<py_chain&>();
+  ch.c->start(to_left, to_right, nullptr, false);
+  return py_chain_handle{self, ch.c, ch.c->generation()};
+}
 
-  py::class_<py_chain>(m, "Chain", R"doc(
-A 1-D chain over the ranks of ``comm`` in rank order, exchanging variable-size payloads with the
-left and right neighbour in rounds (docs/chain.md). Collective: every rank makes it with the
-same ``dtype``, ``periodic`` and ``max_elements``, and runs the same sequence of rounds.
-``device=True``: payloads are device arrays and what arrives is in device memory.)doc")
-      .def(py::init([](py::handle comm, py::handle type, bool periodic, bool device,
-                       std::size_t max_elements, py::handle staging) {
-             const auto bc = boost_comm(comm);
-             dtype t{};
-             chain_options o;
-             collective(bc, [&] {
-               t = dtype_from(type);
-               py::dict d;
-               d["device_staging"] = staging;
-               o.device_staging = options_from(d, bc.rank()).device_staging;
-             });
-             o.periodic = periodic;
-             o.space = device ? memory_space::device : memory_space::host;
-             o.max_elements = max_elements;
-             return py_chain{with_dtype(t, [&]<class T>() -> std::shared_ptr<chain_ops> {
-               return std::make_shared<chain_impl<T>>(bc, o, t);
-             })};
-           }),
-           py::arg("comm"), py::arg("dtype") = "float64", py::kw_only(),
-           py::arg("periodic") = false, py::arg("device") = false, py::arg("max_elements") = 0,
-           py::arg("device_staging") = "auto")
-      .def(
-          "exchange",
-          [](py_chain& ch, py::handle to_left, py::handle to_right) {
-            ch.c->start(to_left, to_right, nullptr, false);
-            return ch.c->finish(nullptr, false);
-          },
-          py::arg("to_left") = py::none(), py::arg("to_right") = py::none(), R"doc(
+/// Chain: construction and the calls that move data.
+void bind_chain_calls(py::class_<py_chain>& c) {
+  c.def(
+       "exchange",
+       [](py_chain& ch, py::handle to_left, py::handle to_right) {
+         ch.c->start(to_left, to_right, nullptr, false);
+         return ch.c->finish(nullptr, false);
+       },
+       py::arg("to_left") = py::none(), py::arg("to_right") = py::none(), R"doc(
 One round: sends ``to_left`` to the left neighbour and ``to_right`` to the right one (None or
 empty: nothing) and returns ``(from_left, from_right)``: what the neighbours sent, None where
 there is no such neighbour (the ends of a non-periodic chain).)doc")
-      .def(
-          "start",
-          [](py::object self, py::handle to_left, py::handle to_right) {
-            auto& ch = self.cast<py_chain&>();
-            ch.c->start(to_left, to_right, nullptr, false);
-            return py_chain_handle{self, ch.c, ch.c->generation()};
-          },
-          py::arg("to_left") = py::none(), py::arg("to_right") = py::none(),
-          "Split-phase round: returns a ChainHandle; the payloads must not change until its "
-          "wait().")
+      .def("start", &start_round, py::arg("to_left") = py::none(), py::arg("to_right") = py::none(),
+           "Split-phase round: returns a ChainHandle; the payloads must not change until its "
+           "wait().")
       .def(
           "schedule_exchange",
           [](py_chain& ch, py::handle stream, py::handle to_left, py::handle to_right) {
@@ -247,8 +232,12 @@ tails of the slices to the left, nearest last). Collective; every rank passes th
           "gather_right",
           [](py_chain& ch, py::handle mine, std::size_t w) { return ch.c->gather(mine, w, false); },
           py::arg("mine"), py::arg("w"),
-          "As gather_left, mirrored: the first elements after ``mine``.")
-      .def_property_readonly("in_flight", [](const py_chain& ch) { return ch.c->in_flight(); })
+          "As gather_left, mirrored: the first elements after ``mine``.");
+}
+
+/// Chain: what a chain is.
+void bind_chain_properties(py::class_<py_chain>& c) {
+  c.def_property_readonly("in_flight", [](const py_chain& ch) { return ch.c->in_flight(); })
       .def_property_readonly(
           "left", [](const py_chain& ch) { return ch.c->left(); },
           "The left neighbour's rank, or -1 at a non-periodic end.")
@@ -261,6 +250,27 @@ tails of the slices to the left, nearest last). Collective; every rank passes th
           "device_staging", [](const py_chain& ch) { return ch.c->staging_name(); },
           "How a device chain's messages travel ('nccl' or 'host_staged'); 'auto' for host "
           "chains.");
+}
+
+}  // namespace
+
+void bind_chain(py::module_& m) {
+  py::class_<py_chain_handle>(m, "ChainHandle", "The in-flight part of a split-phase chain round.")
+      .def("wait", &py_chain_handle::wait,
+           "Completes the round (GIL released) and returns (from_left, from_right).")
+      .def("test", &py_chain_handle::test,
+           "Progress without blocking; True once the round is complete.");
+
+  py::class_<py_chain> c(m, "Chain", R"doc(
+A 1-D chain over the ranks of ``comm`` in rank order, exchanging variable-size payloads with the
+left and right neighbour in rounds (docs/chain.md). Collective: every rank makes it with the
+same ``dtype``, ``periodic`` and ``max_elements``, and runs the same sequence of rounds.
+``device=True``: payloads are device arrays and what arrives is in device memory.)doc");
+  c.def(py::init(&make_chain), py::arg("comm"), py::arg("dtype") = "float64", py::kw_only(),
+        py::arg("periodic") = false, py::arg("device") = false, py::arg("max_elements") = 0,
+        py::arg("device_staging") = "auto");
+  bind_chain_calls(c);
+  bind_chain_properties(c);
 }
 
 }  // namespace halox::python

@@ -209,7 +209,22 @@ py::object make_py_exchange(halo_exchange ex, py::tuple arrays, py::list keep, i
       py_exchange(std::move(ex), std::move(arrays), std::move(keep), rank, std::move(kind)));
 }
 
-void bind_exchange(py::module_& m) {
+namespace {
+
+/// Exchange.start: the Handle keeps the exchange object alive.
+py_handle start_exchange(py::object self) {
+  auto& x = self.cast<py_exchange&>();
+  auto& e = x.get();
+  py_handle h{self, &x, std::nullopt};
+  {
+    py::gil_scoped_release unlocked;
+    h.h.emplace(e.start());
+  }
+  return h;
+}
+
+/// Reduction, the split-phase Handle and the BoundaryFace a boundary callback receives.
+void bind_exchange_parts(py::module_& m) {
   py::enum_<reduction>(m, "Reduction",
                        "How a reverse exchange combines a halo value into its owner.")
       .value("replace", reduction::replace)
@@ -241,29 +256,20 @@ fields; for device fields the CUDA stream to enqueue the work on, as an integer)
         return detail::format("halox.BoundaryFace(dim={}, side='{}', block={}, cells={})", f.dim,
                               f.side, f.block, f.cells.text());
       });
+}
 
-  py::class_<py_exchange>(m, "Exchange", R"doc(
+/// Exchange: the calls that move halos, then its state and Python protocol.
+void bind_exchange_class(py::module_& m) {
+  py::class_<py_exchange> c(m, "Exchange", R"doc(
 Exchanges the halos of a fixed set of fields (made by make_exchange or make_reverse_exchange;
 every rank makes it, with the same stencils and field types in the same order). Holds the
 fields' arrays while it lives; ``close()`` (or leaving a ``with`` block) frees its MPI and GPU
-resources at once.)doc")
-      .def("exchange", &py_exchange::exchange, R"doc(
+resources at once.)doc");
+  c.def("exchange", &py_exchange::exchange, R"doc(
 Blocking exchange: returns when every halo cell of every field is up to date (the GIL released
 while it waits). Device fields: packing sees the work on the legacy default stream; use
 schedule_exchange for other streams.)doc")
-      .def(
-          "start",
-          [](py::object self) {
-            auto& x = self.cast<py_exchange&>();
-            auto& e = x.get();
-            py_handle h{self, &x, std::nullopt};
-            {
-              py::gil_scoped_release unlocked;
-              h.h.emplace(e.start());
-            }
-            return h;
-          },
-          R"doc(
+      .def("start", &start_exchange, R"doc(
 Starts an exchange and returns its Handle: halo cells are valid after ``handle.wait()`` (or a
 ``test()`` that returned True); owned cells must not change until then. Raises halox.Error
 while this object's previous exchange is still in flight.)doc")
@@ -275,9 +281,9 @@ object with ``__cuda_stream__``, ``.ptr`` (CuPy), ``.cuda_stream`` (PyTorch) or 
 (Numba); None is the legacy default stream.)doc")
       .def("schedule_wait", &py_exchange::schedule_wait, py::arg("stream") = py::none(), R"doc(
 Stream-ordered exchange, step two: waits for the messages (the GIL released), enqueues the
-unpack and makes ``stream`` wait for it. Work enqueued on ``stream`` afterwards sees the halos.)doc")
-      .def_property_readonly("in_flight", &py_exchange::in_flight,
-                             "Whether an exchange started with start() has not completed.")
+unpack and makes ``stream`` wait for it. Work enqueued on ``stream`` afterwards sees the halos.)doc");
+  c.def_property_readonly("in_flight", &py_exchange::in_flight,
+                          "Whether an exchange started with start() has not completed.")
       .def("describe", &py_exchange::describe,
            "Peers, message sizes, copy counts and the path each message takes, on this rank.")
       .def("close", &py_exchange::close, R"doc(
@@ -294,7 +300,10 @@ communicator, buffers and shared memory. Later calls raise halox.Error. Idempote
         return detail::format("<halox.Exchange {} of {} field(s) on rank {}{}>", x.kind(),
                               x.fields().size(), x.rank(), x.closed() ? ", closed" : "");
       });
+}
 
+/// The benchmark's and tests' helpers.
+void bind_exchange_timers(py::module_& m) {
   // The benchmark's reference: the same exchange object driven by a C++ loop (no Python in
   // between), for examples/python/bench_overhead.py.
   m.def(
@@ -326,6 +335,14 @@ communicator, buffers and shared memory. Later calls raise halox.Error. Idempote
       "_stream_handle",
       [](py::handle s) { return reinterpret_cast<std::uintptr_t>(stream_from(s)); },
       "The integer handle halox reads from a stream object (for tests).");
+}
+
+}  // namespace
+
+void bind_exchange(py::module_& m) {
+  bind_exchange_parts(m);
+  bind_exchange_class(m);
+  bind_exchange_timers(m);
 }
 
 }  // namespace halox::python

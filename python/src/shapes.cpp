@@ -173,16 +173,44 @@ centering centering_from(py::handle obj) {
   return obj.cast<centering>();
 }
 
-void bind_shapes(py::module_& m) {
-  py::class_<py_stencil>(m, "Stencil", R"doc(
+namespace {
+
+/// Stencil.has: whether `d` (a tuple of -1/0/+1) is one of the stencil's neighbours.
+bool stencil_has(const py_stencil& s, const std::vector<int>& d) {
+  return with_dim(s.dim(), [&]<int D>() {
+    if (int(d.size()) != D)
+      throw error(detail::format("direction of {} entries for a {}-D stencil", d.size(), D));
+    direction<D> x{};
+    for (int i = 0; i < D; ++i) {
+      if (d[std::size_t(i)] < -1 || d[std::size_t(i)] > 1) return false;
+      x[std::size_t(i)] = d[std::size_t(i)];
+    }
+    return std::any_of(x.begin(), x.end(), [](int v) { return v != 0; }) && s.get<D>().has(x);
+  });
+}
+
+py::list stencil_directions(const py_stencil& s) {
+  py::list out;
+  for (const auto& d : s.directions()) out.append(py::tuple(py::cast(d)));
+  return out;
+}
+
+py::ssize_t stencil_hash(const py_stencil& s) {
+  return py::hash(py::make_tuple(py::tuple(py::cast(s.lo())), py::tuple(py::cast(s.hi())),
+                                 py::tuple(py::cast(s.directions()))));
+}
+
+/// Stencil's constructors, properties and Python protocol.
+void bind_stencil(py::module_& m) {
+  py::class_<py_stencil> c(m, "Stencil", R"doc(
 The halo a stencil reads: widths below (``lo``) and above (``hi``) the owned box per dimension,
 and the neighbour directions (faces, edges, corners) whose halo regions are filled.
 
 ``Stencil.star(3, 1)`` (faces only), ``Stencil.box(3, 1)`` (faces, edges, corners), per-side
 widths ``Stencil.star(lo=(1, 0), hi=(1, 2))``, or derived from the offsets a stencil reads:
-``Stencil.from_offsets([(-1, 0), (1, 0), (0, -1), (0, 1), (1, 1)])``.)doc")
-      .def_static("star", &uniform<false>, py::arg("dim"), py::arg("width"),
-                  "Faces only (2·dim neighbours), ``width`` cells on every side.")
+``Stencil.from_offsets([(-1, 0), (1, 0), (0, -1), (0, 1), (1, 1)])``.)doc");
+  c.def_static("star", &uniform<false>, py::arg("dim"), py::arg("width"),
+               "Faces only (2·dim neighbours), ``width`` cells on every side.")
       .def_static("star", &sided<false>, py::kw_only(), py::arg("lo"), py::arg("hi"),
                   "Faces only, with a width per side (zeros allowed); the dimension is len(lo).")
       .def_static("box", &uniform<true>, py::arg("dim"), py::arg("width"),
@@ -192,55 +220,50 @@ widths ``Stencil.star(lo=(1, 0), hi=(1, 2))``, or derived from the offsets a ste
       .def_static("from_offsets", &offsets, py::arg("offsets"), R"doc(
 Widths and directions from the offsets a stencil reads: the widths are the largest reach per
 side, and an offset needs every direction between it and the centre (a diagonal offset needs
-its corner and the faces beside it).)doc")
-      .def_property_readonly("dim", &py_stencil::dim)
+its corner and the faces beside it).)doc");
+  c.def_property_readonly("dim", &py_stencil::dim)
       .def_property_readonly("lo", [](const py_stencil& s) { return py::tuple(py::cast(s.lo())); })
       .def_property_readonly("hi", [](const py_stencil& s) { return py::tuple(py::cast(s.hi())); })
       .def_property_readonly("neighbor_count", &py_stencil::neighbor_count)
       .def_property_readonly(
-          "directions",
-          [](const py_stencil& s) {
-            py::list out;
-            for (const auto& d : s.directions()) out.append(py::tuple(py::cast(d)));
-            return out;
-          },
+          "directions", &stencil_directions,
           "The neighbour directions, each a tuple of -1/0/+1 (dimension 0 varies fastest).")
-      .def(
-          "has",
-          [](const py_stencil& s, const std::vector<int>& d) {
-            return with_dim(s.dim(), [&]<int D>() {
-              if (int(d.size()) != D)
-                throw error(
-                    detail::format("direction of {} entries for a {}-D stencil", d.size(), D));
-              direction<D> x{};
-              for (int i = 0; i < D; ++i) {
-                if (d[std::size_t(i)] < -1 || d[std::size_t(i)] > 1) return false;
-                x[std::size_t(i)] = d[std::size_t(i)];
-              }
-              return std::any_of(x.begin(), x.end(), [](int v) { return v != 0; }) &&
-                     s.get<D>().has(x);
-            });
-          },
-          py::arg("direction"), "Whether ``direction`` (a tuple of -1/0/+1) is a neighbour.")
-      .def_property_readonly("max_width",
-                             [](const py_stencil& s) {
-                               return visit_stencil(s, [](const auto& x) { return x.max_width(); });
-                             })
-      .def(py::pickle(
-          [](const py_stencil& s) { return py::make_tuple(s.lo(), s.hi(), s.directions()); },
-          [](const py::tuple& t) {
-            return with_stencil_parts(t[0].cast<std::vector<int>>(), t[1].cast<std::vector<int>>(),
-                                      t[2].cast<std::vector<std::vector<int>>>());
-          }))
+      .def("has", &stencil_has, py::arg("direction"),
+           "Whether ``direction`` (a tuple of -1/0/+1) is a neighbour.")
+      .def_property_readonly("max_width", [](const py_stencil& s) {
+        return visit_stencil(s, [](const auto& x) { return x.max_width(); });
+      });
+  c.def(py::pickle(
+            [](const py_stencil& s) { return py::make_tuple(s.lo(), s.hi(), s.directions()); },
+            [](const py::tuple& t) {
+              return with_stencil_parts(t[0].cast<std::vector<int>>(),
+                                        t[1].cast<std::vector<int>>(),
+                                        t[2].cast<std::vector<std::vector<int>>>());
+            }))
       .def(py::self == py::self)
-      .def(
-          "__hash__",
-          [](const py_stencil& s) {
-            return py::hash(py::make_tuple(py::tuple(py::cast(s.lo())), py::tuple(py::cast(s.hi())),
-                                           py::tuple(py::cast(s.directions()))));
-          })
+      .def("__hash__", &stencil_hash)
       .def("__repr__", &stencil_repr);
+}
 
+py::tuple box_shape(const py_box& b) {
+  std::vector<index> s;
+  for (std::size_t i = 0; i < b.lo.size(); ++i) s.push_back(std::max<index>(0, b.hi[i] - b.lo[i]));
+  return tuple_of(s);
+}
+
+py::tuple box_slices(const py_box& b, const std::vector<index>& origin) {
+  if (origin.size() != b.lo.size())
+    throw error(detail::format("Box.slices: origin has {} entries, the box {}", origin.size(),
+                               b.lo.size()));
+  py::tuple t(b.lo.size());
+  for (std::size_t i = 0; i < b.lo.size(); ++i)
+    t[i] = py::slice(py::int_(b.lo[i] - origin[i]),
+                     py::int_(std::max(b.lo[i], b.hi[i]) - origin[i]), py::none());
+  return t;
+}
+
+/// Box: global cells, their shape and slices, and Python's protocol.
+void bind_box(py::module_& m) {
   py::class_<py_box>(m, "Box", R"doc(
 Cells ``lo[i] <= x[i] < hi[i]`` in global indices. ``box.slices(origin)`` gives the NumPy index
 of these cells in an array whose element 0 is global cell ``origin``.)doc")
@@ -252,29 +275,12 @@ of these cells in an array whose element 0 is global cell ``origin``.)doc")
            py::arg("lo"), py::arg("hi"))
       .def_property_readonly("lo", [](const py_box& b) { return tuple_of(b.lo); })
       .def_property_readonly("hi", [](const py_box& b) { return tuple_of(b.hi); })
-      .def_property_readonly("shape",
-                             [](const py_box& b) {
-                               std::vector<index> s;
-                               for (std::size_t i = 0; i < b.lo.size(); ++i)
-                                 s.push_back(std::max<index>(0, b.hi[i] - b.lo[i]));
-                               return tuple_of(s);
-                             })
+      .def_property_readonly("shape", &box_shape)
       .def_property_readonly("dim", [](const py_box& b) { return b.lo.size(); })
       .def_property_readonly("volume", &py_box::volume)
       .def_property_readonly("empty", &py_box::empty)
       .def(
-          "slices",
-          [](const py_box& b, const std::vector<index>& origin) {
-            if (origin.size() != b.lo.size())
-              throw error(detail::format("Box.slices: origin has {} entries, the box {}",
-                                         origin.size(), b.lo.size()));
-            py::tuple t(b.lo.size());
-            for (std::size_t i = 0; i < b.lo.size(); ++i)
-              t[i] = py::slice(py::int_(b.lo[i] - origin[i]),
-                               py::int_(std::max(b.lo[i], b.hi[i]) - origin[i]), py::none());
-            return t;
-          },
-          py::arg("origin"),
+          "slices", &box_slices, py::arg("origin"),
           "A tuple of slices selecting this box in an array that starts at global cell ``origin``.")
       .def(py::pickle(
           [](const py_box& b) { return py::make_tuple(tuple_of(b.lo), tuple_of(b.hi)); },
@@ -288,7 +294,10 @@ of these cells in an array whose element 0 is global cell ``origin``.)doc")
         return detail::format("halox.Box(lo=({}), hi=({}))", detail::join(b.lo, ", "),
                               detail::join(b.hi, ", "));
       });
+}
 
+/// Centering: where a field's values live.
+void bind_centering(py::module_& m) {
   py::class_<centering>(m, "Centering", R"doc(
 Where a field's values live: ``Centering.cell()`` (the default), ``Centering.face(d)`` (faces
 normal to dimension d), ``Centering.edge(d)`` (edges along d) or ``Centering.node()``. A
@@ -313,7 +322,10 @@ staggered field has one more point than cells along each staggered non-periodic 
         return "halox.Centering." + to_string(c) +
                (c.where == centering::kind::cell || c.where == centering::kind::node ? "()" : "");
       });
+}
 
+/// split_interior: an owned box as interior and shell, for overlap.
+void bind_split_interior(py::module_& m) {
   m.def(
       "split_interior",
       [](const py_box& b, const py_stencil& s) {
@@ -331,6 +343,15 @@ staggered field has one more point than cells along each staggered non-periodic 
 Splits an owned box for overlap: ``(interior, shell)``, the cells whose stencil reads no halo
 cell, and the rest as at most 2·dim disjoint boxes. Update the interior while an exchange is in
 flight, the shell after ``wait()``.)doc");
+}
+
+}  // namespace
+
+void bind_shapes(py::module_& m) {
+  bind_stencil(m);
+  bind_box(m);
+  bind_centering(m);
+  bind_split_interior(m);
 }
 
 }  // namespace halox::python

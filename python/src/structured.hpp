@@ -219,74 +219,110 @@ class structured_ops final : public domain_ops {
                    const py::dict& options, py::handle error) const override {
     const int me = dom_.rank();
     const std::size_t n = fields.size();
+    build_inputs in;
+    collective(dom_.comm(), [&] {
+      if (!error.is_none()) fail_on(me, "{}", error.cast<std::string>());
+      in.opts = detail::with_environment(options_from(options, me));
+      if (!reverse_op.is_none()) in.op = reduction_from(reverse_op, me);
+      if (n == 0) fail_on(me, "make_exchange needs at least one field");
+      in.sts = stencils_of(stencils, n);
+      for (std::size_t k = 0; k < n; ++k)
+        in.entries.push_back(
+            entry_of(int(k), py::reinterpret_borrow<py::tuple>(fields[k]), in.sts[k]));
+      for (std::size_t k = 0; k < n; ++k) {
+        in.states.push_back(in.entries[k].state.get());
+        in.stp.push_back(&in.sts[k]);
+      }
+      detail::validate_fields<D>(dom_, in.stp, in.states);
+      for (std::size_t k = 0; k < n; ++k)
+        check_field(in, k, py::reinterpret_borrow<py::tuple>(fields[k])[6]);
+    });
+    return compile_exchange(in);
+  }
+
+  const Dom<D>& get() const { return dom_; }
+
+ private:
+  static constexpr bool dom_is_box_list() {
+    return !requires(const Dom<D>& d) {
+      d.grid();
+    };
+  }
+
+  /// What build() gathers on every rank, inside its agreement, before it compiles.
+  struct build_inputs {
     std::vector<stencil<D>> sts;
     std::vector<structured::entry<D>> entries;
     exchange_options opts;
     std::optional<reduction> op;
-    std::vector<std::function<void()>> fills;
+    std::vector<std::function<void()>> fills;  // host boundary rules, after each exchange
     detail::device_rules device_fills;
     std::vector<const detail::field_state<D>*> states;
-    std::vector<const stencil<D>*> stp;
-    collective(dom_.comm(), [&] {
-      if (!error.is_none()) fail_on(me, "{}", error.cast<std::string>());
-      opts = detail::with_environment(options_from(options, me));
-      if (!reverse_op.is_none()) op = reduction_from(reverse_op, me);
-      if (n == 0) fail_on(me, "make_exchange needs at least one field");
-      for (std::size_t k = 0; k < n; ++k) {
-        if (!py::isinstance<py_stencil>(stencils[k]))
-          fail_on(me, "the stencil of field #{} is {}, not a halox.Stencil", k,
-                  py::repr(stencils[k]).cast<std::string>());
-        const auto& s = stencils[k].cast<const py_stencil&>();
-        if (s.dim() != D)
-          fail_on(me, "the stencil of field #{} is {}-D, the domain {}-D", k, s.dim(), D);
-        sts.push_back(s.get<D>());
+    std::vector<const stencil<D>*> stp;  // into `sts`
+  };
+
+  std::vector<stencil<D>> stencils_of(const py::list& stencils, std::size_t n) const {
+    const int me = dom_.rank();
+    std::vector<stencil<D>> sts;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (!py::isinstance<py_stencil>(stencils[k]))
+        fail_on(me, "the stencil of field #{} is {}, not a halox.Stencil", k,
+                py::repr(stencils[k]).cast<std::string>());
+      const auto& s = stencils[k].cast<const py_stencil&>();
+      if (s.dim() != D)
+        fail_on(me, "the stencil of field #{} is {}-D, the domain {}-D", k, s.dim(), D);
+      sts.push_back(s.get<D>());
+    }
+    return sts;
+  }
+
+  /// Field k of a reverse exchange must be reducible; of a forward one, its boundary rules
+  /// (`rules`) compile into `in`'s fills.
+  void check_field(build_inputs& in, std::size_t k, py::handle rules) const {
+    const int me = dom_.rank();
+    const auto& e = in.entries[k];
+    with_dtype(e.type, [&]<class T>() {
+      const field<T, D> f(e.state);
+      if (in.op) {
+        detail::check_reducible<T>(*in.op, int(k), f.name(), me, f.space());
+        return;
       }
-      for (std::size_t k = 0; k < n; ++k)
-        entries.push_back(entry_of(int(k), py::reinterpret_borrow<py::tuple>(fields[k]), sts[k]));
-      for (std::size_t k = 0; k < n; ++k) {
-        states.push_back(entries[k].state.get());
-        stp.push_back(&sts[k]);
-      }
-      detail::validate_fields<D>(dom_, stp, states);
-      for (std::size_t k = 0; k < n; ++k) {
-        const auto& e = entries[k];
-        with_dtype(e.type, [&]<class T>() {
-          const field<T, D> f(e.state);
-          if (op) {
-            detail::check_reducible<T>(*op, int(k), f.name(), me, f.space());
-            return;
-          }
-          const py::handle rules = py::reinterpret_borrow<py::tuple>(fields[k])[6];
-          if (rules.is_none() || py::len(rules) == 0) return;
-          if constexpr (std::is_same_v<T, bool>) {
-            // halox::boundary<bool, D> keeps reflection signs in a std::vector<bool>, which
-            // has no data() for the device fills: not bound.
-            fail_on(me, "field #{}: boundary rules on bool fields are not supported; use uint8", k);
-          } else {
-            auto more = detail::compile_boundary<T, D>(
-                boundary_from<T, D>(py::reinterpret_borrow<py::list>(rules), callback_target_of(e)),
-                f, sts[k], dom_.periodicity().flags, me, int(k), device_fills);
-            for (auto& x : more) fills.push_back(std::move(x));
-          }
-        });
+      if (rules.is_none() || py::len(rules) == 0) return;
+      if constexpr (std::is_same_v<T, bool>) {
+        // halox::boundary<bool, D> keeps reflection signs in a std::vector<bool>, which
+        // has no data() for the device fills: not bound.
+        fail_on(me, "field #{}: boundary rules on bool fields are not supported; use uint8", k);
+      } else {
+        auto more = detail::compile_boundary<T, D>(
+            boundary_from<T, D>(py::reinterpret_borrow<py::list>(rules), callback_target_of(e)), f,
+            in.sts[k], dom_.periodicity().flags, me, int(k), in.device_fills);
+        for (auto& x : more) in.fills.push_back(std::move(x));
       }
     });
+  }
+
+  /// The program and declaration make_exchange would build from the same fields, and the
+  /// exchange over them.
+  py::object compile_exchange(build_inputs& in) const {
+    const int me = dom_.rank();
+    const std::size_t n = in.entries.size();
+    const auto& op = in.op;
     std::vector<detail::combiner> fns;
     if (op)
-      for (const auto& e : entries)
+      for (const auto& e : in.entries)
         with_dtype(e.type, [&]<class T>() { fns.push_back(detail::combiner_for<T>(*op)); });
-    auto prog = detail::compile<D>(detail::plans_for<D>(dom_, stp, states).per_field, states, opts,
-                                   op.has_value(), fns);
-    prog.after_exchange = std::move(fills);
-    prog.device_boundary = std::move(device_fills);
+    auto prog = detail::compile<D>(detail::plans_for<D>(dom_, in.stp, in.states).per_field,
+                                   in.states, in.opts, op.has_value(), fns);
+    prog.after_exchange = std::move(in.fills);
+    prog.device_boundary = std::move(in.device_fills);
     detail::declaration declared =
-        op ? detail::declare_structured<D>(sts.front(), dom_.global_box(), dom_.periodicity().flags,
-                                           true, *op, n)
-           : detail::declare_structured<D>(stp, dom_.global_box(), dom_.periodicity().flags);
+        op ? detail::declare_structured<D>(in.sts.front(), dom_.global_box(),
+                                           dom_.periodicity().flags, true, *op, n)
+           : detail::declare_structured<D>(in.stp, dom_.global_box(), dom_.periodicity().flags);
     py::tuple arrays(n);
     py::list keep;
     for (std::size_t k = 0; k < n; ++k) {
-      const auto& e = entries[k];
+      const auto& e = in.entries[k];
       prog.fields.push_back(e.state);
       with_dtype(e.type, [&]<class T>() {
         detail::declare_field<T>(declared, int(k), e.state->components, e.state->space,
@@ -300,15 +336,6 @@ class structured_ops final : public domain_ops {
     auto ex = detail::make_halo_exchange(
         boost::mpi::communicator(dom_.comm(), boost::mpi::comm_duplicate), std::move(prog));
     return make_py_exchange(std::move(ex), arrays, keep, me, op ? "reverse" : "forward");
-  }
-
-  const Dom<D>& get() const { return dom_; }
-
- private:
-  static constexpr bool dom_is_box_list() {
-    return !requires(const Dom<D>& d) {
-      d.grid();
-    };
   }
 
   /// Shape and byte strides of an owned field's block: its padded extents, components last.
@@ -339,7 +366,7 @@ class structured_ops final : public domain_ops {
   }
 
   /// The user's field `k`, as a tuple (arrays, pad, component_axis, name, centering, dtype,
-  /// rules): a halox-owned field as it was made, anything else wrapped.
+  /// rules, components): a halox-owned field as it was made, anything else wrapped.
   structured::entry<D> entry_of(int k, const py::tuple& spec, const stencil<D>& st) const {
     const int me = dom_.rank();
     const std::string label = detail::format("field #{}", k);
@@ -348,25 +375,7 @@ class structured_ops final : public domain_ops {
     structured::entry<D> e;
     const bool plain =
         pad.is_none() && axis.is_none() && name.is_none() && at.is_none() && comps.is_none();
-    if (py::isinstance<py_blocks>(arrays)) {
-      const auto& blocks = arrays.cast<const py_blocks&>();
-      for (const auto& a : blocks.arrays) e.arrays.append(a);
-      if (plain && blocks.field->dim == D &&
-          (type.is_none() || dtype_from(type) == blocks.field->type)) {
-        use_owned(e, blocks.field);
-        if (e.arrays.size() != dom_.local_boxes().size())
-          fail_on(me, "{} has {} array(s) but the rank owns {} box(es)", label, e.arrays.size(),
-                  dom_.local_boxes().size());
-        return e;
-      }
-    } else if (is_array_like(arrays)) {
-      e.arrays.append(arrays);
-    } else if (py::isinstance<py::list>(arrays) || py::isinstance<py::tuple>(arrays)) {
-      for (const auto& a : arrays) e.arrays.append(a);
-    } else {
-      fail_on(me, "{} is {}, not an array or a list of arrays (one per owned box)", label,
-              py::repr(arrays).cast<std::string>());
-    }
+    if (take_arrays(e, arrays, plain, type, label)) return e;
     const auto& boxes = dom_.local_boxes();
     if (e.arrays.size() != boxes.size())
       fail_on(me,
@@ -374,7 +383,59 @@ class structured_ops final : public domain_ops {
               "local_boxes() order",
               label, e.arrays.size(), boxes.size());
     if (plain && owned_entry(e, type)) return e;
+    const std::vector<array_view> views = views_of(e, type, label);
+    set_axes(e, views, axis, label);
+    field_options o;
+    o.components = e.ndim == D + 1 ? int(views[0].shape[std::size_t(e.component_axis)]) : 1;
+    if (!comps.is_none()) {
+      const int given = comps.cast<int>();
+      if (!views.empty() && given != o.components)
+        fail_on(me, "{}: components={} was given but the array holds {}", label, given,
+                o.components);
+      o.components = given;
+    }
+    o.name = name.is_none() ? std::string() : name.cast<std::string>();
+    o.at = centering_from(at);
+    const auto [lo, hi] = pad.is_none() ? std::make_pair(st.lo, st.hi) : padding<D>(pad);
+    const memory_space space = views.empty() ? memory_space::host : views[0].space;
+    with_dtype(e.type, [&]<class T>() {
+      e.state = wrap<T>(views, e.component_axis, lo, hi, o, space, label).state();
+    });
+    return e;
+  }
 
+  /// The field's arrays into `e`: a FieldBlocks (true where it is taken as the halox-owned
+  /// field it holds), one array, or a list of them.
+  bool take_arrays(structured::entry<D>& e, py::handle arrays, bool plain, py::handle type,
+                   const std::string& label) const {
+    const int me = dom_.rank();
+    if (py::isinstance<py_blocks>(arrays)) {
+      const auto& blocks = arrays.cast<const py_blocks&>();
+      for (const auto& a : blocks.arrays) e.arrays.append(a);
+      if (!plain || blocks.field->dim != D ||
+          (!type.is_none() && dtype_from(type) != blocks.field->type))
+        return false;
+      use_owned(e, blocks.field);
+      if (e.arrays.size() != dom_.local_boxes().size())
+        fail_on(me, "{} has {} array(s) but the rank owns {} box(es)", label, e.arrays.size(),
+                dom_.local_boxes().size());
+      return true;
+    }
+    if (is_array_like(arrays))
+      e.arrays.append(arrays);
+    else if (py::isinstance<py::list>(arrays) || py::isinstance<py::tuple>(arrays))
+      for (const auto& a : arrays) e.arrays.append(a);
+    else
+      fail_on(me, "{} is {}, not an array or a list of arrays (one per owned box)", label,
+              py::repr(arrays).cast<std::string>());
+    return false;
+  }
+
+  /// The arrays' views (kept alive by `e`), of one element type (the one asked for), memory
+  /// space and number of dimensions, on this rank's GPU.
+  std::vector<array_view> views_of(structured::entry<D>& e, py::handle type,
+                                   const std::string& label) const {
+    const int me = dom_.rank();
     std::vector<array_view> views;
     for (std::size_t b = 0; b < e.arrays.size(); ++b) {
       views.push_back(view_of(e.arrays[b], label, me));
@@ -396,6 +457,13 @@ class structured_ops final : public domain_ops {
                 "halox.set_device before making the exchange)",
                 label, v.device, gpu::current_device());
     }
+    return views;
+  }
+
+  /// The arrays' number of dimensions (D, or D + 1 with components) and components' axis.
+  void set_axes(structured::entry<D>& e, const std::vector<array_view>& views, py::handle axis,
+                const std::string& label) const {
+    const int me = dom_.rank();
     const int ndim = views.empty() ? D : views[0].ndim();
     if (ndim != D && ndim != D + 1)
       fail_on(me,
@@ -413,23 +481,6 @@ class structured_ops final : public domain_ops {
       fail_on(me, "{}: component_axis given but the array has no axis beyond the domain's {}",
               label, D);
     }
-    field_options o;
-    o.components = ndim == D + 1 ? int(views[0].shape[std::size_t(e.component_axis)]) : 1;
-    if (!comps.is_none()) {
-      const int given = comps.cast<int>();
-      if (!views.empty() && given != o.components)
-        fail_on(me, "{}: components={} was given but the array holds {}", label, given,
-                o.components);
-      o.components = given;
-    }
-    o.name = name.is_none() ? std::string() : name.cast<std::string>();
-    o.at = centering_from(at);
-    const auto [lo, hi] = pad.is_none() ? std::make_pair(st.lo, st.hi) : padding<D>(pad);
-    const memory_space space = views.empty() ? memory_space::host : views[0].space;
-    with_dtype(e.type, [&]<class T>() {
-      e.state = wrap<T>(views, e.component_axis, lo, hi, o, space, label).state();
-    });
-    return e;
   }
 
   /// Fills `e` from the halox-owned field its arrays are exactly the blocks of, if they are.

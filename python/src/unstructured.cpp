@@ -173,17 +173,13 @@ class py_unstructured {
     return {{s.count, s.components}, {s.entity_stride * item, s.comp_stride * item}};
   }
 
-  /// Field `k` from (array, pad, component_axis, name, centering, dtype, rules).
+  /// Field `k` from (array, pad, component_axis, name, centering, dtype, rules, components).
   entity_entry entry_of(int k, const py::tuple& spec) const {
     const unstructured& pat = *p_;
     const int me = pat.rank();
     const std::string label = detail::format("field #{}", k);
-    const py::handle array = spec[0], pad = spec[1], axis = spec[2], name = spec[3], at = spec[4],
-                     type = spec[5], rules = spec[6], given_comps = spec[7];
-    if (!pad.is_none() || !at.is_none() || (!rules.is_none() && py::len(rules) > 0))
-      fail_on(me, "{}: unstructured fields have no padding, centering or boundary rules", label);
-    if (!given_comps.is_none())
-      fail_on(me, "{}: components= is for fields of ranks without boxes", label);
+    const py::handle array = spec[0], axis = spec[2], name = spec[3], type = spec[5];
+    refuse_structured_arguments(spec, label, me);
     entity_entry e;
     e.array = py::reinterpret_borrow<py::object>(array);
     if (!is_array_like(array))
@@ -191,17 +187,51 @@ class py_unstructured {
     const auto own = owner_of(array);
     const array_view v = view_of(array, label, me);
     e.keep.append(v.keep);
-    if (own && own->dim == 0 && axis.is_none() && name.is_none()) {
-      auto s = std::static_pointer_cast<detail::entity_field_state>(own->state);
-      const auto [shape, strides] = owned_layout(*s);
-      if (v.data == s->data && v.shape == shape &&
-          (type.is_none() || dtype_from(type) == own->type)) {
-        e.type = own->type;
-        e.state = s;
-        return e;
-      }
-    }
+    if (own && own->dim == 0 && axis.is_none() && name.is_none() && take_owned(e, *own, v, type))
+      return e;
     e.type = v.type;
+    check_array(v, type, label, me);
+    const int caxis = component_axis_of(v, axis, label, me);
+    const int eaxis = caxis == 0 ? 1 : 0;
+    const index count = v.shape[std::size_t(eaxis)];
+    const int comps = caxis < 0 ? 1 : int(v.shape[std::size_t(caxis)]);
+    const std::string field_name = name.is_none() ? std::string() : name.cast<std::string>();
+    if (count != pat.local_count())
+      fail_on(me, "{} '{}' has {} entities, the pattern has {} local entities", label,
+              field_name.empty() ? "(unnamed)" : field_name, count, pat.local_count());
+    const index es = stride_elems(v, eaxis, label, me);
+    const index cs = caxis < 0 ? 0 : stride_elems(v, caxis, label, me);
+    const auto [l, comp_stride] = layout_of(es, cs, comps, label, me);
+    with_dtype(v.type, [&]<class T>() {
+      e.state = pat.template wrap<T>(reinterpret_cast<T*>(v.data), comps, l, comp_stride, v.space,
+                                     field_name)
+                    .state();
+    });
+    return e;
+  }
+
+  static void refuse_structured_arguments(const py::tuple& spec, const std::string& label, int me) {
+    const py::handle pad = spec[1], at = spec[4], rules = spec[6], given_comps = spec[7];
+    if (!pad.is_none() || !at.is_none() || (!rules.is_none() && py::len(rules) > 0))
+      fail_on(me, "{}: unstructured fields have no padding, centering or boundary rules", label);
+    if (!given_comps.is_none())
+      fail_on(me, "{}: components= is for fields of ranks without boxes", label);
+  }
+
+  /// A halox-owned field passed as it was made: its own state (false: the array is another).
+  static bool take_owned(entity_entry& e, const owned_field& own, const array_view& v,
+                         py::handle type) {
+    auto s = std::static_pointer_cast<detail::entity_field_state>(own.state);
+    const auto [shape, strides] = owned_layout(*s);
+    if (v.data != s->data || v.shape != shape || (!type.is_none() && dtype_from(type) != own.type))
+      return false;
+    e.type = own.type;
+    e.state = s;
+    return true;
+  }
+
+  /// The dtype asked for, the GPU and the number of dimensions.
+  static void check_array(const array_view& v, py::handle type, const std::string& label, int me) {
     if (!type.is_none() && dtype_from(type) != v.type)
       fail_on(me, "{}: dtype={} was given but the array holds {}", label,
               dtype_name(dtype_from(type)), dtype_name(v.type));
@@ -215,57 +245,77 @@ class py_unstructured {
               "{}: an unstructured field is a 1-D array of entities or a 2-D array of "
               "entities and components, not {}-D",
               label, v.ndim());
-    int caxis = -1;
-    if (v.ndim() == 2) {
-      caxis = axis.is_none() ? 1 : axis.cast<int>();
-      if (caxis < 0) caxis += 2;
-      if (caxis != 0 && caxis != 1)
-        fail_on(me, "{}: component_axis {} of a 2-D array", label, axis.cast<int>());
-    } else if (!axis.is_none()) {
-      fail_on(me, "{}: component_axis given for a 1-D array", label);
+  }
+
+  /// The components' axis of a 2-D array (default 1), or -1 for a 1-D one.
+  static int component_axis_of(const array_view& v, py::handle axis, const std::string& label,
+                               int me) {
+    if (v.ndim() != 2) {
+      if (!axis.is_none()) fail_on(me, "{}: component_axis given for a 1-D array", label);
+      return -1;
     }
-    const int eaxis = caxis == 0 ? 1 : 0;
-    const index count = v.shape[std::size_t(eaxis)];
-    const int comps = caxis < 0 ? 1 : int(v.shape[std::size_t(caxis)]);
-    const std::string field_name = name.is_none() ? std::string() : name.cast<std::string>();
-    if (count != pat.local_count())
-      fail_on(me, "{} '{}' has {} entities, the pattern has {} local entities", label,
-              field_name.empty() ? "(unnamed)" : field_name, count, pat.local_count());
+    int caxis = axis.is_none() ? 1 : axis.cast<int>();
+    if (caxis < 0) caxis += 2;
+    if (caxis != 0 && caxis != 1)
+      fail_on(me, "{}: component_axis {} of a 2-D array", label, axis.cast<int>());
+    return caxis;
+  }
+
+  /// The stride along axis `a` in elements (0 where the axis is never stepped).
+  static index stride_elems(const array_view& v, int a, const std::string& label, int me) {
     const index item = dtype_size(v.type);
-    auto elems = [&](int a) -> index {
-      const index s = v.strides[std::size_t(a)];
-      if (v.shape[std::size_t(a)] <= 1) return 0;  // any stride: never stepped
-      if (s <= 0 || s % item != 0)
-        fail_on(me,
-                "{}: stride {} bytes along axis {}: halox needs positive strides that are "
-                "multiples of the element size {}",
-                label, s, a, item);
-      return s / item;
-    };
-    const index es = elems(eaxis), cs = caxis < 0 ? 0 : elems(caxis);
-    // halox's two layouts: [entity][component] (entities `components` apart, components
-    // adjacent) and [component][entity] (entities adjacent, components any distance apart).
-    entity_layout l = entity_layout::entity_major;
-    index comp_stride = -1;
-    if (comps > 1 && es <= 1 && cs != 1) {
-      l = entity_layout::component_major;
-      comp_stride = cs;
-    } else if (!(es <= 1 && comps == 1) && !(cs <= 1 && (es == comps || es == 0))) {
+    const index s = v.strides[std::size_t(a)];
+    if (v.shape[std::size_t(a)] <= 1) return 0;  // any stride: never stepped
+    if (s <= 0 || s % item != 0)
+      fail_on(me,
+              "{}: stride {} bytes along axis {}: halox needs positive strides that are "
+              "multiples of the element size {}",
+              label, s, a, item);
+    return s / item;
+  }
+
+  /// halox's two layouts: [entity][component] (entities `components` apart, components
+  /// adjacent) and [component][entity] (entities adjacent, components any distance apart);
+  /// with the component stride of the latter (-1 for the former).
+  static std::pair<entity_layout, index> layout_of(index es, index cs, int comps,
+                                                   const std::string& label, int me) {
+    if (comps > 1 && es <= 1 && cs != 1) return {entity_layout::component_major, cs};
+    if (!(es <= 1 && comps == 1) && !(cs <= 1 && (es == comps || es == 0)))
       fail_on(me,
               "{}: entities {} and components {} elements apart: halox takes entity-major "
               "([entity][component], C order) or component-major ([component][entity]) arrays",
               label, es, cs);
-    }
-    with_dtype(v.type, [&]<class T>() {
-      e.state = pat.template wrap<T>(reinterpret_cast<T*>(v.data), comps, l, comp_stride, v.space,
-                                     field_name)
-                    .state();
-    });
-    return e;
+    return {entity_layout::entity_major, -1};
   }
 
   std::shared_ptr<const unstructured> p_;
 };
+
+namespace {
+
+py_unstructured make_unstructured(py::handle comm, py::handle owned, py::handle ghosts,
+                                  py::handle ghost_owners, py::handle owned_local,
+                                  py::handle ghost_local, py::handle local_count) {
+  const auto bc = boost_comm(comm);
+  std::vector<global_id> o, g;
+  std::vector<int> go;
+  std::vector<index> ol, gl;
+  unstructured_options opt;
+  collective(bc, [&] {
+    o = int_vector<global_id>(owned, "owned");
+    g = int_vector<global_id>(ghosts, "ghosts");
+    if (!ghost_owners.is_none()) go = int_vector<int>(ghost_owners, "ghost_owners");
+    if (!owned_local.is_none()) ol = int_vector<index>(owned_local, "owned_local");
+    if (!ghost_local.is_none()) gl = int_vector<index>(ghost_local, "ghost_local");
+    if (!local_count.is_none()) opt.local_count = local_count.cast<index>();
+  });
+  opt.ghost_owners = go;
+  opt.owned_local = ol;
+  opt.ghost_local = gl;
+  return py_unstructured(std::make_shared<const unstructured>(bc, o, g, opt));
+}
+
+}  // namespace
 
 void bind_unstructured(py::module_& m) {
   py::class_<py_unstructured>(m, "Unstructured", R"doc(
@@ -275,30 +325,9 @@ gives them) and builds per-peer index lists. Local entity order: owned first, th
 unless ``owned_local``/``ghost_local`` place them (in an array of ``local_count`` entities).
 Collective; wrong input on any rank (an id twice, a ghost no rank owns, ...) raises halox.Error
 on every rank.)doc")
-      .def(
-          py::init([](py::handle comm, py::handle owned, py::handle ghosts, py::handle ghost_owners,
-                      py::handle owned_local, py::handle ghost_local, py::handle local_count) {
-            const auto bc = boost_comm(comm);
-            std::vector<global_id> o, g;
-            std::vector<int> go;
-            std::vector<index> ol, gl;
-            unstructured_options opt;
-            collective(bc, [&] {
-              o = int_vector<global_id>(owned, "owned");
-              g = int_vector<global_id>(ghosts, "ghosts");
-              if (!ghost_owners.is_none()) go = int_vector<int>(ghost_owners, "ghost_owners");
-              if (!owned_local.is_none()) ol = int_vector<index>(owned_local, "owned_local");
-              if (!ghost_local.is_none()) gl = int_vector<index>(ghost_local, "ghost_local");
-              if (!local_count.is_none()) opt.local_count = local_count.cast<index>();
-            });
-            opt.ghost_owners = go;
-            opt.owned_local = ol;
-            opt.ghost_local = gl;
-            return py_unstructured(std::make_shared<const unstructured>(bc, o, g, opt));
-          }),
-          py::arg("comm"), py::arg("owned"), py::arg("ghosts"), py::kw_only(),
-          py::arg("ghost_owners") = py::none(), py::arg("owned_local") = py::none(),
-          py::arg("ghost_local") = py::none(), py::arg("local_count") = py::none())
+      .def(py::init(&make_unstructured), py::arg("comm"), py::arg("owned"), py::arg("ghosts"),
+           py::kw_only(), py::arg("ghost_owners") = py::none(), py::arg("owned_local") = py::none(),
+           py::arg("ghost_local") = py::none(), py::arg("local_count") = py::none())
       .def_property_readonly("rank", [](const py_unstructured& p) { return p.get().rank(); })
       .def_property_readonly("size", [](const py_unstructured& p) { return p.get().comm().size(); })
       .def_property_readonly("local_count",
