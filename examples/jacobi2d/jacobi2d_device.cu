@@ -76,14 +76,12 @@ norm_buffer make_norm() {
   norm_buffer n;
   check(cudaMalloc(&n.device, sizeof(double)), "cudaMalloc (norm)");
   check(cudaMallocHost(&n.host, sizeof(double)), "cudaMallocHost (norm)");
-  cudaEvent_t e = nullptr;
-  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate (norm)");
-  n.fetched = e;
+  n.fetched = example_gpu::create_event();
   return n;
 }
 
 void free_norm(norm_buffer& n) {
-  check(cudaEventDestroy(n.fetched), "cudaEventDestroy (norm)");
+  example_gpu::destroy_event(n.fetched);
   check(cudaFreeHost(n.host), "cudaFreeHost (norm)");
   check(cudaFree(n.device), "cudaFree (norm)");
   n = norm_buffer{};

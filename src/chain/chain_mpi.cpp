@@ -173,9 +173,11 @@ void mpi_carrier::stage_sends(stream_t after) {
 // Takes the sizes as they arrive, each followed by the receive of its data.
 bool mpi_carrier::sizes_in(bool block) {
   while (!side_[0].size_arrived || !side_[1].size_arrived) {
-    int done[2] = {-1, -1};
-    const int n = block ? 1 : sizes_.test_recvs(done);
-    if (block) done[0] = sizes_.wait_recv();
+    int done[2] = {-1, -1}, n = 1;
+    if (block)
+      done[0] = sizes_.wait_recv();
+    else
+      n = sizes_.test_recvs(done);
     if (n == 0) return false;
     for (int k = 0; k < n; ++k) {
       if (done[k] < 0) return true;  // cannot happen: a side still waits for its size

@@ -187,7 +187,8 @@ TEST_CASE("a captured time step replayed 200 times gives the halos of 200 exchan
   cudaGraphExec_t one = capture(ex, g, state, s, 1);
   for (int r = 0; r < n1; ++r) cuda(cudaGraphLaunch(one, s));
   cuda(cudaStreamSynchronize(s));
-  CHECK(state.read_salt() == (salt += n1));
+  salt += n1;
+  CHECK(state.read_salt() == salt);
   REQUIRE(total(world, long(state.read_errors())) == 0);
 
   // Ordinary exchanges after the replays (scheduled and blocking), then replays again.
@@ -202,7 +203,8 @@ TEST_CASE("a captured time step replayed 200 times gives the halos of 200 exchan
   halox_test::verify(g, 701.0, state.errors, s);
   for (int r = 0; r < n2; ++r) cuda(cudaGraphLaunch(one, s));
   cuda(cudaStreamSynchronize(s));
-  CHECK(state.read_salt() == (salt += n2));
+  salt += n2;
+  CHECK(state.read_salt() == salt);
   REQUIRE(total(world, long(state.read_errors())) == 0);
   cuda(cudaGraphExecDestroy(one));
 
@@ -210,7 +212,8 @@ TEST_CASE("a captured time step replayed 200 times gives the halos of 200 exchan
   cudaGraphExec_t three = capture(ex, g, state, s, 3);
   for (int r = 0; r < n3; ++r) cuda(cudaGraphLaunch(three, s));
   cuda(cudaStreamSynchronize(s));
-  CHECK(state.read_salt() == (salt += 3 * n3));
+  salt += 3 * n3;
+  CHECK(state.read_salt() == salt);
   REQUIRE(total(world, long(state.read_errors())) == 0);
   cuda(cudaGraphExecDestroy(three));
 
@@ -219,7 +222,8 @@ TEST_CASE("a captured time step replayed 200 times gives the halos of 200 exchan
   cudaGraphExec_t first = capture(ex, g, state, s, 1), second = capture(ex, g, state, s, 1);
   for (int r = 0; r < n2; ++r) cuda(cudaGraphLaunch(r % 2 ? first : second, s));
   cuda(cudaStreamSynchronize(s));
-  CHECK(state.read_salt() == (salt += n2));
+  salt += n2;
+  CHECK(state.read_salt() == salt);
   REQUIRE(total(world, long(state.read_errors())) == 0);
   cuda(cudaGraphExecDestroy(first));
   cuda(cudaGraphExecDestroy(second));
