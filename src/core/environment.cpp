@@ -32,6 +32,16 @@ std::size_t parse_bytes(const char* name, const char* text) {
   return std::stoull(s.substr(0, digits)) << shift;
 }
 
+double parse_seconds(const char* name, const char* text) {
+  const std::string s = text;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  const bool whole = end != nullptr && *end == '\0' && !s.empty();
+  if (!whole || !(v >= 0) || v > 1e9)
+    fail("{}='{}' is not a number of seconds; use e.g. 60, 0.5 or 0 (off)", name, s);
+  return v;
+}
+
 namespace {
 // A two-valued switch: `usual` gives `usual_value`, `other` the opposite; unset or empty keeps
 // `current`; anything else is an input error naming the variable, its value and both choices.
@@ -107,6 +117,12 @@ exchange_options with_environment(exchange_options o) {
     if (!digits) fail("HALOX_NODE_SIZE='{}' is not a number of ranks (0: the real nodes)", s);
     o.node_size = std::stoi(s);
   }
+  if (const char* v = std::getenv("HALOX_WAIT_TIMEOUT"); v != nullptr && *v != '\0')
+    o.wait_timeout = parse_seconds("HALOX_WAIT_TIMEOUT", v);
+  require(o.wait_timeout >= 0 && o.wait_timeout <= 1e9,
+          "exchange_options::wait_timeout is {} s; use 0 (wait for ever) or a positive number of "
+          "seconds",
+          o.wait_timeout);
   require(o.node_size >= 0, "exchange_options::node_size is {}; use 0 (the real nodes) or more",
           o.node_size);
   for (const auto* list : {&o.peer_ipc_ranks, &o.peer_shm_ranks})

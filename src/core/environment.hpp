@@ -10,4 +10,8 @@ namespace halox::detail {
 /// text otherwise.
 std::size_t parse_bytes(const char* name, const char* text);
 
+/// Seconds from a text such as "60" or "0.5", for `HALOX_WAIT_TIMEOUT`; throws halox::error
+/// naming `name` and the text otherwise (negative, not a number, trailing characters).
+double parse_seconds(const char* name, const char* text);
+
 }  // namespace halox::detail

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace halox {
@@ -90,6 +91,14 @@ struct exchange_options {
   /// needs the host, where the paths chosen for it need the host in every exchange. Capturable:
   /// local copies, CUDA IPC with device signals, NCCL.
   bool require_capturable = false;
+  /// Give up a wait after this many seconds: `wait()`, a blocking `exchange()`, a chain round
+  /// and every device-side poll (a kernel waiting for a peer's flag) raise `halox::error` on
+  /// the rank that waits, naming the object, the exchange number, the peers that have not
+  /// arrived and the route of each; the object then refuses further use and destroys cleanly.
+  /// 0: wait for ever, as MPI does (`HALOX_WAIT_TIMEOUT=seconds`; docs/errors.md).
+  double wait_timeout = 0;
+  /// The object's name in errors, describe() and profiles; empty: named after its fields.
+  std::string label;
 };
 
 namespace detail {
