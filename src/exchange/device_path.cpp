@@ -13,6 +13,9 @@
 // wait()/test() take the remaining pieces, then the unpack follows their copies.
 #include "exchange/exchange_core.hpp"
 
+#include <chrono>
+#include <thread>
+
 namespace halox::detail {
 
 namespace {
@@ -111,8 +114,39 @@ class device_local_path final : public device_path {
 // order.
 class device_nccl_path final : public exchange_path {
  public:
-  explicit device_nccl_path(exchange_core& c) : exchange_path(c), dev_(c), nccl_(*c.nccl()) {}
+  explicit device_nccl_path(exchange_core& c)
+      : exchange_path(c), dev_(c), nccl_(*c.nccl()), timeout_(c.program().options.wait_timeout) {}
+  // With a timeout, an exchange still running on the GPU at destruction (a scheduled one whose
+  // peer never came) gets that long before the communicator is aborted: NCCL's kernels never
+  // give up by themselves, and the copier's destructor waits for halox's stream.
+  ~device_nccl_path() override {
+    if (timeout_ <= 0) return;
+    try {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
+      while (!dev_.ready())
+        if (std::chrono::steady_clock::now() > until) {
+          nccl_.abort(
+              "an exchange object was destroyed while its exchange still waited for a "
+              "peer, after exchange_options::wait_timeout");
+          return;
+        } else {
+          std::this_thread::yield();
+        }
+    } catch (...) {  // a destructor must not throw (a CUDA error here is reported elsewhere)
+    }
+  }
   const char* name() const override { return "device (NCCL)"; }
+  // An exchange that failed (gave up waiting) may leave NCCL kernels waiting for a peer on
+  // halox's stream: only an abort ends them.
+  void abandon() override {
+    bool done = true;
+    try {
+      done = dev_.ready();
+    } catch (...) {
+      done = false;
+    }
+    if (!done) nccl_.abort("an exchange over it gave up waiting (exchange_options::wait_timeout)");
+  }
   const char* capture_blocker() const override { return nullptr; }  // NCCL captures its groups
 
   void start(stream_t after) override {
@@ -136,6 +170,7 @@ class device_nccl_path final : public exchange_path {
  private:
   device_work dev_;
   nccl_path& nccl_;
+  const double timeout_;
 };
 
 }  // namespace

@@ -12,12 +12,14 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "gpu/capture.hpp"
 #include "gpu/check.hpp"
 #include "gpu/cuda_driver.hpp"
 #include "gpu/event.hpp"
 #include "gpu/memory.hpp"
+#include "gpu/pinned.hpp"
 #include "gpu/stream.hpp"
 #include "halox/core/error.hpp"
 #include "pack/device_copy.hpp"
@@ -87,9 +89,12 @@ struct signal_set {
   gpu::device_array<unsigned long long*> start, wait, post;  // flag pointers
   gpu::device_array<unsigned long long> blocks_done;
   int n_start = 0, n_wait = 0, n_post = 0;
-  int n_lagged = 0;         // (signal_args)
-  bool count_only = false;  // (signal_args)
-  bool alternate = false;   // (signal_args)
+  int n_lagged = 0;                   // (signal_args)
+  bool count_only = false;            // (signal_args)
+  bool alternate = false;             // (signal_args)
+  unsigned long long timeout_ns = 0;  // (signal_args)
+  unsigned* timeout = nullptr;        // (signal_args)
+  unsigned wait_code = 0;             // (signal_args)
 
   signal_set() = default;
   signal_set(const std::vector<std::uint64_t*>& st, const std::vector<std::uint64_t*>& w,
@@ -120,6 +125,9 @@ struct signal_set {
     a.n_lagged = n_lagged;
     a.count_only = count_only;
     a.alternate = alternate;
+    a.timeout_ns = timeout_ns;
+    a.timeout = timeout;
+    a.wait_code = wait_code;
     return a;
   }
 
@@ -199,6 +207,13 @@ struct device_copier::impl {
   CUresult (*batch)(CUstream, unsigned, CUstreamBatchMemOpParams*, unsigned) = nullptr;
   std::vector<CUstreamBatchMemOpParams> gate_ops, wait_ops;
   std::size_t gate_lag_from = 0, gate_lag_to = 0;  // gate_ops waited for at the number - 1
+  // Device signals with a timeout: the kernels' report (mapped pinned memory; 0: none), what
+  // it names, and the exchange last launched.
+  std::shared_ptr<std::byte> timeout_word;
+  device_signals watched;
+  std::uint64_t last_exchange = 0;
+  void watch(const device_signals& s);
+  std::string timeout_text(unsigned report) const;
 };
 
 device_copier::device_copier(const std::vector<copy_op>& pack, const std::vector<gather_op>& gather,
@@ -307,6 +322,7 @@ void device_copier::use_signals(const device_signals& s) {
   for (auto* set : {&p_->pack_signals, &p_->unpack_signals, &p_->unpack_counting})
     set->alternate = p_->device_parity;
   p_->decide_fusion();
+  if (s.timeout > 0) return p_->watch(s);  // kernels that can give up, no stream memory ops
   p_->batch = stream_mem_ops();
   if (!p_->batch) return;
   // Gate of a large pack: announce the start in the senders' memory, then wait for the
@@ -318,6 +334,49 @@ void device_copier::use_signals(const device_signals& s) {
   if (p_->unpack.n == 0 && (!p_->device_parity || p_->unpack_alt.n == 0) &&
       p_->fused_grid == 0)  // (a fused exchange waits in its kernel)
     for (auto* flag : s.unpack_wait) p_->wait_ops.push_back(wait_op(flag));
+}
+// Every launch with signals shares one report word; pack_wait's reports name receivers,
+// unpack_wait's senders.
+void device_copier::impl::watch(const device_signals& s) {
+  watched = s;
+  timeout_word = gpu::allocate_mapped(sizeof(unsigned), "wait timeout report", -1);
+  unsigned* word = nullptr;
+  check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&word), timeout_word.get(), 0),
+        "cudaHostGetDevicePointer(wait timeout report)", -1);
+  const auto ns = static_cast<unsigned long long>(s.timeout * 1e9);
+  pack_signals.wait_code = timeout_receiver_start;
+  for (auto* set : {&unpack_signals, &unpack_counting}) set->wait_code = timeout_sender_ready;
+  for (auto* set : {&pack_signals, &unpack_signals, &unpack_counting}) {
+    set->timeout_ns = std::max(1ull, ns);
+    set->timeout = word;
+  }
+}
+std::string device_copier::impl::timeout_text(unsigned report) const {
+  const unsigned kind = report & 0xff000000u, k = report & 0x00ffffffu;
+  auto peer = [&](const std::vector<int>& v) { return k < v.size() ? v[k] : -1; };
+  if (kind == timeout_receiver_start)
+    return fmt::format(
+        "rank {} (CUDA IPC with device signals: it has not started this exchange, "
+        "so its halo may not be written)",
+        peer(watched.pack_wait_peer));
+  if (kind == timeout_sender_ready)
+    return fmt::format(
+        "rank {} (CUDA IPC with device signals: its data of this exchange has not "
+        "arrived)",
+        peer(watched.unpack_wait_peer));
+  return fmt::format(
+      "flagged words from rank(s) {} (CUDA IPC with device signals: copy {} of the "
+      "unpack has not arrived)",
+      fmt::join(watched.flagged_peers, ", "), k);
+}
+void device_copier::check_timeout(int rank) const {
+  if (!p_->timeout_word) return;
+  const unsigned report = *reinterpret_cast<volatile unsigned*>(p_->timeout_word.get());
+  if (report == 0) return;
+  fail(
+      "rank {}: exchange '{}' #{} gave up on the GPU after {} s "
+      "(exchange_options::wait_timeout / HALOX_WAIT_TIMEOUT): still waiting for {}",
+      rank, p_->watched.name, p_->last_exchange, p_->watched.timeout, p_->timeout_text(report));
 }
 // Exchanges of up to 1 MiB with device signals run as one launch: between two GPUs a small
 // exchange is bound by latencies, and one launch and its wait less is a sixth of an 8 KiB round
@@ -366,6 +425,7 @@ void device_copier::launch_pack(int rank, std::uint64_t exchange) {
       check(cudaStreamWaitEvent(p_->s(), p_->done.get(), 0), "cudaStreamWaitEvent", rank);
     p_->local_on = nullptr;
   }
+  p_->last_exchange = exchange;
   if (p_->fused_grid > 0) return p_->launch_fused(rank, exchange);  // (the unpack with it)
   signal_args sig = p_->signals ? p_->pack_signals.args(exchange, p_->counter()) : signal_args{};
   // A small pack waits in its own blocks (one launch less per exchange); a large one behind a
@@ -450,11 +510,13 @@ void* device_copier::stream() const {
 }
 void device_copier::synchronize(int rank) {
   check(cudaStreamSynchronize(p_->s()), "cudaStreamSynchronize (pack/unpack kernels)", rank);
+  check_timeout(rank);
 }
 bool device_copier::ready(int rank) {
   const cudaError_t rc = cudaEventQuery(p_->done.get());
   if (rc == cudaErrorNotReady) return false;
   check(rc, "cudaEventQuery (pack/unpack kernels)", rank);
+  check_timeout(rank);
   return true;
 }
 bool device_copier::probe(void* user_stream, int rank) {
@@ -464,6 +526,7 @@ bool device_copier::probe(void* user_stream, int rank) {
 }
 void device_copier::enter(void* user_stream, int rank) {
   const auto u = static_cast<cudaStream_t>(user_stream);
+  check_timeout(rank);  // a scheduled exchange that gave up raises at the next one
   p_->capture = u == nullptr ? 0 : u == p_->probed ? p_->probed_capture : gpu::capture_id(u, rank);
   p_->probed = nullptr;
   if (u == nullptr) return;

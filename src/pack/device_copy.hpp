@@ -34,6 +34,15 @@ struct device_signals {
   /// (their start of g - 1 ended their unpack of g - 2, the last read of copy g mod 2), so it
   /// does not wait for a peer's start in the steady state.
   std::size_t lagged = 0;
+  /// exchange_options::wait_timeout in seconds (0: wait for ever): a kernel polling one of
+  /// these flags, or a flagged word, gives up after it and the host raises halox::error naming
+  /// the peer (check_timeout()). Stream memory operations, which cannot give up, are not used.
+  double timeout = 0;
+  /// The rank behind each flag of `pack_wait` and of `unpack_wait`, and the peers that send this
+  /// rank flagged words, for that error.
+  std::vector<int> pack_wait_peer, unpack_wait_peer, flagged_peers;
+  /// The object's name in that error.
+  std::string name;
 };
 
 /// Runs two fixed copy lists on the GPU, each as one kernel launch on halox's own stream.
@@ -95,6 +104,10 @@ class device_copier {
   void* stream() const;
   /// True when everything enqueued has run. Never blocks.
   bool ready(int rank);
+  /// Device signals with a timeout: throws halox::error, naming the exchange and the peer a
+  /// kernel waited for, where a kernel gave up (see device_signals::timeout). synchronize(),
+  /// ready() and enter() call it.
+  void check_timeout(int rank) const;
   /// Whether `user_stream` is being captured into a CUDA graph now; the answer
   /// is kept for the enter() that follows, so that one exchange asks CUDA once.
   /// Throws halox::error where an earlier call invalidated its capture.

@@ -160,10 +160,33 @@ __device__ void store_relaxed_sys(unsigned long long* p, unsigned long long v) {
 // Waits until `*flag` >= g: polls without ordering, then one acquire load, which orders what
 // follows behind the release that stored the value seen. An acquire on every poll would put a
 // system-scope fence in the loop.
-__device__ void wait_at_least(const unsigned long long* flag, unsigned long long g) {
-  while (load_relaxed_sys(flag) < g) {
+//
+// With a timeout (signal_args::timeout_ns) every 256th poll also reads the GPU's global timer
+// and the shared report word: the poll gives up once the time has passed (and reports `code`,
+// unless another poll reported first) or once another poll has given up. False: it gave up.
+__device__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ bool gave_up(const signal_args& sig, unsigned long long t0, unsigned code) {
+  if (*reinterpret_cast<volatile unsigned*>(sig.timeout) != 0) return true;
+  if (global_ns() - t0 < sig.timeout_ns) return false;
+  atomicCAS_system(sig.timeout, 0u, code);
+  return true;
+}
+__device__ bool wait_at_least(const unsigned long long* flag, unsigned long long g,
+                              const signal_args& sig, unsigned code) {
+  if (sig.timeout_ns == 0) {
+    while (load_relaxed_sys(flag) < g) {
+    }
+  } else if (load_relaxed_sys(flag) < g) {
+    const unsigned long long t0 = global_ns();
+    for (unsigned n = 1; load_relaxed_sys(flag) < g; ++n)
+      if ((n & 255) == 0 && gave_up(sig, t0, code)) return false;
   }
   (void)load_acquire_sys(flag);
+  return true;
 }
 __device__ unsigned long long atomic_add_acq_rel_gpu(unsigned long long* p, unsigned long long v) {
   unsigned long long old;
@@ -181,8 +204,8 @@ __device__ unsigned long long atomic_add_acq_rel_gpu(unsigned long long* p, unsi
 // flag: the number in the slot says the word is there. The slots of exchange g are in copy g mod
 // 2 of the receive buffer (their sender knows the copy free: device_signals::lagged), so a slot
 // never holds a later exchange's word while it is read.
-__device__ void flagged_element(const copy_descriptor& op, long long e, long long end,
-                                unsigned seq) {
+__device__ void flagged_element(const copy_descriptor& op, long long e, long long end, unsigned seq,
+                                const signal_args& sig, unsigned code) {
   if (e >= end) return;
   const unsigned char* s;
   unsigned char* d;
@@ -198,7 +221,15 @@ __device__ void flagged_element(const copy_descriptor& op, long long e, long lon
   for (int j = 0; j < n; ++j) {
     const auto* slot = reinterpret_cast<const unsigned long long*>(s) + j;
     unsigned long long v = load_relaxed_sys(slot);
-    while (unsigned(v >> 32) != seq) v = load_relaxed_sys(slot);
+    if (sig.timeout_ns == 0) {
+      while (unsigned(v >> 32) != seq) v = load_relaxed_sys(slot);
+    } else if (unsigned(v >> 32) != seq) {
+      const unsigned long long t0 = global_ns();
+      for (unsigned k = 1; unsigned(v >> 32) != seq; ++k) {
+        if ((k & 255) == 0 && gave_up(sig, t0, code)) return;
+        v = load_relaxed_sys(slot);
+      }
+    }
     reinterpret_cast<unsigned*>(d)[j] = unsigned(v);
   }
 }
@@ -218,14 +249,21 @@ __device__ unsigned long long exchange_number(const signal_args& sig) {
 // a relaxed store: it orders none of this launch's own accesses (the reads it stands for belong
 // to launches that have completed), and a release would put a system-scope fence in front of
 // it, 2.3 µs on two H100s before a peer may start writing.
-__device__ void wait_signals(const signal_args& sig, unsigned long long g) {
-  if (sig.n_wait + sig.n_start == 0) return;
+// False: a wait gave up (wait_timeout); the whole block then stops.
+__device__ bool wait_signals(const signal_args& sig, unsigned long long g) {
+  if (sig.n_wait + sig.n_start == 0) return true;
+  bool ok = true;
   if (threadIdx.x == 0) {
     if (blockIdx.x == 0)
       for (int k = 0; k < sig.n_start; ++k) store_relaxed_sys(sig.start[k], g);
-    for (int k = 0; k < sig.n_wait; ++k) wait_at_least(sig.wait[k], k < sig.n_lagged ? g - 1 : g);
+    for (int k = 0; k < sig.n_wait && ok; ++k)
+      ok = wait_at_least(sig.wait[k], k < sig.n_lagged ? g - 1 : g, sig, sig.wait_code + k);
   }
-  __syncthreads();
+  if (sig.timeout_ns == 0) {
+    __syncthreads();
+    return true;
+  }
+  return __syncthreads_and(ok) != 0;
 }
 
 // The last block to finish posts the flags, each a release at system scope (graph mode's
@@ -260,14 +298,14 @@ __device__ void post_signals(const signal_args& sig, unsigned long long g) {
 // announcements, ahead of a large copy launch where stream memory operations are unavailable:
 // one block spins instead of a whole grid holding the SMs.
 __global__ void gate_kernel(signal_args sig) {
-  wait_signals(sig, exchange_number(sig));
+  (void)wait_signals(sig, exchange_number(sig));
 }
 
 // Every tile of `list`, grid-stride. `plain`: every copy of the table is strided, one word per
 // element, no reduction, fewer than 2^32 elements (a structured exchange's packing and
 // unpacking): no other path is compiled in.
 template <bool plain>
-__device__ void copy_tiles(const copy_list list, unsigned seq) {
+__device__ void copy_tiles(const copy_list list, unsigned seq, const signal_args& sig) {
   long long tile = blockIdx.x;
   // The table has an entry per tile (its copy, its place in the copy): one load, not a search,
   // and the next tile's is loaded while this one is copied.
@@ -281,7 +319,7 @@ __device__ void copy_tiles(const copy_list list, unsigned seq) {
     const long long e = base + threadIdx.x;
     if constexpr (!plain) {
       if (op.flagged != 0) {
-        flagged_element(op, e, end, seq);
+        flagged_element(op, e, end, seq, sig, timeout_flagged_words + at.copy);
         continue;
       }
       if (op.red_op != 0 || op.words != 1) {
@@ -322,8 +360,9 @@ template <bool plain>
 __global__ void __launch_bounds__(block_threads, plain ? 8 : 1)
     copy_kernel(copy_list list, copy_list odd, signal_args sig) {
   const unsigned long long g = exchange_number(sig);
-  wait_signals(sig, g);
-  copy_tiles<plain>(pick(list, odd, sig, g), unsigned(g));
+  if (!wait_signals(sig, g)) return;
+  copy_tiles<plain>(pick(list, odd, sig, g), unsigned(g), sig);
+  if (sig.timeout_ns != 0 && __syncthreads_or(*(volatile unsigned*)sig.timeout != 0)) return;
   post_signals(sig, g);
 }
 
@@ -338,15 +377,16 @@ __global__ void __launch_bounds__(block_threads, plain ? 8 : 1)
                     signal_args out, signal_args in) {
   // One number for both halves: the count only the unpack's last block advances, at the end.
   const unsigned long long g = exchange_number(out);
-  wait_signals(out, g);
-  copy_tiles<plain>(pick(pack, pack_odd, out, g), unsigned(g));
+  if (!wait_signals(out, g)) return;
+  copy_tiles<plain>(pick(pack, pack_odd, out, g), unsigned(g), out);
   post_signals(out, g);
   // Every warp of the block has packed before any polls for the peers' flagged words: a warp
   // spinning in the unpack never waits, even under a tool that runs warps one at a time, for
   // words a peer's warp has yet to pack while that warp spins the same way.
   __syncthreads();
-  wait_signals(in, g);
-  copy_tiles<plain>(pick(unpack, unpack_odd, in, g), unsigned(g));
+  if (!wait_signals(in, g)) return;
+  copy_tiles<plain>(pick(unpack, unpack_odd, in, g), unsigned(g), in);
+  if (in.timeout_ns != 0 && __syncthreads_or(*(volatile unsigned*)in.timeout != 0)) return;
   post_signals(in, g);
 }
 

@@ -36,6 +36,22 @@ struct signal_args {
   // Odd exchanges run the launch's second list (copy 1 of alternating receive buffers), picked
   // on the device from the exchange number (graph replays freeze the host's).
   bool alternate = false;
+  // exchange_options::wait_timeout: a poll for a flag or a flagged word gives up after this many
+  // nanoseconds of the GPU's global timer (0: never) and leaves its report in `timeout` (mapped
+  // pinned memory the host reads): the first report wins, every other poll of every launch that
+  // shares the word then gives up too, and the launch skips its copies and posts.
+  unsigned long long timeout_ns = 0;
+  unsigned* timeout = nullptr;
+  // The report of wait flag k is wait_code + k (see timeout_report).
+  unsigned wait_code = 0;
+};
+
+// What a poll that gave up reports: its kind in the top byte, the index of its flag (or copy)
+// below. 0: nothing gave up.
+enum timeout_kind : unsigned {
+  timeout_receiver_start = 1u << 24,  // device_signals::pack_wait[k]: a receiver's start
+  timeout_sender_ready = 2u << 24,    // device_signals::unpack_wait[k]: a sender's data
+  timeout_flagged_words = 3u << 24,   // flagged words of copy k of the unpack list
 };
 
 // One uploaded copy list in device memory: its copies and its `n_tiles` tiles, as lower()

@@ -117,8 +117,7 @@ std::shared_ptr<nccl_comm> nccl_comm::shared(MPI_Comm comm) {
     gpu::check(cudaGetDevice(&device), "cudaGetDevice", rank);
     std::lock_guard<std::mutex> lock(registry_mutex);
     for (const auto& s : *kept) {
-      if (s->device_ != device || s->aborted_.load() || (live && live->id_ > s->id_))
-        continue;
+      if (s->device_ != device || s->aborted_.load() || (live && live->id_ > s->id_)) continue;
       int same = MPI_UNEQUAL;
       mpi::check(MPI_Comm_compare(s->key_, comm, &same), "MPI_Comm_compare", rank, part);
       if (same == MPI_IDENT || same == MPI_CONGRUENT) live = s;
@@ -267,6 +266,14 @@ void nccl_comm::connect(const std::vector<int>& peers) {
 
 void nccl_comm::require_usable() const {
   if (aborted_.load(std::memory_order_acquire)) throw error(failure_);
+}
+
+void nccl_comm::abort(const std::string& why) {
+  if (aborted_.load(std::memory_order_acquire)) return;
+  failure_ = format("rank {}: the NCCL communicator was aborted: {}", rank_, why);
+  (void)ncclCommAbort(comm_);  // unchecked: the communicator is gone whatever it says
+  comm_ = nullptr;
+  aborted_.store(true, std::memory_order_release);
 }
 
 void nccl_comm::check_async() {

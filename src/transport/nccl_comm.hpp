@@ -109,6 +109,10 @@ class nccl_comm {
   void check_async();
   /// Throws the recorded error once the communicator was aborted; no NCCL call.
   void require_usable() const;
+  /// Aborts the communicator (ncclCommAbort: its kernels still waiting for a peer end), for an
+  /// exchange that gave up waiting (exchange_options::wait_timeout); `why` becomes the error
+  /// every later use throws. Every exchange object sharing it fails from then on.
+  void abort(const std::string& why);
 
   /// Test hooks: NCCL communicators this process has created, and those alive now.
   static long created_count() noexcept;
@@ -124,9 +128,9 @@ class nccl_comm {
   MPI_Comm key_ = MPI_COMM_NULL;  // private duplicate: the registry compares users' with it
   ::CUevent_st* last_ = nullptr;  // recorded after the latest group of any user
   bool recorded_ = false;
-  void* last_stream_ = nullptr;  // the stream of the latest group (compared, never used)
+  void* last_stream_ = nullptr;          // the stream of the latest group (compared, never used)
   unsigned long long last_capture_ = 0;  // the CUDA graph capture `last_` was recorded in (0: none)
-  bool counted_ = false;  // in the test hooks' counts (set once fully created)
+  bool counted_ = false;                 // in the test hooks' counts (set once fully created)
   std::atomic<bool> aborted_{false};
   std::string failure_;  // the asynchronous error that aborted it
 };

@@ -76,8 +76,8 @@ sides swap_sides(MPI_Comm comm, const exchange_program& prog, const std::vector<
   s.steps_recv.resize(nr);
   std::vector<side_wire> out_send(ns), out_recv(nr), in_send(nr), in_recv(ns);
   for (std::size_t k = 0; k < ns; ++k) {
-    s.mine_send.push_back(
-        describe_side(prog.device_pack, prog.device_gather, true, send_buf, sends[k], s.steps_send[k]));
+    s.mine_send.push_back(describe_side(prog.device_pack, prog.device_gather, true, send_buf,
+                                        sends[k], s.steps_send[k]));
     out_send[k] = to_wire(s.mine_send[k]);
   }
   for (std::size_t k = 0; k < nr; ++k) {
@@ -126,8 +126,8 @@ std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm comm, bool gpu_shared,
                                              const exchange_program& prog,
                                              const std::vector<message>& sends,
                                              const std::byte* send_buf,
-                                             const std::vector<message>& recvs,
-                                             std::byte* recv_buf, bool zero_copy) {
+                                             const std::vector<message>& recvs, std::byte* recv_buf,
+                                             bool zero_copy) {
   int me = 0;
   mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, "NCCL transport");
   require(!gpu_shared,
@@ -147,10 +147,10 @@ std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm comm, bool gpu_shared,
   for (std::size_t k = 0; k < sends.size(); ++k) {
     if (sends[k].bytes == 0) continue;
     const nccl_cut cut = cut_message(s.mine_send[k], s.theirs_recv[k], sends[k].bytes);
-    path->recut(true, sends[k].peer,
-                calls_of(cut, cut.sender_direct, s.steps_send[k], sends[k].peer,
-                         sbuf + sends[k].offset),
-                cut.sender_direct);
+    path->recut(
+        true, sends[k].peer,
+        calls_of(cut, cut.sender_direct, s.steps_send[k], sends[k].peer, sbuf + sends[k].offset),
+        cut.sender_direct);
   }
   for (std::size_t k = 0; k < recvs.size(); ++k) {
     if (recvs[k].bytes == 0) continue;
@@ -244,15 +244,17 @@ const nccl_path::route* nccl_path::find(const std::vector<route>& routes, int pe
 void nccl_path::recut(bool send, int peer, std::vector<nccl_call> calls, bool direct) {
   auto& list = send ? sends_ : recvs_;
   auto& routes = send ? send_routes_ : recv_routes_;
-  auto it = std::find_if(routes.begin(), routes.end(), [&](const route& r) { return r.peer == peer; });
+  auto it =
+      std::find_if(routes.begin(), routes.end(), [&](const route& r) { return r.peer == peer; });
   require(it != routes.end() && !calls.empty(),
           "rank {}: internal error: zero-copy cut of a message to or from rank {} it does not have",
           comm_->rank(), peer);
   for (const auto& c : calls)
     require(c.data != nullptr && c.bytes > 0, "rank {}: internal error: empty zero-copy piece",
             comm_->rank());
-  if (direct) require_reachable(calls.front().data, comm_->device(), send ? "send" : "receive",
-                                comm_->rank());
+  if (direct)
+    require_reachable(calls.front().data, comm_->device(), send ? "send" : "receive",
+                      comm_->rank());
   const std::size_t first = it->first, count = it->count;
   list.erase(list.begin() + std::ptrdiff_t(first), list.begin() + std::ptrdiff_t(first + count));
   list.insert(list.begin() + std::ptrdiff_t(first), calls.begin(), calls.end());
@@ -281,8 +283,9 @@ std::string nccl_path::note(bool send, int peer) const {
   if (!r->direct)
     return format(" (packed, {} NCCL calls cut as the peer's fields lie)", r->count) + reg;
   return format(" (zero-copy: {} NCCL call{} {} the field{} memory, no {} kernel)", r->count,
-                r->count == 1 ? "" : "s", send ? "from" : "into",
-                r->count == 1 ? "'s" : "s'", send ? "pack" : "unpack") + reg;
+                r->count == 1 ? "" : "s", send ? "from" : "into", r->count == 1 ? "'s" : "s'",
+                send ? "pack" : "unpack") +
+         reg;
 }
 
 void nccl_path::register_large(MPI_Comm comm, bool want) {
@@ -349,6 +352,10 @@ void nccl_path::enqueue(void* stream, unsigned long long capture) {
 
 void nccl_path::check_async() {
   comm_->check_async();
+}
+
+void nccl_path::abort(const std::string& why) {
+  comm_->abort(why);
 }
 
 std::string nccl_path::describe() const {

@@ -90,6 +90,8 @@ class nccl_path {
   /// halox::error naming this rank, after aborting the communicator (nccl_comm::check_async);
   /// called where an exchange completes.
   void check_async();
+  /// After an exchange gave up waiting: aborts the shared communicator (nccl_comm::abort).
+  void abort(const std::string& why);
   /// For describe(): "NCCL 2.28.3, one communicator shared by N exchange object(s)".
   std::string describe() const;
 
@@ -119,12 +121,12 @@ class nccl_path {
   std::size_t capacity_ = 0;       // variable paths: calls per group and direction (else 0)
 };
 
-/// With exchange_options::nccl_register (HALOX_NCCL_REGISTER=1) on both ranks of a message, its calls of at least this many bytes
-/// are registered with NCCL (ncclCommRegister) where both sides' memory allows it: NCCL then
-/// writes them straight into the receiver's memory over NVLink instead of through its own
-/// buffers. Smaller calls are not: there the lookup NCCL makes per call costs more host time
-/// than the copy it saves. Off by default: faster alone, slower inside an overlapped solver
-/// (docs/nccl.md).
+/// With exchange_options::nccl_register (HALOX_NCCL_REGISTER=1) on both ranks of a message, its
+/// calls of at least this many bytes are registered with NCCL (ncclCommRegister) where both sides'
+/// memory allows it: NCCL then writes them straight into the receiver's memory over NVLink instead
+/// of through its own buffers. Smaller calls are not: there the lookup NCCL makes per call costs
+/// more host time than the copy it saves. Off by default: faster alone, slower inside an overlapped
+/// solver (docs/nccl.md).
 inline constexpr std::size_t nccl_register_min_bytes = std::size_t(1) << 20;
 
 }  // namespace halox::detail

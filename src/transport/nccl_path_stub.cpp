@@ -31,6 +31,7 @@ void nccl_comm::connect(const std::vector<int>&) {
   no_nccl();
 }
 void nccl_comm::check_async() {}
+void nccl_comm::abort(const std::string&) {}
 void nccl_comm::require_usable() const {}
 long nccl_comm::created_count() noexcept {
   return 0;
@@ -67,6 +68,7 @@ std::string nccl_path::note(bool, int) const {
 }
 void nccl_path::recut(bool, int, std::vector<nccl_call>, bool) {}
 void nccl_path::check_async() {}
+void nccl_path::abort(const std::string&) {}
 std::string nccl_path::describe() const {
   return {};
 }

@@ -244,12 +244,21 @@ class ipc_setup {
   void order_waits() {
     if (!p_.device_signalled) return;
     auto* f = reinterpret_cast<std::uint64_t*>(p_.flags.get());
-    for (std::size_t k = 0; k < recvs_.size(); ++k)
-      if (!inline_in_[k]) p_.signals.unpack_wait.push_back(f + k);
+    auto& sig = p_.signals;
+    for (std::size_t k = 0; k < recvs_.size(); ++k) {
+      const int peer = prog_.recvs[recvs_[k]].peer;
+      if (!inline_in_[k]) sig.unpack_wait.push_back(f + k), sig.unpack_wait_peer.push_back(peer);
+      if (inline_in_[k]) sig.flagged_peers.push_back(peer);
+    }
     for (const bool lagged : {true, false})
       for (std::size_t k = 0; k < sends_.size(); ++k)
-        if (bool(inline_out_[k]) == lagged) p_.signals.pack_wait.push_back(f + recvs_.size() + k);
-    p_.signals.lagged = std::size_t(std::count(inline_out_.begin(), inline_out_.end(), 1));
+        if (bool(inline_out_[k]) == lagged) {
+          sig.pack_wait.push_back(f + recvs_.size() + k);
+          sig.pack_wait_peer.push_back(prog_.sends[sends_[k]].peer);
+        }
+    sig.lagged = std::size_t(std::count(inline_out_.begin(), inline_out_.end(), 1));
+    sig.timeout = prog_.options.wait_timeout;
+    sig.name = prog_.options.label.empty() ? prog_.summary : prog_.options.label;
   }
 
   std::size_t n_inline() const {
