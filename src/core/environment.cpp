@@ -117,6 +117,7 @@ exchange_options with_environment(exchange_options o) {
     if (!digits) fail("HALOX_NODE_SIZE='{}' is not a number of ranks (0: the real nodes)", s);
     o.node_size = std::stoi(s);
   }
+  o.nvtx = env_switch("HALOX_NVTX", "an NVTX switch", "0", "1", false, o.nvtx);
   if (const char* v = std::getenv("HALOX_WAIT_TIMEOUT"); v != nullptr && *v != '\0')
     o.wait_timeout = parse_seconds("HALOX_WAIT_TIMEOUT", v);
   require(o.wait_timeout >= 0 && o.wait_timeout <= 1e9,

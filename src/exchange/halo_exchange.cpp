@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include "core/nvtx.hpp"
 #include "exchange/exchange_core.hpp"
+#include "exchange/exchange_stats.hpp"
 #include "halox/core/error.hpp"
 #include "mpi/check.hpp"
 
@@ -17,8 +20,13 @@ namespace detail {
 // What every mode shares: one exchange in flight at a time, generations for handles, and an
 // error that ends the object. The mode itself is the path (exchange_core.hpp).
 struct exchange_state {
+  tick born = now();  // (first: set-up's time counts from here)
   // Taken from the program before the core takes it (members initialise in this order).
   std::vector<std::function<void()>> after_exchange;
+  std::string label;
+  nvtx_names nvtx;
+  std::optional<nvtx_range> setup_range{std::in_place, nvtx,
+                                        nvtx_phase::setup};  // (to set-up's end)
   exchange_core core;
   std::unique_ptr<exchange_path> path;
   bool in_flight = false;
@@ -30,8 +38,17 @@ struct exchange_state {
   bool capturable = false;
   const char* blocker = nullptr;
 
+  // halo_exchange::stats(): always kept; recording allocates nothing.
+  time_histogram setup_time, start_time, wait_time, gpu_time;
+  std::uint64_t waits_complete = 0;
+
   exchange_state(const boost::mpi::communicator& c, exchange_program p)
-      : after_exchange(std::move(p.after_exchange)), core(c, std::move(p)), path(make_path(core)) {
+      : after_exchange(std::move(p.after_exchange)),
+        label(p.options.label.empty() ? p.summary : p.options.label),
+        nvtx(label, p.options.nvtx),
+        core(c, std::move(p)),
+        path(make_path(core)) {
+    if (core.copier()) core.copier()->use_nvtx(&nvtx);
     blocker = path->capture_blocker();
     int mine = blocker == nullptr ? 1 : 0, all = 0;
     mpi::check(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, core.communicator()),
@@ -41,6 +58,8 @@ struct exchange_state {
             "rank {}: exchange_options::require_capturable asks for an exchange a CUDA graph can "
             "capture, but {}",
             core.rank(), why_not_capturable());
+    setup_range.reset();
+    setup_time.add(seconds_since(born));
   }
 
   // For errors and describe(): why a CUDA graph cannot capture this object's exchanges.
@@ -52,6 +71,8 @@ struct exchange_state {
   std::uint64_t generation() const { return core.generation(); }
 
   void start(stream_t after = nullptr) {
+    const nvtx_range r(nvtx, after ? nvtx_phase::schedule_exchange : nvtx_phase::start);
+    const tick t0 = now();
     require(failure.empty(),
             "rank {}: this exchange object cannot start another exchange: an earlier one failed "
             "({}); build a new exchange object",
@@ -75,13 +96,32 @@ struct exchange_state {
       in_flight = true;
       path->start(after);
     });
+    sample_gpu_time();
+    start_time.add(seconds_since(t0));
   }
   void wait(stream_t before = nullptr) {
     if (!in_flight) return;
-    guarded([&] { path->wait(before); });
+    const nvtx_range r(nvtx, before ? nvtx_phase::schedule_wait : nvtx_phase::wait);
+    const tick t0 = now();
+    guarded([&] {
+      // A host wait first asks without blocking whether the exchange is already complete:
+      // the overlap the caller achieved (stats()).
+      if (before == nullptr && path->test()) {
+        ++waits_complete;
+        return;
+      }
+      path->wait(before);
+    });
     in_flight = false;
     finish(before);
+    wait_time.add(seconds_since(t0));
   }
+  /// The GPU time of an earlier sampled exchange, once its events have completed.
+  void sample_gpu_time() {
+    float ms = 0;
+    if (core.copier() && core.copier()->gpu_sample(ms)) gpu_time.add(double(ms) * 1e-3);
+  }
+  exchange_stats stats() const;
   bool test() {
     if (!in_flight) return true;
     bool complete = false;
@@ -116,6 +156,37 @@ struct exchange_state {
   }
 };
 
+exchange_stats exchange_state::stats() const {
+  exchange_stats s;
+  s.label = label;
+  s.rank = core.rank();
+  s.exchanges = core.generation();
+  s.setup = setup_time.summary();
+  s.start = start_time.summary();
+  s.wait = wait_time.summary();
+  s.gpu = gpu_time.summary();
+  s.waits_already_complete = waits_complete;
+  // Bytes per route: every exchange sends the same messages.
+  const auto& p = core.program();
+  auto slot = [&](route r) -> route_traffic& {
+    for (auto& t : s.routes)
+      if (t.route == to_string(r)) return t;
+    s.routes.push_back({to_string(r)});
+    return s.routes.back();
+  };
+  for (std::size_t m = 0; m < p.sends.size(); ++m) {
+    auto& t = slot(core.routes().send(m));
+    ++t.sends;
+    t.bytes_sent += p.sends[m].bytes * s.exchanges;
+  }
+  for (std::size_t m = 0; m < p.recvs.size(); ++m) {
+    auto& t = slot(core.routes().recv(m));
+    ++t.receives;
+    t.bytes_received += p.recvs[m].bytes * s.exchanges;
+  }
+  return s;
+}
+
 }  // namespace detail
 
 halo_exchange detail::make_halo_exchange(const boost::mpi::communicator& comm,
@@ -132,10 +203,15 @@ halo_exchange::~halo_exchange() {
   s_->rules = false;
   try {
     s_->wait();
+    if (detail::report_prefix()) (void)detail::append_report(s_->stats());
   } catch (...) {
     // A destructor must not throw: an MPI failure while completing is dropped here. Call
     // wait() on the handle before destruction to see it.
   }
+}
+
+exchange_stats halo_exchange::stats() const {
+  return s_->stats();
 }
 
 halo_exchange::halo_exchange(halo_exchange&&) noexcept = default;

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/nvtx.hpp"
 #include "gpu/capture.hpp"
 #include "gpu/check.hpp"
 #include "gpu/cuda_driver.hpp"
@@ -209,6 +210,12 @@ struct device_copier::impl {
   std::size_t gate_lag_from = 0, gate_lag_to = 0;  // gate_ops waited for at the number - 1
   // Device signals with a timeout: the kernels' report (mapped pinned memory; 0: none), what
   // it names, and the exchange last launched.
+  // stats(): every 16th exchange's pack start and unpack end (timing events), and whether a
+  // sample is under way (its end recorded, not read yet); NVTX ranges' names (or null).
+  gpu::event sample_begin{cudaEventDefault}, sample_end{cudaEventDefault};
+  std::uint64_t launches = 0;
+  bool sampling = false, sample_pending = false;
+  const nvtx_names* nvtx = nullptr;
   std::shared_ptr<std::byte> timeout_word;
   device_signals watched;
   std::uint64_t last_exchange = 0;
@@ -419,7 +426,24 @@ void device_copier::use_alternate(const std::vector<copy_op>& pack,
   p_->upload_unpack(p_->unpack_alt, p_->unpack_steps_alt, unpack, scatter);
   p_->alternate = true;
 }
+void device_copier::use_nvtx(const nvtx_names* n) {
+  p_->nvtx = n != nullptr && n->on() ? n : nullptr;
+}
+bool device_copier::gpu_sample(float& ms) {
+  if (!p_->sample_pending) return false;
+  if (cudaEventQuery(p_->sample_end.get()) != cudaSuccess) {
+    (void)cudaGetLastError();  // not ready (or failed: the next synchronize reports it)
+    return false;
+  }
+  p_->sample_pending = false;
+  return cudaEventElapsedTime(&ms, p_->sample_begin.get(), p_->sample_end.get()) == cudaSuccess;
+}
 void device_copier::launch_pack(int rank, std::uint64_t exchange) {
+  const nvtx_range r(p_->nvtx ? *p_->nvtx : nvtx_off(), nvtx_phase::pack);
+  // Every 16th exchange outside a capture, while no sample waits to be read, is timed.
+  p_->sampling = p_->capture == 0 && !p_->sample_pending && p_->launches++ % 16 == 0;
+  if (p_->sampling)
+    check(cudaEventRecord(p_->sample_begin.get(), p_->s()), "cudaEventRecord(sample)", rank);
   if (p_->local_on) {  // the last local copies ran on a user's stream: this launch follows them
     if (p_->done_capture == p_->capture)
       check(cudaStreamWaitEvent(p_->s(), p_->done.get(), 0), "cudaStreamWaitEvent", rank);
@@ -448,6 +472,7 @@ void device_copier::launch_pack(int rank, std::uint64_t exchange) {
   for (const auto& t : p_->local_steps) t.launch(p_->s(), rank, "local copy launch");
 }
 void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
+  const nvtx_range r(p_->nvtx ? *p_->nvtx : nvtx_off(), nvtx_phase::unpack);
   const bool ops = p_->batch && !p_->wait_ops.empty() && !p_->on_device;
   const bool waited = ops && run_mem_ops(p_->batch, p_->s(), p_->wait_ops, exchange);
   if (ops && !waited) p_->wait_ops.clear();  // refused
@@ -462,6 +487,11 @@ void device_copier::launch_unpack(int rank, std::uint64_t exchange) {
     t.launch(p_->s(), rank, "unpack step launch");
   check(cudaEventRecord(p_->done.get(), p_->s()), "cudaEventRecord", rank);
   p_->done_capture = p_->capture;
+  if (p_->sampling) {
+    check(cudaEventRecord(p_->sample_end.get(), p_->s()), "cudaEventRecord(sample)", rank);
+    p_->sampling = false;
+    p_->sample_pending = true;
+  }
 }
 void device_copier::count_on_device() {
   if (p_->signals) p_->on_device = true;

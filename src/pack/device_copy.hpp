@@ -50,6 +50,8 @@ struct device_signals {
 /// The stream is a blocking stream of the highest priority: work on the legacy default stream
 /// finishes before a launch starts, and halox kernels get SMs ahead of other streams' kernels.
 /// Descriptor tables live in device memory, uploaded once here.
+class nvtx_names;
+
 class device_copier {
  public:
   /// Uploads the pack launch (strided copies and index-list gathers) and the unpack launch
@@ -104,6 +106,13 @@ class device_copier {
   void* stream() const;
   /// True when everything enqueued has run. Never blocks.
   bool ready(int rank);
+  /// NVTX ranges around the pack and unpack launches (core/nvtx.hpp), named by `n`, which
+  /// must outlive the copier.
+  void use_nvtx(const nvtx_names* n);
+  /// GPU time from the start of a pack to the end of its exchange's unpack, measured with
+  /// events on every 16th exchange outside CUDA graph captures: true, with the milliseconds in
+  /// `ms`, once a sample's events have completed (each sample is reported once). Never blocks.
+  bool gpu_sample(float& ms);
   /// Device signals with a timeout: throws halox::error, naming the exchange and the peer a
   /// kernel waited for, where a kernel gave up (see device_signals::timeout). synchronize(),
   /// ready() and enter() call it.

@@ -97,8 +97,13 @@ struct exchange_options {
   /// arrived and the route of each; the object then refuses further use and destroys cleanly.
   /// 0: wait for ever, as MPI does (`HALOX_WAIT_TIMEOUT=seconds`; docs/errors.md).
   double wait_timeout = 0;
-  /// The object's name in errors, describe() and profiles; empty: named after its fields.
+  /// The object's name in errors, describe(), stats() and profiles; empty: named after its
+  /// fields.
   std::string label;
+  /// CUDA builds: NVTX ranges named "<label>: <phase>" around set-up, start, wait,
+  /// schedule_exchange, schedule_wait and the pack and unpack launches, for Nsight Systems
+  /// (`HALOX_NVTX=0|1`; docs/observing.md). Off: no NVTX call at all.
+  bool nvtx = false;
 };
 
 namespace detail {

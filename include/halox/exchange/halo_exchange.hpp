@@ -11,6 +11,7 @@
 #include <boost/mpi/communicator.hpp>
 
 #include "halox/core/stream.hpp"
+#include "halox/exchange/exchange_stats.hpp"
 
 namespace halox {
 
@@ -76,6 +77,12 @@ class halo_exchange {
   bool in_flight() const;
   /// Peers, message sizes and copy counts of this rank, one line each.
   std::string describe() const;
+  /// What this object has done on this rank: exchanges, host time in set-up, start and wait,
+  /// sampled GPU time, waits that found the exchange complete, bytes per route. Kept always,
+  /// at the cost of two clock readings per call; with `HALOX_REPORT=prefix` every object also
+  /// appends it, as one JSON line, to `prefix.<world rank>.jsonl` when destroyed
+  /// (tools/halox-report reads them; docs/observing.md).
+  exchange_stats stats() const;
 
  private:
   friend class exchange_handle;
