@@ -1,0 +1,78 @@
+// NVTX ranges (CUDA builds): with exchange_options::nvtx (or HALOX_NVTX=1) every phase of an
+// exchange object shows as a range named "<label>: <phase>", nested as the calls are; without
+// it, no NVTX call at all. The ranges are read back from tests/nvtx_inject.cpp, an NVTX tool
+// that ctest attaches through NVTX_INJECTION64_PATH.
+#include <dlfcn.h>
+
+#include <catch2/catch.hpp>
+#include <halox/halox.hpp>
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Every range event the tool saw, "push <name>" or "pop", in order.
+std::vector<std::string> events() {
+  const char* path = std::getenv("NVTX_INJECTION64_PATH");
+  REQUIRE(path != nullptr);
+  void* lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(lib != nullptr);  // NVTX loaded it at the first range
+  using fn = const char* (*)();
+  auto get = reinterpret_cast<fn>(dlsym(lib, "halox_test_nvtx_events"));
+  REQUIRE(get != nullptr);
+  std::vector<std::string> out;
+  std::istringstream in(get());
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  dlclose(lib);
+  return out;
+}
+
+// The events of ranges whose name starts with `label`, with the pops that close them.
+std::vector<std::string> of(const std::vector<std::string>& all, const std::string& label) {
+  std::vector<std::string> out;
+  std::vector<bool> open;  // per pushed range still open: whether it is one of label's
+  for (const auto& e : all) {
+    if (e == "pop") {
+      REQUIRE(!open.empty());
+      if (open.back()) out.push_back(e);
+      open.pop_back();
+      continue;
+    }
+    const bool mine = e.rfind("push " + label + ":", 0) == 0;
+    open.push_back(mine);
+    if (mine) out.push_back(e);
+  }
+  CHECK(open.empty());  // every range closed
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("NVTX ranges: set-up, start and wait by the object's label, nothing when off") {
+  boost::mpi::communicator world;
+  const int P = world.size();
+  constexpr auto st = halox::stencil<3>::box(1);
+  const halox::cartesian<3> dom(world, {6, 4 * P, 5}, halox::periodic<3>::all());
+  auto u = dom.make_field<double>(st);
+  halox::exchange_options on, off;
+  on.label = "nvtx-on";
+  on.nvtx = true;
+  off.label = "nvtx-off";
+  {
+    auto a = halox::make_exchange(dom, st, on, u);
+    auto b = halox::make_exchange(dom, st, off, u);
+    a.exchange();
+    b.exchange();
+    auto h = a.start();
+    h.wait();
+  }
+  const auto all = events();
+  const std::vector<std::string> want = {
+      "push nvtx-on: set-up", "pop", "push nvtx-on: start", "pop", "push nvtx-on: wait", "pop",
+      "push nvtx-on: start",  "pop", "push nvtx-on: wait",  "pop"};
+  CHECK(of(all, "nvtx-on") == want);
+  CHECK(of(all, "nvtx-off").empty());
+}
