@@ -76,3 +76,40 @@ TEST_CASE("NVTX ranges: set-up, start and wait by the object's label, nothing wh
   CHECK(of(all, "nvtx-on") == want);
   CHECK(of(all, "nvtx-off").empty());
 }
+
+TEST_CASE("NVTX ranges and GPU time of device fields: pack inside start, unpack inside wait") {
+  if (halox::detail::device_count() == 0) {
+    SUCCEED("no GPU here: the device part runs on GPU machines");
+    return;
+  }
+  boost::mpi::communicator world;
+  const int P = world.size();
+  constexpr auto st = halox::stencil<3>::box(1);
+  const halox::cartesian<3> dom(world, {6, 4 * P, 5}, halox::periodic<3>::all());
+  auto u = dom.make_field<double>(st, halox::device);
+  halox::exchange_options o;
+  o.label = "nvtx-dev";
+  o.nvtx = true;
+  halox::exchange_stats s;
+  {
+    auto ex = halox::make_exchange(dom, st, o, u);
+    for (int k = 0; k < 40; ++k) ex.exchange();
+    s = ex.stats();
+  }
+  // Every 16th exchange is timed on the GPU and read at a later start: 1 to 3 samples of 40.
+  CHECK(s.gpu.count >= 1);
+  CHECK(s.gpu.count <= 3);
+  CHECK(s.gpu.max > 0);
+  const auto ev = of(events(), "nvtx-dev");
+  REQUIRE(ev.size() >= 6);
+  CHECK(ev[0] == "push nvtx-dev: set-up");
+  CHECK(ev[2] == "push nvtx-dev: start");
+  CHECK(ev[3] == "push nvtx-dev: pack");  // nested in start
+  std::size_t starts = 0, packs = 0, unpacks = 0;
+  for (const auto& e : ev)
+    starts += e == "push nvtx-dev: start", packs += e == "push nvtx-dev: pack",
+        unpacks += e == "push nvtx-dev: unpack";
+  CHECK(starts == 40);
+  CHECK(packs == 40);
+  CHECK(unpacks == 40);
+}

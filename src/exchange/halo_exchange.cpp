@@ -83,7 +83,9 @@ struct exchange_state {
             core.rank());
     // Under CUDA graph capture: refused before anything is enqueued, so the capture stays
     // intact (the user ends it and sees halox's error).
-    if (after != nullptr && core.copier() != nullptr && core.copier()->probe(after, core.rank())) {
+    const bool captured =
+        after != nullptr && core.copier() != nullptr && core.copier()->probe(after, core.rank());
+    if (captured) {
       require(capturable,
               "rank {}: schedule_exchange() is being captured into a CUDA graph, but {}. CUDA "
               "graphs capture exchanges of local copies, CUDA IPC with device signals and NCCL "
@@ -96,7 +98,7 @@ struct exchange_state {
       in_flight = true;
       path->start(after);
     });
-    sample_gpu_time();
+    if (!captured) sample_gpu_time();  // (a query inside a capture would invalidate it)
     start_time.add(seconds_since(t0));
   }
   void wait(stream_t before = nullptr) {

@@ -430,7 +430,8 @@ void device_copier::use_nvtx(const nvtx_names* n) {
   p_->nvtx = n != nullptr && n->on() ? n : nullptr;
 }
 bool device_copier::gpu_sample(float& ms) {
-  if (!p_->sample_pending) return false;
+  // (No query inside a capture: CUDA would invalidate it.)
+  if (!p_->sample_pending || p_->capture != 0) return false;
   if (cudaEventQuery(p_->sample_end.get()) != cudaSuccess) {
     (void)cudaGetLastError();  // not ready (or failed: the next synchronize reports it)
     return false;
@@ -500,6 +501,7 @@ bool device_copier::counts_on_device() const {
   return p_->on_device;
 }
 void device_copier::launch_local(void* user_stream, int rank) {
+  const nvtx_range r(p_->nvtx ? *p_->nvtx : nvtx_off(), nvtx_phase::pack);
   const auto s = static_cast<cudaStream_t>(user_stream);
   // After copies on another stream (halox's, or another user stream) this launch waits for
   // them: launches of a table never overlap, as on a single stream. The last launch on a user
