@@ -89,13 +89,19 @@ exchange_options options_from(const py::dict& kwargs, int rank) {
       o.require_capturable = v.cast<bool>();
     else if (key == "nccl_register")
       o.nccl_register = v.cast<bool>();
+    else if (key == "wait_timeout")
+      o.wait_timeout = v.cast<double>();
+    else if (key == "label")
+      o.label = v.cast<std::string>();
+    else if (key == "nvtx")
+      o.nvtx = v.cast<bool>();
     else
       fail_on(rank,
               "unknown exchange option '{}' (known: device_staging, host_shared_memory, "
               "shm_into_fields, shm_direct_min_bytes, node_size, ipc_device_signals, "
               "ipc_into_fields, ipc_inline_max_bytes, host_staging_copies, staging_chunk_bytes, "
               "peer_ipc_ranks, "
-              "peer_shm_ranks, require_capturable, nccl_register)",
+              "peer_shm_ranks, require_capturable, nccl_register, wait_timeout, label, nvtx)",
               key);
   }
   return o;
@@ -192,6 +198,29 @@ std::string py_exchange::describe() const {
   return ex_->describe();
 }
 
+py::dict py_exchange::stats() const {
+  if (!ex_) fail_on(rank_, "stats() of a closed exchange");
+  const exchange_stats s = ex_->stats();
+  auto phase = [](const phase_times& p) {
+    py::dict d;
+    d["count"] = p.count, d["mean"] = p.mean, d["p50"] = p.p50, d["p99"] = p.p99, d["max"] = p.max;
+    return d;
+  };
+  py::list routes;
+  for (const auto& t : s.routes) {
+    py::dict r;
+    r["route"] = t.route, r["sends"] = t.sends, r["receives"] = t.receives;
+    r["bytes_sent"] = t.bytes_sent, r["bytes_received"] = t.bytes_received;
+    routes.append(r);
+  }
+  py::dict d;
+  d["label"] = s.label, d["rank"] = s.rank, d["exchanges"] = s.exchanges;
+  d["setup"] = phase(s.setup), d["start"] = phase(s.start), d["wait"] = phase(s.wait);
+  d["gpu"] = phase(s.gpu), d["waits_already_complete"] = s.waits_already_complete;
+  d["routes"] = routes;
+  return d;
+}
+
 void py_exchange::close() {
   if (!ex_) return;
   // Completes an exchange in flight (without boundary rules) and frees halox's resources;
@@ -286,6 +315,10 @@ unpack and makes ``stream`` wait for it. Work enqueued on ``stream`` afterwards 
                           "Whether an exchange started with start() has not completed.")
       .def("describe", &py_exchange::describe,
            "Peers, message sizes, copy counts and the path each message takes, on this rank.")
+      .def("stats", &py_exchange::stats, R"doc(
+What this object has done on this rank, as a dict: label, rank, exchanges, host times of
+setup/start/wait and sampled GPU time (each a dict of count, mean, p50, p99, max in seconds),
+waits_already_complete, and routes (bytes and messages per route). See docs/observing.md.)doc")
       .def("close", &py_exchange::close, R"doc(
 Completes an exchange still in flight (without its boundary rules) and frees the object's
 communicator, buffers and shared memory. Later calls raise halox.Error. Idempotent.)doc")

@@ -57,6 +57,7 @@ class py_exchange {
   void schedule_wait(py::handle stream);
   bool in_flight() const;
   std::string describe() const;
+  py::dict stats() const;
   void close();
   bool closed() const { return !ex_.has_value(); }
   halo_exchange& get();

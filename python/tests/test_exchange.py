@@ -217,3 +217,20 @@ def test_node_centred_and_face_centred_fields(comm):
         ex.exchange()
         for k, blk in enumerate(blocks):
             agree(comm, blk, st, dom, fid=k)
+
+
+def test_stats_counts_and_bytes(comm):
+    """stats(): exchanges counted, every rank's bytes sent equal to what the others received."""
+    dom = halox.Cartesian(comm, (6, 4 * comm.size, 5), periodic=True)
+    st = halox.Stencil.box(3, 1)
+    u = dom.make_field(st, dtype=np.float64)
+    ex = halox.make_exchange(dom, st, u, label="py-stats", wait_timeout=60)
+    for _ in range(3):
+        ex.exchange()
+    s = ex.stats()
+    check(comm, s["label"] == "py-stats" and s["exchanges"] == 3, s)
+    check(comm, s["start"]["count"] == 3 and s["wait"]["count"] == 3, s)
+    sent = sum(r["bytes_sent"] for r in s["routes"])
+    got = sum(r["bytes_received"] for r in s["routes"])
+    check(comm, comm.allreduce(sent) == comm.allreduce(got), (sent, got))
+    ex.close()
