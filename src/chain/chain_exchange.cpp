@@ -7,10 +7,12 @@
 #include "halox/chain/chain_exchange.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -69,6 +71,7 @@ struct chain_state final : chain_round {
   bool round_mismatch = false;     // ... and it was another call (that message wins)
   staging_buffer context;          // gather: the collected elements
   std::size_t context_first = 0, context_count = 0;
+  std::string failure;  // a round that gave up waiting: the chain refuses further rounds
 
   chain_state(const boost::mpi::communicator& c, const chain_options& o, std::size_t e,
               const char* type_name)
@@ -81,6 +84,9 @@ struct chain_state final : chain_round {
     bool want_nccl = false;
     agree_on_setup(type_name, want_nccl);
     if (opt.max_elements == 0) opt.max_elements = (std::size_t(1) << 40) / elem;
+    exchange_options env;
+    env.wait_timeout = opt.wait_timeout;
+    opt.wait_timeout = with_environment(env).wait_timeout;
     mpi::check(MPI_Comm_set_errhandler(raw, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", rank,
                part);
     const bool ends = !opt.periodic;
@@ -213,6 +219,11 @@ struct chain_state final : chain_round {
   // Posts a round on the `active` sides: the sizes, each with the call, then (MPI) the data.
   // A `marked` side announces `chain_rejected` and sends no data.
   void post_round(const chain_bytes* out, const bool* active, const bool* marked, stream_t after) {
+    if (!failure.empty())
+      fail(
+          "rank {}: this chain cannot run another round: an earlier one failed ({}); build a new "
+          "chain",
+          rank, failure.substr(failure.find(": ") + 2));
     ++generation;
     in_flight = true;
     round_error.clear();
@@ -278,9 +289,36 @@ struct chain_state final : chain_round {
 
   // As finish, but leaves round_error to the caller (gathers).
   bool progress(bool block, stream_t before) {
+    if (block && opt.wait_timeout > 0) return progress_bounded(before);
     if (!carrier->progress(block, before)) return false;
     in_flight = false;
     return true;
+  }
+
+  // chain_options::wait_timeout: polls the round until it completes or the time is up.
+  bool progress_bounded(stream_t before) {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!carrier->progress(false, before)) {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >
+          opt.wait_timeout)
+        gave_up();
+      std::this_thread::yield();
+    }
+    in_flight = false;
+    return true;
+  }
+  [[noreturn]] void gave_up() {
+    std::string who;
+    for (int s = 0; s < 2; ++s)
+      if (side[s].active)
+        who += fmt::format("{}rank {} ({} neighbour, {})", who.empty() ? "" : ", ", side[s].peer,
+                           s == 0 ? "left" : "right", carrier->nccl() ? "NCCL" : "MPI");
+    failure = fmt::format(
+        "rank {}: chain round #{} gave up after {} s (chain_options::wait_timeout / "
+        "HALOX_WAIT_TIMEOUT): still waiting for {}",
+        rank, generation, opt.wait_timeout, who.empty() ? std::string("no neighbour") : who);
+    in_flight = false;
+    throw error(failure);
   }
 
   chain_bytes received(int s) const {

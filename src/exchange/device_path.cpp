@@ -13,6 +13,8 @@
 // wait()/test() take the remaining pieces, then the unpack follows their copies.
 #include "exchange/exchange_core.hpp"
 
+#include "halox/core/format.hpp"
+
 #include <chrono>
 #include <thread>
 
@@ -136,6 +138,18 @@ class device_nccl_path final : public exchange_path {
     }
   }
   const char* name() const override { return "device (NCCL)"; }
+  // A scheduled wait enqueues only stream work; NCCL's kernels never give up by themselves
+  // (the destructor aborts the communicator after the timeout).
+  bool waits_on_host(stream_t before) const override { return before == nullptr; }
+  void waiting_for(const exchange_core& c, std::vector<std::string>& out) const override {
+    const auto& p = c.program();
+    for (std::size_t m = 0; m < p.recvs.size(); ++m)
+      if (c.routes().recv(m) == route::nccl)
+        out.push_back(
+            format("rank {} (NCCL: this exchange's group has not completed on the GPU; "
+                   "the NCCL communicator is aborted)",
+                   p.recvs[m].peer));
+  }
   // An exchange that failed (gave up waiting) may leave NCCL kernels waiting for a peer on
   // halox's stream: only an abort ends them.
   void abandon() override {

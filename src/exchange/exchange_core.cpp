@@ -227,6 +227,24 @@ bool exchange_core::unpack_ready() {
   return true;
 }
 
+void exchange_core::unfinished(std::vector<std::string>& out) const {
+  std::vector<int> recv, send;
+  channels_.unfinished(recv, send);
+  for (int p : recv) out.push_back(format("rank {} (MPI: its message has not arrived)", p));
+  for (int p : send)
+    out.push_back(format("rank {} (MPI: it has not received this rank's message)", p));
+  if (!ipc_ || ipc_->device_signalled()) return;
+  recv.clear(), send.clear();
+  ipc_->unfinished(recv, send);
+  for (int p : recv)
+    out.push_back(format("rank {} (CUDA IPC: its data-ready message has not arrived)", p));
+  for (int p : send)
+    out.push_back(
+        format("rank {} (CUDA IPC: it has not freed its receive buffer, clear-to-send "
+               "not arrived)",
+               p));
+}
+
 std::unique_ptr<exchange_path> make_path(exchange_core& c) {
   if (!c.copier()) return make_host_path(c);
   if (c.routes().any(route::ipc_signalled)) return make_ipc_signalled_path(c);

@@ -60,6 +60,10 @@ class exchange_core {
   staging_pipeline* pipeline() const { return pipe_.get(); }
   device_copier* copier() const { return gpu_.get(); }
   device_boundary* boundary() const { return rules_.get(); }
+  /// For a wait that gave up (exchange_options::wait_timeout): what this rank still waits for
+  /// through MPI and the CUDA IPC handshake, one "rank P (route: what)" item per wait, in
+  /// `out`. Never blocks.
+  void unfinished(std::vector<std::string>& out) const;
 
  private:
   friend class mpi_messages;
@@ -260,6 +264,15 @@ class exchange_path {
   virtual void captured() {}
   /// The mode, for describe().
   virtual const char* name() const = 0;
+  /// Whether wait(`before`) waits on the host (a scheduled wait with `before` set may not):
+  /// such waits are polled through test() under exchange_options::wait_timeout. Kernels that
+  /// wait for peers give up by themselves (device signals).
+  virtual bool waits_on_host(stream_t) const { return true; }
+  /// For a wait that gave up: what this rank still waits for, one item per wait (see
+  /// exchange_core::unfinished, which paths extend).
+  virtual void waiting_for(const exchange_core& c, std::vector<std::string>& out) const {
+    c.unfinished(out);
+  }
 
  protected:
   exchange_clock clock_;

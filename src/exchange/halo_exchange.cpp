@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <mpi.h>
 
 #include "core/nvtx.hpp"
@@ -12,6 +14,7 @@
 #include "exchange/exchange_stats.hpp"
 #include "halox/core/error.hpp"
 #include "mpi/check.hpp"
+#include "program/label.hpp"
 
 namespace halox {
 
@@ -24,6 +27,7 @@ struct exchange_state {
   // Taken from the program before the core takes it (members initialise in this order).
   std::vector<std::function<void()>> after_exchange;
   std::string label;
+  double timeout = 0;  // exchange_options::wait_timeout (0: wait for ever)
   nvtx_names nvtx;
   std::optional<nvtx_range> setup_range{std::in_place, nvtx,
                                         nvtx_phase::setup};  // (to set-up's end)
@@ -44,7 +48,8 @@ struct exchange_state {
 
   exchange_state(const boost::mpi::communicator& c, exchange_program p)
       : after_exchange(std::move(p.after_exchange)),
-        label(p.options.label.empty() ? p.summary : p.options.label),
+        label(object_label(p)),
+        timeout(p.options.wait_timeout),
         nvtx(label, p.options.nvtx),
         core(c, std::move(p)),
         path(make_path(core)) {
@@ -112,11 +117,33 @@ struct exchange_state {
         ++waits_complete;
         return;
       }
+      if (timeout > 0 && path->waits_on_host(before)) return wait_bounded();
       path->wait(before);
     });
     in_flight = false;
     finish(before);
     wait_time.add(seconds_since(t0));
+  }
+  // exchange_options::wait_timeout: polls the exchange (test() never blocks) until it is
+  // complete (then nothing is left for the stream to wait for) or the time is up.
+  void wait_bounded() {
+    const tick t0 = now();
+    while (!path->test()) {
+      if (seconds_since(t0) > timeout) gave_up();
+      std::this_thread::yield();
+    }
+  }
+  [[noreturn]] void gave_up() const {
+    std::vector<std::string> items;
+    path->waiting_for(core, items);
+    std::sort(items.begin(), items.end());
+    items.erase(std::unique(items.begin(), items.end()), items.end());
+    fail(
+        "rank {}: exchange '{}' #{} gave up after {} s (exchange_options::wait_timeout / "
+        "HALOX_WAIT_TIMEOUT): still waiting for {}",
+        core.rank(), label, core.generation(), timeout,
+        items.empty() ? std::string("its own completion (no peer pending)")
+                      : fmt::format("{}", fmt::join(items, ", ")));
   }
   /// The GPU time of an earlier sampled exchange, once its events have completed.
   void sample_gpu_time() {

@@ -11,6 +11,8 @@
 // for it: a rank's completion never waits for a peer to reach its wait().
 #include "exchange/exchange_core.hpp"
 
+#include "halox/core/format.hpp"
+
 #include <algorithm>
 
 #include "halox/core/error.hpp"
@@ -31,6 +33,25 @@ class host_path final : public exchange_path {
         in_direct_(host_.recvs(), 0),
         out_direct_(host_.sends(), 0) {}
   const char* name() const override { return "host"; }
+  void waiting_for(const exchange_core& c, std::vector<std::string>& out) const override {
+    c.unfinished(out);  // MPI
+    if (!shm_) return;
+    const auto& p = c.program();
+    for (std::size_t m = 0; m < p.recvs.size(); ++m)
+      if (shm_->recv_shared(m) && !shm_->recv_direct(m) && !taken_[m])
+        out.push_back(
+            format("rank {} (shared memory: its message has not arrived)", p.recvs[m].peer));
+      else if (in_direct_[m])
+        out.push_back(format("rank {} (shared memory, one copy: it has not started this exchange)",
+                             p.recvs[m].peer));
+    for (std::size_t m = 0; m < p.sends.size(); ++m)
+      if (send_pending_[m])
+        out.push_back(format("rank {} (shared memory: it has not read this rank's last message)",
+                             p.sends[m].peer));
+      else if (out_direct_[m])
+        out.push_back(format("rank {} (shared memory, one copy: it has not started this exchange)",
+                             p.sends[m].peer));
+  }
   const char* capture_blocker() const override {
     return "it exchanges host fields: the host packs and unpacks them and calls MPI or shared "
            "memory every exchange";

@@ -116,6 +116,8 @@ class ipc_signalled_path final : public exchange_path {
     dev_.use_signals(c.ipc()->signals());
   }
   const char* name() const override { return "CUDA IPC (device signals)"; }
+  // The kernels give up by themselves (device_signals::timeout); the host's wait then raises.
+  bool waits_on_host(stream_t) const override { return false; }
   const char* capture_blocker() const override { return nullptr; }
   // Replays of a graph number their exchanges on the device from now on.
   void captured() override { dev_.count_on_device(); }

@@ -53,7 +53,15 @@ mpi_channels::~mpi_channels() {
   int finalized = 1;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  // (A destructor cannot report a failure; an active request is freed once it completes.)
+  // (A destructor cannot report a failure; an active request is freed once it completes.) A
+  // receive still pending (an exchange that gave up waiting for its peer) is cancelled first.
+  for (auto& r : recv_req_) {
+    int flag = 1;
+    if (r != MPI_REQUEST_NULL &&
+        MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag &&
+        MPI_Cancel(&r) == MPI_SUCCESS)
+      (void)MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
   for (auto& r : send_req_) (void)MPI_Request_free(&r);
   for (auto& r : recv_req_) (void)MPI_Request_free(&r);
 }
@@ -152,6 +160,28 @@ bool mpi_channels::test_sends() {
     mpi::check(MPI_Testall(int(send_req_.size()), send_req_.data(), &flag, MPI_STATUSES_IGNORE),
                "MPI_Testall(sends)", rank_, part_);
   return flag != 0;
+}
+
+namespace {
+// Whether any request of [first, last) is still active and incomplete (MPI_Request_get_status
+// neither frees nor deactivates it).
+bool pending(const std::vector<MPI_Request>& reqs, int first, int last) {
+  for (int k = first; k < last; ++k) {
+    int flag = 1;
+    MPI_Request r = reqs[std::size_t(k)];
+    if (r != MPI_REQUEST_NULL &&
+        MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag)
+      return true;
+  }
+  return false;
+}
+}  // namespace
+
+void mpi_channels::unfinished(std::vector<int>& recv_peers, std::vector<int>& send_peers) const {
+  for (std::size_t m = 0; m + 1 < recv_first_.size(); ++m)
+    if (pending(recv_req_, recv_first_[m], recv_first_[m + 1])) recv_peers.push_back(recv_peer_[m]);
+  for (std::size_t m = 0; m + 1 < send_first_.size(); ++m)
+    if (pending(send_req_, send_first_[m], send_first_[m + 1])) send_peers.push_back(send_peer_[m]);
 }
 
 }  // namespace halox::detail

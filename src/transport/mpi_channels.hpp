@@ -58,6 +58,9 @@ class mpi_channels {
   /// Reports (into `done`, room for every piece) receive pieces that have arrived since the
   /// last call, without blocking; returns how many.
   int test_recv_pieces(int* done);
+  /// For a wait that gave up (exchange_options::wait_timeout): the peers of the receive
+  /// messages not complete and of the send messages MPI has not completed. Never blocks.
+  void unfinished(std::vector<int>& recv_peers, std::vector<int>& send_peers) const;
 
  private:
   int finish_recv_request(int req, const MPI_Status& st);

@@ -17,6 +17,7 @@
 #include "halox/core/options.hpp"
 #include "mpi/check.hpp"
 #include "program/direct_writes.hpp"
+#include "program/label.hpp"
 #include "transport/peer_ipc.hpp"
 #include "transport/routes.hpp"
 
@@ -105,6 +106,12 @@ struct peer_ipc::impl {
     for (auto& r : clear_in) {  // posted: a receiver's last announcement may never come
       (void)MPI_Cancel(&r);
       (void)MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    for (auto& r : ready_in) {  // still pending after an exchange gave up waiting
+      int flag = 1;
+      if (r != MPI_REQUEST_NULL && MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE) == 0 &&
+          !flag && MPI_Cancel(&r) == MPI_SUCCESS)
+        (void)MPI_Wait(&r, MPI_STATUS_IGNORE);
     }
     for (auto* v : {&clear_in, &ready_in, &clear_out, &ready_out})
       for (auto& r : *v) MPI_Request_free(&r);
@@ -258,7 +265,7 @@ class ipc_setup {
         }
     sig.lagged = std::size_t(std::count(inline_out_.begin(), inline_out_.end(), 1));
     sig.timeout = prog_.options.wait_timeout;
-    sig.name = prog_.options.label.empty() ? prog_.summary : prog_.options.label;
+    sig.name = object_label(prog_);
   }
 
   std::size_t n_inline() const {
@@ -545,6 +552,18 @@ void peer_ipc::wait_sends() {
 bool peer_ipc::test_sends() {
   return p_->test_all(p_->clear_out, "MPI_Testall(clear-to-send out)") &&
          p_->test_all(p_->ready_out, "MPI_Testall(data-ready out)");
+}
+
+void peer_ipc::unfinished(std::vector<int>& senders, std::vector<int>& receivers) const {
+  auto pending = [](MPI_Request r) {
+    int flag = 1;
+    return r != MPI_REQUEST_NULL &&
+           MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag;
+  };
+  for (std::size_t k = 0; k < p_->ready_in.size() && k < p_->recv_peers.size(); ++k)
+    if (pending(p_->ready_in[k])) senders.push_back(p_->recv_peers[k]);
+  for (std::size_t k = 0; k < p_->clear_in.size() && k < p_->send_peers.size(); ++k)
+    if (pending(p_->clear_in[k])) receivers.push_back(p_->send_peers[k]);
 }
 
 }  // namespace halox::detail

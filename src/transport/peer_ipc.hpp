@@ -80,6 +80,9 @@ class peer_ipc {
   /// Completes (or tests) this rank's own control sends.
   void wait_sends();
   bool test_sends();
+  /// For a wait that gave up: the senders whose data-ready has not arrived and the receivers
+  /// whose clear-to-send has not (MPI handshake). Never blocks.
+  void unfinished(std::vector<int>& senders, std::vector<int>& receivers) const;
 
   struct impl;
 

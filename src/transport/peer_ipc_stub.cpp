@@ -3,6 +3,8 @@
 
 namespace halox::detail {
 
+void peer_ipc::unfinished(std::vector<int>&, std::vector<int>&) const {}
+
 struct peer_ipc::impl {};
 
 std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, const exchange_program&, const route_table&,

@@ -49,6 +49,10 @@ struct chain_options {
   /// host chain, are errors. `HALOX_STAGING` overrides it for device chains (`nccl`: NCCL; any
   /// other policy: pinned host memory); host chains ignore the variable.
   staging device_staging = staging::automatic;
+  /// Give up a round after this many seconds of waiting (`wait()`, a blocking round, a
+  /// gather): halox::error names the round and the neighbours; the chain then refuses further
+  /// rounds. 0: wait for ever. `HALOX_WAIT_TIMEOUT` overrides it, as for exchanges.
+  double wait_timeout = 0;
 };
 
 namespace detail {
