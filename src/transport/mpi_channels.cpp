@@ -113,9 +113,18 @@ int mpi_channels::wait_recv() {
 int mpi_channels::test_recvs(int* done) {
   if (recv_req_.empty()) return 0;
   int count = 0;
-  mpi::check(MPI_Testsome(int(recv_req_.size()), recv_req_.data(), &count, scratch_.data(),
-                          statuses_.data()),
-             "MPI_Testsome(receives)", rank_, part_);
+  const int rc = MPI_Testsome(int(recv_req_.size()), recv_req_.data(), &count, scratch_.data(),
+                              statuses_.data());
+  // A message larger than its receive (ranks that planned differently) fails its status: said
+  // as the blocking wait says it.
+  if (rc == MPI_ERR_IN_STATUS)
+    for (int k = 0; k < count; ++k)
+      if (statuses_[k].MPI_ERROR == MPI_ERR_TRUNCATE)
+        fail(
+            "rank {}: received more bytes from rank {} than the plan expects ({}); do all ranks "
+            "build the exchange with the same domain, stencil and field types?",
+            rank_, statuses_[k].MPI_SOURCE, recv_piece_[std::size_t(scratch_[k])].bytes);
+  mpi::check(rc, "MPI_Testsome(receives)", rank_, part_);
   int n = 0;
   if (count == MPI_UNDEFINED) return 0;
   for (int k = 0; k < count; ++k)
