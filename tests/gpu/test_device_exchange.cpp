@@ -1078,3 +1078,67 @@ TEST_CASE("staging nccl zero-copy: contiguous halos straight from and into the f
   }
   cuda(cudaFree(b_dev));
 }
+
+namespace {
+
+// The transports of the diagonal-neighbour test: auto (CUDA IPC with device signals between
+// separate GPUs), the MPI handshake, both host staging variants, NCCL between virtual nodes of
+// one rank, and auto between virtual nodes (NCCL where built and one GPU per rank, else host
+// staging).
+halox::exchange_options diagonal_options(const std::string& path) {
+  halox::exchange_options o;
+  if (path == "handshake") o.ipc_device_signals = false;
+  if (path == "host_staged" || path == "host_staged_copy")
+    o.device_staging = halox::staging::host_staged;
+  o.host_staging_copies = path == "host_staged_copy";
+  if (path == "nccl") o.device_staging = halox::staging::nccl;
+  if (path == "nccl" || path == "nodes") o.node_size = 1;
+  return o;
+}
+
+// 2 x (P/2) where P is even (2 x 2 at 4 ranks: every rank has a diagonal neighbour), else P x 1.
+std::array<int, 2> diagonal_grid(int P) {
+  return P % 2 == 0 ? std::array<int, 2>{2, P / 2} : std::array<int, 2>{P, 1};
+}
+
+}  // namespace
+
+TEST_CASE("diagonal GPU neighbours: 2x2 and 2x2x1 grids, box stencils, several fields, every path") {
+  boost::mpi::communicator world;
+  const int P = world.size();
+  const std::string path =
+      GENERATE("auto", "handshake", "host_staged", "host_staged_copy", "nccl", "nodes");
+  const int w = GENERATE(1, 2);
+  const bool periodic = GENERATE(true, false);
+  CAPTURE(path, w, periodic);
+  if (path == "nccl" && !nccl_pairs(P)) return;
+  const auto g = diagonal_grid(P);
+  const auto o = diagonal_options(path);
+  const halox::stencil<3> st3 = halox::stencil<3>::box(w);
+  const halox::extents<3> n3{6 * g[0], 5 * g[1], 4};
+  const halox::cartesian<3> d3(world, n3, halox::periodic<3>{periodic, periodic, true},
+                               halox::process_grid<3>{{g[0], g[1], 1}});
+  three_fields<halox::cartesian<3>> t(d3, st3);
+  auto ex3 = halox::make_exchange(d3, st3, o, t.a.dev, t.b.dev, t.c.dev);
+  INFO(ex3.describe());
+  // 2-D: a double field and a float field of 2 planar components.
+  const halox::stencil<2> st2 = halox::stencil<2>::box(w);
+  const halox::extents<2> n2{7 * g[0], 6 * g[1]};
+  const halox::cartesian<2> d2(world, n2, halox::periodic<2>{periodic, periodic},
+                               halox::process_grid<2>{{g[0], g[1]}});
+  auto p = make_mirrored<double>(d2, st2, {});
+  auto q = make_mirrored<float>(d2, st2, three_fields<halox::cartesian<3>>::planar_pair());
+  auto ex2 = halox::make_exchange(d2, st2, o, p.dev, q.dev);
+  for (int round = 0; round < 3; ++round) {  // blocking, split phase, stream-ordered
+    t.fill(n3, round);
+    run_exchange(ex3, round);
+    t.check(st3, n3, {periodic, periodic, true}, round);
+    hxt::fill(p.host, n2, {4, round});
+    hxt::fill(q.host, n2, {5, round});
+    p.upload(), q.upload();
+    run_exchange(ex2, round);
+    p.download(), q.download();
+    HXT_REQUIRE_OK(hxt::check(p.host, st2, n2, {periodic, periodic}, {4, round}));
+    HXT_REQUIRE_OK(hxt::check(q.host, st2, n2, {periodic, periodic}, {5, round}));
+  }
+}
