@@ -76,7 +76,7 @@ cudaGraphExec_t capture(halox::halo_exchange& ex, const halox_test::geom& g, con
 }
 
 // How many times the replay test replays its first graph: 200, or HALOX_TEST_REPLAYS (the
-// sanitizer stage of tests/gpu/two-gpu.sh runs fewer: racecheck instruments every load).
+// sanitizer stage of tests/gpu/gpu-suite.sh runs fewer: racecheck instruments every load).
 int replays() {
   const char* v = std::getenv("HALOX_TEST_REPLAYS");
   return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 200;
