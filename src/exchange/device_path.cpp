@@ -85,6 +85,9 @@ class device_local_path final : public device_path {
  public:
   using device_path::device_path;
   const char* name() const override { return "device (local copies)"; }
+  // A scheduled wait makes the user's stream wait for copies on it: nothing to poll (and a
+  // query would invalidate a capture); no peer is ever waited for.
+  bool waits_on_host(stream_t before) const override { return before == nullptr; }
   const char* capture_blocker() const override { return nullptr; }
 
   void start(stream_t after) override {

@@ -131,19 +131,21 @@ TEST_CASE("wait_timeout: a peer that never starts is named by every rank that wa
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     INFO(message);
     CHECK(secs < 60);
-    CHECK(message.find("gave up") != std::string::npos);
-    CHECK(message.find("timeout-" + std::string(t.name)) != std::string::npos);
-    CHECK(message.find("#3") != std::string::npos);
-    // The silent rank's neighbours name it (the others wait for neighbours that gave up).
+    // The silent rank's neighbours give up naming it; a rank further away may complete (its
+    // neighbours sent before they gave up) or give up waiting for a neighbour that did.
     const bool next_to_silent = me == (silent + 1) % P || me == (silent + P - 1) % P;
-    if (next_to_silent) CHECK(message.find("rank " + std::to_string(silent)) != std::string::npos);
+    if (next_to_silent) {
+      CHECK(message.find("gave up") != std::string::npos);
+      CHECK(message.find("'timeout-" + std::string(t.name) + "' #3") != std::string::npos);
+      CHECK(message.find("rank " + std::to_string(silent) + " (") != std::string::npos);
+    }
     // The object refuses further use.
-    CHECK_THROWS_WITH(ex.exchange(), Catch::Contains("earlier one failed"));
+    if (!message.empty()) CHECK_THROWS_WITH(ex.exchange(), Catch::Contains("earlier one failed"));
   }
   cuda(cudaStreamSynchronize(s));
   cuda(cudaStreamDestroy(s));
   world.barrier();
   const int failed = message.empty() ? 0 : 1;
   const int all = boost::mpi::all_reduce(world, failed, std::plus<int>());
-  CHECK(all == (P > 1 ? P - 1 : 0));
+  CHECK(all >= (P == 1 ? 0 : P == 2 ? 1 : 2));  // the silent rank's neighbours at least
 }
