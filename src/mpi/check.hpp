@@ -39,4 +39,18 @@ inline void check(int rc, std::string_view call, int rank, std::string_view part
   if (rc != MPI_SUCCESS) fail_call(rc, call, rank, part, peer);
 }
 
+/// Whether request `r` is active and not complete yet; never blocks (MPI_Request_get_status
+/// neither frees nor deactivates it). For reports of what a wait that gave up still waits for.
+inline bool pending(MPI_Request r) {
+  int flag = 1;
+  return r != MPI_REQUEST_NULL &&
+         MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag;
+}
+
+/// Cancels and completes `r` where it is still pending (a receive an exchange that gave up
+/// left posted). For destructors: unchecked, as they cannot report.
+inline void cancel_pending(MPI_Request& r) {
+  if (pending(r) && MPI_Cancel(&r) == MPI_SUCCESS) (void)MPI_Wait(&r, MPI_STATUS_IGNORE);
+}
+
 }  // namespace halox::detail::mpi

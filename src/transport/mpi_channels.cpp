@@ -55,13 +55,7 @@ mpi_channels::~mpi_channels() {
   if (finalized) return;
   // (A destructor cannot report a failure; an active request is freed once it completes.) A
   // receive still pending (an exchange that gave up waiting for its peer) is cancelled first.
-  for (auto& r : recv_req_) {
-    int flag = 1;
-    if (r != MPI_REQUEST_NULL &&
-        MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag &&
-        MPI_Cancel(&r) == MPI_SUCCESS)
-      (void)MPI_Wait(&r, MPI_STATUS_IGNORE);
-  }
+  for (auto& r : recv_req_) mpi::cancel_pending(r);
   for (auto& r : send_req_) (void)MPI_Request_free(&r);
   for (auto& r : recv_req_) (void)MPI_Request_free(&r);
 }
@@ -172,16 +166,10 @@ bool mpi_channels::test_sends() {
 }
 
 namespace {
-// Whether any request of [first, last) is still active and incomplete (MPI_Request_get_status
-// neither frees nor deactivates it).
+// Whether any request of [first, last) is still pending.
 bool pending(const std::vector<MPI_Request>& reqs, int first, int last) {
-  for (int k = first; k < last; ++k) {
-    int flag = 1;
-    MPI_Request r = reqs[std::size_t(k)];
-    if (r != MPI_REQUEST_NULL &&
-        MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag)
-      return true;
-  }
+  for (int k = first; k < last; ++k)
+    if (mpi::pending(reqs[std::size_t(k)])) return true;
   return false;
 }
 }  // namespace

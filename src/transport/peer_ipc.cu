@@ -107,12 +107,7 @@ struct peer_ipc::impl {
       (void)MPI_Cancel(&r);
       (void)MPI_Wait(&r, MPI_STATUS_IGNORE);
     }
-    for (auto& r : ready_in) {  // still pending after an exchange gave up waiting
-      int flag = 1;
-      if (r != MPI_REQUEST_NULL && MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE) == 0 &&
-          !flag && MPI_Cancel(&r) == MPI_SUCCESS)
-        (void)MPI_Wait(&r, MPI_STATUS_IGNORE);
-    }
+    for (auto& r : ready_in) mpi::cancel_pending(r);  // left by an exchange that gave up
     for (auto* v : {&clear_in, &ready_in, &clear_out, &ready_out})
       for (auto& r : *v) MPI_Request_free(&r);
   }
@@ -555,15 +550,10 @@ bool peer_ipc::test_sends() {
 }
 
 void peer_ipc::unfinished(std::vector<int>& senders, std::vector<int>& receivers) const {
-  auto pending = [](MPI_Request r) {
-    int flag = 1;
-    return r != MPI_REQUEST_NULL &&
-           MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag;
-  };
   for (std::size_t k = 0; k < p_->ready_in.size() && k < p_->recv_peers.size(); ++k)
-    if (pending(p_->ready_in[k])) senders.push_back(p_->recv_peers[k]);
+    if (mpi::pending(p_->ready_in[k])) senders.push_back(p_->recv_peers[k]);
   for (std::size_t k = 0; k < p_->clear_in.size() && k < p_->send_peers.size(); ++k)
-    if (pending(p_->clear_in[k])) receivers.push_back(p_->send_peers[k]);
+    if (mpi::pending(p_->clear_in[k])) receivers.push_back(p_->send_peers[k]);
 }
 
 }  // namespace halox::detail
