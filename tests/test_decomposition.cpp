@@ -10,6 +10,7 @@
 #include <random>
 
 #include "check.hpp"
+#include "plan/plan_builder.hpp"
 
 using halox::box;
 using idx = halox::index;

@@ -3,7 +3,7 @@
 // interpreter of the kernel's rules, against the host copy engine (detail::run, gather,
 // scatter) on the same memory.
 #include <catch2/catch.hpp>
-#include <halox/pack/strided_copy.hpp>
+#include "pack/strided_copy.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <vector>
 
-#include <halox/exchange/program_builder.hpp>
-#include <halox/pack/strided_copy.hpp>
+#include "exchange/program_builder.hpp"
+#include "pack/strided_copy.hpp"
 
 #include "program/direct_writes.hpp"
 #include "program/placement.hpp"

@@ -220,6 +220,38 @@ TEST_CASE("several fields of different types in one exchange") {
   }
 }
 
+TEST_CASE("fields chosen at run time: a vector of one type, a vector of mixed types") {
+  mpi::communicator world;
+  const auto st = halox::stencil<2>::box({1, 2}, {2, 1});
+  halox::cartesian<2> dom(world, {9, 7}, halox::periodic{true, false});
+  // Which fields an app exchanges often depends on its flags: here on the step.
+  std::vector<halox::field<double, 2>> same;
+  for (int k = 0; k < 3; ++k) same.push_back(dom.make_field<double>(st));
+  std::vector<halox::exchange_field<2>> mixed{
+      same[0], dom.make_field<std::int32_t>(st, halox::host, 2), dom.make_field<hxt::triple>(st)};
+  const auto i32 = halox::field<std::int32_t, 2>(mixed[1].state);
+  const auto tri = halox::field<hxt::triple, 2>(mixed[2].state);
+  auto ex_same = halox::make_exchange(dom, st, halox::exchange_options{}, same);
+  auto ex_mixed = halox::make_exchange(dom, st, halox::exchange_options{}, mixed);
+  for (int k = 0; k < 3; ++k) hxt::fill(dom, same[std::size_t(k)], {k, 0});
+  ex_same.exchange();
+  for (int k = 0; k < 3; ++k) REQUIRE_OK(hxt::check(dom, same[std::size_t(k)], st, {k, 0}));
+  hxt::fill(dom, same[0], {0, 1});
+  hxt::fill(dom, i32, {1, 1});
+  hxt::fill(dom, tri, {2, 1});
+  ex_mixed.exchange();
+  REQUIRE_OK(hxt::check(dom, same[0], st, {0, 1}));
+  REQUIRE_OK(hxt::check(dom, i32, st, {1, 1}));
+  REQUIRE_OK(hxt::check(dom, tri, st, {2, 1}));
+  // The same declaration as the parameter-pack call, so ranks may mix the two spellings.
+  auto ex_pack = halox::make_exchange(dom, st, same[0], i32, tri);
+  REQUIRE(ex_pack.describe() == ex_mixed.describe());
+  // An empty list is refused on every rank before anything is sent.
+  const std::vector<halox::exchange_field<2>> none;
+  REQUIRE_THROWS_WITH(halox::make_exchange(dom, st, halox::exchange_options{}, none),
+                      Catch::Contains("needs at least one field"));
+}
+
 TEST_CASE("components interleaved and planar, row- and column-major") {
   mpi::communicator world;
   constexpr auto st = halox::stencil<2>::box({1, 0}, {2, 1});

@@ -1,6 +1,6 @@
 // Unit tests of the strided copy engine against a naive element-by-element loop.
 #include <catch2/catch.hpp>
-#include <halox/pack/strided_copy.hpp>
+#include "pack/strided_copy.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,6 +1,7 @@
 // Two ranks, each holding more than a million ghosts of the other's entities, with 64-bit ids
 // beyond 2^32, in shuffled order: the owners are discovered through the directory, and every
 // ghost's value is checked after a forward exchange, every owned value after a reverse sum.
+#include <boost/mpi/collectives.hpp>
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
 

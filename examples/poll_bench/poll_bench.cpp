@@ -6,6 +6,7 @@
 //
 //   mpirun -np 4 --oversubscribe poll_bench [--n 32] [--steps 10000] [--poll-every 4]
 //   HALOX_HOST_TRANSPORT=mpi mpirun -np 4 --oversubscribe poll_bench ...   (the MPI transport)
+#include <boost/mpi/collectives.hpp>
 #include <halox/halox.hpp>
 
 #include "../common/cli.hpp"

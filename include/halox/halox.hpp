@@ -10,6 +10,9 @@
 /// ex.exchange();
 /// ```
 
+#include <boost/mpi/communicator.hpp>
+#include <boost/mpi/environment.hpp>
+
 #include "halox/boundary/boundary.hpp"
 #include "halox/chain/chain_exchange.hpp"
 #include "halox/core/box.hpp"

@@ -3,12 +3,9 @@
 // or DeviceArrays, the user's arrays wrapped as fields, and exchanges over a run-time list of
 // fields. Included by structured_<D>.cpp only (one translation unit per dimension).
 //
-// make_exchange and make_reverse_exchange take their fields as a parameter pack; Python's come
-// as a list whose types are known at run time. `build` does what those templates do, field by
-// field: the same checks (validate_fields, compile_boundary, check_reducible) on every rank
-// inside one agreement, the same plans (plans_for), compilation (compile) and declaration
-// (declare_structured, declare_field), so an exchange built here is the one the C++ call
-// builds.
+// Python's fields come as a list whose types are known at run time: `build` hands them to the
+// same compiled builder (build_exchange) every C++ make_exchange calls, so an exchange built
+// here is the one the C++ call builds.
 
 #include <pybind11/stl.h>
 
@@ -222,22 +219,17 @@ class structured_ops final : public domain_ops {
     build_inputs in;
     collective(dom_.comm(), [&] {
       if (!error.is_none()) fail_on(me, "{}", error.cast<std::string>());
-      in.opts = detail::with_environment(options_from(options, me));
+      in.opts = options_from(options, me);
       if (!reverse_op.is_none()) in.op = reduction_from(reverse_op, me);
       if (n == 0) fail_on(me, "make_exchange needs at least one field");
       in.sts = stencils_of(stencils, n);
-      for (std::size_t k = 0; k < n; ++k)
-        in.entries.push_back(
-            entry_of(int(k), py::reinterpret_borrow<py::tuple>(fields[k]), in.sts[k]));
       for (std::size_t k = 0; k < n; ++k) {
-        in.states.push_back(in.entries[k].state.get());
-        in.stp.push_back(&in.sts[k]);
+        const auto spec = py::reinterpret_borrow<py::tuple>(fields[k]);
+        in.entries.push_back(entry_of(int(k), spec, in.sts[k]));
+        in.fields.push_back(field_of(in.entries.back(), int(k), in.sts[k], spec[6]));
       }
-      detail::validate_fields<D>(dom_, in.stp, in.states);
-      for (std::size_t k = 0; k < n; ++k)
-        check_field(in, k, py::reinterpret_borrow<py::tuple>(fields[k])[6]);
     });
-    return compile_exchange(in);
+    return build_exchange_of(in);
   }
 
   const Dom<D>& get() const { return dom_; }
@@ -249,16 +241,13 @@ class structured_ops final : public domain_ops {
     };
   }
 
-  /// What build() gathers on every rank, inside its agreement, before it compiles.
+  /// What build() gathers on every rank, inside its agreement, before the builder runs.
   struct build_inputs {
     std::vector<stencil<D>> sts;
     std::vector<structured::entry<D>> entries;
+    std::vector<exchange_field<D>> fields;
     exchange_options opts;
     std::optional<reduction> op;
-    std::vector<std::function<void()>> fills;  // host boundary rules, after each exchange
-    detail::device_rules device_fills;
-    std::vector<const detail::field_state<D>*> states;
-    std::vector<const stencil<D>*> stp;  // into `sts`
   };
 
   std::vector<stencil<D>> stencils_of(const py::list& stencils, std::size_t n) const {
@@ -276,66 +265,42 @@ class structured_ops final : public domain_ops {
     return sts;
   }
 
-  /// Field k of a reverse exchange must be reducible; of a forward one, its boundary rules
-  /// (`rules`) compile into `in`'s fills.
-  void check_field(build_inputs& in, std::size_t k, py::handle rules) const {
-    const int me = dom_.rank();
-    const auto& e = in.entries[k];
+  /// Field k as the builder takes it: its state, its stencil and its boundary rules (`rules`,
+  /// a list of rule specs, or None).
+  exchange_field<D> field_of(const structured::entry<D>& e, int k, const stencil<D>& st,
+                             py::handle rules) const {
+    exchange_field<D> out;
+    out.state = e.state;
+    out.st = st;
+    if (rules.is_none() || py::len(rules) == 0) return out;
     with_dtype(e.type, [&]<class T>() {
-      const field<T, D> f(e.state);
-      if (in.op) {
-        detail::check_reducible<T>(*in.op, int(k), f.name(), me, f.space());
-        return;
-      }
-      if (rules.is_none() || py::len(rules) == 0) return;
       if constexpr (std::is_same_v<T, bool>) {
-        // halox::boundary<bool, D> keeps reflection signs in a std::vector<bool>, which
-        // has no data() for the device fills: not bound.
-        fail_on(me, "field #{}: boundary rules on bool fields are not supported; use uint8", k);
+        // halox::boundary<bool, D> keeps reflection signs in a std::vector<bool>: not bound.
+        fail_on(dom_.rank(),
+                "field #{}: boundary rules on bool fields are not supported; use uint8", k);
       } else {
-        auto more = detail::compile_boundary<T, D>(
-            boundary_from<T, D>(py::reinterpret_borrow<py::list>(rules), callback_target_of(e)), f,
-            in.sts[k], dom_.periodicity().flags, me, int(k), in.device_fills);
-        for (auto& x : more) in.fills.push_back(std::move(x));
+        out.boundary = erase_rules(
+            boundary_from<T, D>(py::reinterpret_borrow<py::list>(rules), callback_target_of(e)),
+            field<T, D>(e.state));
       }
     });
+    return out;
   }
 
-  /// The program and declaration make_exchange would build from the same fields, and the
-  /// exchange over them.
-  py::object compile_exchange(build_inputs& in) const {
-    const int me = dom_.rank();
+  /// The exchange the C++ builder makes of `in`, with the Python arrays it keeps alive.
+  py::object build_exchange_of(build_inputs& in) const {
     const std::size_t n = in.entries.size();
-    const auto& op = in.op;
-    std::vector<detail::combiner> fns;
-    if (op)
-      for (const auto& e : in.entries)
-        with_dtype(e.type, [&]<class T>() { fns.push_back(detail::combiner_for<T>(*op)); });
-    auto prog = detail::compile<D>(detail::plans_for<D>(dom_, in.stp, in.states).per_field,
-                                   in.states, in.opts, op.has_value(), fns);
-    prog.after_exchange = std::move(in.fills);
-    prog.device_boundary = std::move(in.device_fills);
-    detail::declaration declared =
-        op ? detail::declare_structured<D>(in.sts.front(), dom_.global_box(),
-                                           dom_.periodicity().flags, true, *op, n)
-           : detail::declare_structured<D>(in.stp, dom_.global_box(), dom_.periodicity().flags);
+    auto ex = build_exchange<Dom<D>, D>(dom_, in.sts.front(), in.opts, in.fields, {in.op, {}});
     py::tuple arrays(n);
     py::list keep;
     for (std::size_t k = 0; k < n; ++k) {
       const auto& e = in.entries[k];
-      prog.fields.push_back(e.state);
-      with_dtype(e.type, [&]<class T>() {
-        detail::declare_field<T>(declared, int(k), e.state->components, e.state->space,
-                                 e.state->at);
-      });
       arrays[k] = e.arrays.size() == 1 && !dom_is_box_list() ? py::object(e.arrays[0])
                                                              : py::object(py::tuple(e.arrays));
       for (const auto& x : e.keep) keep.append(x);
     }
-    prog.declared = std::move(declared);
-    auto ex = detail::make_halo_exchange(
-        boost::mpi::communicator(dom_.comm(), boost::mpi::comm_duplicate), std::move(prog));
-    return make_py_exchange(std::move(ex), arrays, keep, me, op ? "reverse" : "forward");
+    return make_py_exchange(std::move(ex), arrays, keep, dom_.rank(),
+                            in.op ? "reverse" : "forward");
   }
 
   /// Shape and byte strides of an owned field's block: its padded extents, components last.

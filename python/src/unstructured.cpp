@@ -115,46 +115,25 @@ class py_unstructured {
     const int me = pat.rank();
     const std::size_t n = fields.size();
     std::vector<entity_entry> entries;
-    std::vector<const detail::entity_field_state*> states;
+    std::vector<std::shared_ptr<detail::entity_field_state>> states;
     exchange_options opts;
     std::optional<reduction> op;
     collective(pat.comm(), [&] {
       if (!error.is_none()) fail_on(me, "{}", error.cast<std::string>());
-      opts = detail::with_environment(options_from(options, me));
+      opts = options_from(options, me);
       if (!reverse_op.is_none()) op = reduction_from(reverse_op, me);
       if (n == 0) fail_on(me, "make_exchange needs at least one field");
       for (std::size_t k = 0; k < n; ++k)
         entries.push_back(entry_of(int(k), py::reinterpret_borrow<py::tuple>(fields[k])));
-      for (const auto& e : entries) states.push_back(e.state.get());
-      detail::validate_entity_fields(pat, states);
-      if (op)
-        for (std::size_t k = 0; k < n; ++k)
-          with_dtype(entries[k].type, [&]<class T>() {
-            detail::check_reducible<T>(*op, int(k), entries[k].state->name, me,
-                                       entries[k].state->space);
-          });
+      for (const auto& e : entries) states.push_back(e.state);
     });
-    std::vector<detail::combiner> fns;
-    if (op)
-      for (const auto& e : entries)
-        with_dtype(e.type, [&]<class T>() { fns.push_back(detail::combiner_for<T>(*op)); });
-    auto prog = detail::compile(pat, states, opts, op.has_value(), fns);
-    auto declared =
-        detail::declare_unstructured(op.has_value(), op.value_or(reduction::replace), n);
+    auto ex = build_exchange(pat, opts, states, op);
     py::tuple arrays(n);
     py::list keep;
     for (std::size_t k = 0; k < n; ++k) {
-      const auto& e = entries[k];
-      prog.fields.push_back(e.state);
-      with_dtype(e.type, [&]<class T>() {
-        detail::declare_field<T>(declared, int(k), e.state->components, e.state->space);
-      });
-      arrays[k] = e.array;
-      for (const auto& x : e.keep) keep.append(x);
+      arrays[k] = entries[k].array;
+      for (const auto& x : entries[k].keep) keep.append(x);
     }
-    prog.declared = std::move(declared);
-    auto ex = detail::make_halo_exchange(
-        boost::mpi::communicator(pat.comm(), boost::mpi::comm_duplicate), std::move(prog));
     return make_py_exchange(std::move(ex), arrays, keep, me, op ? "reverse" : "forward");
   }
 

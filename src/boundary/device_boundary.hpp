@@ -17,7 +17,7 @@
 #include <memory>
 
 #include "halox/core/stream.hpp"
-#include "halox/program/boundary_ops.hpp"
+#include "program/boundary_ops.hpp"
 
 namespace halox::detail {
 

@@ -5,6 +5,8 @@
 #include <map>
 #include <unordered_map>
 
+#include <boost/mpi/collectives.hpp>
+
 #include "comm/sparse_exchange.hpp"
 #include "halox/comm/agree.hpp"
 

@@ -17,8 +17,8 @@
 
 #include "boundary/device_boundary.hpp"
 #include "halox/core/stream.hpp"
-#include "halox/program/program.hpp"
 #include "pack/device_copy.hpp"
+#include "program/program.hpp"
 #include "transport/mpi_channels.hpp"
 #include "transport/nccl_path.hpp"
 #include "transport/peer_ipc.hpp"

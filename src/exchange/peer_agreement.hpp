@@ -7,7 +7,7 @@
 
 #include <mpi.h>
 
-#include "halox/program/program.hpp"
+#include "program/program.hpp"
 
 namespace halox::detail {
 

@@ -1,5 +1,5 @@
 // The program builder's compiled half (see halox/exchange/program_builder.hpp).
-#include "halox/exchange/program_builder.hpp"
+#include "exchange/program_builder.hpp"
 
 #include <algorithm>
 #include <utility>

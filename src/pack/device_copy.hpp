@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "halox/pack/strided_copy.hpp"
+#include "pack/strided_copy.hpp"
 
 namespace halox::detail {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "halox/program/ops.hpp"
+#include "program/ops.hpp"
 
 namespace halox::detail {
 

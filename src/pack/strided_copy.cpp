@@ -1,4 +1,4 @@
-#include "halox/pack/strided_copy.hpp"
+#include "pack/strided_copy.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -24,7 +24,7 @@
 #include <functional>
 #include <vector>
 
-#include "halox/program/program.hpp"
+#include "program/program.hpp"
 
 namespace halox::detail {
 

@@ -3,7 +3,7 @@
 // "exchange of N field(s)" from the program's summary. C++17 (the CUDA library includes it).
 #include <string>
 
-#include "halox/program/program.hpp"
+#include "program/program.hpp"
 
 namespace halox::detail {
 

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "halox/program/program.hpp"
+#include "program/program.hpp"
 
 namespace halox::detail {
 

@@ -12,7 +12,7 @@
 
 #include <mpi.h>
 
-#include "halox/program/program.hpp"
+#include "program/program.hpp"
 #include "transport/chunks.hpp"
 
 namespace halox::detail {

@@ -13,7 +13,7 @@
 
 #include <mpi.h>
 
-#include "halox/program/program.hpp"
+#include "program/program.hpp"
 #include "transport/nccl_comm.hpp"
 
 namespace halox::detail {

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "halox/program/program.hpp"
+#include "program/program.hpp"
 
 namespace halox::detail {
 

@@ -13,9 +13,9 @@
 
 #include <mpi.h>
 
-#include "halox/program/program.hpp"
 #include "pack/device_copy.hpp"
 #include "program/placement.hpp"
+#include "program/program.hpp"
 
 namespace halox::detail {
 

@@ -20,7 +20,7 @@
 #include <mpi.h>
 
 #include "halox/core/options.hpp"
-#include "halox/program/program.hpp"
+#include "program/program.hpp"
 #include "transport/locality.hpp"
 
 namespace halox::detail {

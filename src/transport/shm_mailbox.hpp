@@ -35,9 +35,9 @@
 
 #include <mpi.h>
 
-#include "halox/program/program.hpp"
 #include "program/direct_writes.hpp"
 #include "program/placement.hpp"
+#include "program/program.hpp"
 
 namespace halox::detail {
 
@@ -133,10 +133,10 @@ class shm_mailbox {
   std::byte* map_peer_field(const export_handle& block);
   std::unique_ptr<impl> p_;
   std::vector<int> send_slot_, recv_slot_;  // -1: through MPI
-  std::size_t send_shift_ = 0;           // from copy 0 of the send buffer to copy 1
-  std::vector<std::size_t> recv_shift_;  // the same, in each sender's buffer
-  std::byte* send_data_ = nullptr;       // copy 0 of the send buffer in this rank's segment
-  std::vector<std::byte*> recv_data_;    // copy 0 of each shared receive message
+  std::size_t send_shift_ = 0;              // from copy 0 of the send buffer to copy 1
+  std::vector<std::size_t> recv_shift_;     // the same, in each sender's buffer
+  std::byte* send_data_ = nullptr;          // copy 0 of the send buffer in this rank's segment
+  std::vector<std::byte*> recv_data_;       // copy 0 of each shared receive message
   std::vector<std::uint64_t*> send_ready_, send_consumed_, recv_ready_, recv_consumed_;
   placement direct_;  // the direct messages: flags and fused copies (no buffer addresses)
   std::size_t direct_sends_ = 0, direct_recvs_ = 0;

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include <boost/mpi/collectives.hpp>
 #include <halox/halox.hpp>
 
 namespace {

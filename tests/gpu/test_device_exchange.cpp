@@ -1,6 +1,7 @@
 // GPU: device fields exchanged through the fused pack/unpack kernels, blocking, split-phase and
 // stream-ordered. Skips (exit 77) where no GPU is usable.
 #include <cuda_runtime.h>
+#include <boost/mpi/collectives.hpp>
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
 
@@ -1103,7 +1104,8 @@ std::array<int, 2> diagonal_grid(int P) {
 
 }  // namespace
 
-TEST_CASE("diagonal GPU neighbours: 2x2 and 2x2x1 grids, box stencils, several fields, every path") {
+TEST_CASE(
+    "diagonal GPU neighbours: 2x2 and 2x2x1 grids, box stencils, several fields, every path") {
   boost::mpi::communicator world;
   const int P = world.size();
   const std::string path =

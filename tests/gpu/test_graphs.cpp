@@ -2,6 +2,7 @@
 // (docs/graphs.md). Every check is against the global coordinates encoded in the data, on the
 // GPU, or bit for bit against the same steps run without a graph. Skips (exit 77) without a GPU.
 #include <cuda_runtime.h>
+#include <boost/mpi/collectives.hpp>
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
 

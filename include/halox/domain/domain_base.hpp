@@ -242,6 +242,8 @@ class domain_base {
     s->domain_id = id();
     s->space = space;
     s->elem_bytes = sizeof(T);
+    s->kind = scalar_kind_of<T>();
+    s->type_name = other_type_name<T>();
     s->components = o.components;
     s->name = o.name.empty() ? "(unnamed)" : o.name;
     s->at = o.at;

@@ -83,6 +83,8 @@ class unstructured {
   entity_field<T> make_field(int components = 1, entity_layout layout = entity_layout::entity_major,
                              memory_space space = host, std::string name = {}) const {
     auto s = new_state(sizeof(T), components, layout, space, std::move(name), local_count_, -1);
+    s->kind = scalar_kind_of<T>();
+    s->type_name = other_type_name<T>();
     s->storage = detail::allocate(space, std::size_t(local_count_ * components) * sizeof(T));
     s->data = s->storage.get();
     return entity_field<T>(std::move(s));
@@ -96,6 +98,8 @@ class unstructured {
                        std::string name = {}) const {
     auto s = new_state(sizeof(T), components, layout, space, std::move(name), local_count_,
                        component_stride);
+    s->kind = scalar_kind_of<T>();
+    s->type_name = other_type_name<T>();
     detail::require(data != nullptr || local_count_ == 0,
                     "rank {}: field '{}' wraps a null pointer", rank(), s->name);
     s->data = reinterpret_cast<std::byte*>(data);

@@ -4,9 +4,7 @@
 /// halo(st_p, p))` — each field with its own stencil and physical boundary rules, still one
 /// message per peer.
 
-#include <functional>
 #include <utility>
-#include <vector>
 
 #include "halox/boundary/boundary.hpp"
 #include "halox/exchange/make_exchange.hpp"
@@ -21,6 +19,15 @@ struct field_halo {
   field<T, D> f;
   boundary<T, D> bc;
 };
+
+/// `h` as the type-erased field the builder takes: its field, stencil and boundary rules.
+template <class T, int D>
+exchange_field<D> as_exchange_field(const field_halo<T, D>& h) {
+  exchange_field<D> e(h.f);
+  e.st = h.st;
+  e.boundary = erase_rules(h.bc, h.f);
+  return e;
+}
 
 /// `f` exchanged for stencil `st`, with boundary rules `bc` (none by default).
 template <class T, int D>
@@ -44,29 +51,9 @@ template <class Domain, int D, class... T>
 halo_exchange make_exchange(const Domain& dom, const exchange_options& options,
                             const field_halo<T, D>&... halos) {
   static_assert(sizeof...(T) >= 1, "make_exchange needs at least one field");
-  const std::vector<const detail::field_state<D>*> states{halos.f.state().get()...};
-  const std::vector<const stencil<D>*> sts{&halos.st...};
-  exchange_options opts;
-  std::vector<std::function<void()>> fills;
-  detail::device_rules device_fills;
-  detail::agree(dom.comm(), [&] {
-    opts = detail::with_environment(options);
-    detail::validate_fields<D>(dom, sts, states);
-    int k = 0;
-    auto add = [&](std::vector<std::function<void()>> more) {
-      for (auto& f : more) fills.push_back(std::move(f));
-    };
-    (add(detail::compile_boundary<T, D>(halos.bc, halos.f, halos.st, dom.periodicity().flags,
-                                        dom.rank(), k++, device_fills)),
-     ...);
-  });
-  // One plan per distinct stencil and centering, shared by the fields that have it.
-  auto prog = detail::compile<D>(detail::plans_for<D>(dom, sts, states).per_field, states, opts);
-  prog.after_exchange = std::move(fills);
-  prog.device_boundary = std::move(device_fills);
-  return detail::finish_exchange(
-      dom.comm(), std::move(prog),
-      detail::declare_structured<D>(sts, dom.global_box(), dom.periodicity().flags), halos.f...);
+  const stencil<D> first[] = {halos.st...};
+  const exchange_field<D> list[] = {as_exchange_field(halos)...};
+  return build_exchange<Domain, D>(dom, first[0], options, list);
 }
 
 /// make_exchange with per-field halos and the default options.

@@ -9,6 +9,7 @@
 
 #include "halox/core/box.hpp"
 #include "halox/core/error.hpp"
+#include "halox/core/scalar.hpp"
 #include "halox/field/memory.hpp"
 
 namespace halox {
@@ -25,6 +26,8 @@ struct entity_field_state {
   std::uint64_t domain_id = 0;
   memory_space space = memory_space::host;
   std::size_t elem_bytes = 0;
+  scalar_kind kind = scalar_kind::other;  ///< the value type as data
+  const char* type_name = nullptr;        ///< its compiler name where `kind` is `other`
   int components = 1;
   index count = 0;          ///< local entities (owned and ghosts)
   index entity_stride = 1;  ///< elements between consecutive entities

@@ -12,6 +12,7 @@
 
 #include "halox/core/box.hpp"
 #include "halox/core/error.hpp"
+#include "halox/core/scalar.hpp"
 #include "halox/field/centering.hpp"
 #include "halox/field/memory.hpp"
 
@@ -72,6 +73,8 @@ struct field_state {
   std::uint64_t domain_id = 0;
   memory_space space = memory_space::host;
   std::size_t elem_bytes = 0;
+  scalar_kind kind = scalar_kind::other;  ///< the value type as data
+  const char* type_name = nullptr;        ///< its compiler name where `kind` is `other`
   int components = 1;
   std::string name;
   centering at;                         ///< where the values live
@@ -82,57 +85,18 @@ struct field_state {
 
 /// Bytes of a dense block of `components` values of `elem_bytes` bytes per cell of the owned
 /// box plus padding. Throws halox::error, naming the rank, the field and the sizes, when that
-/// does not fit in an `index`; then every element count, stride and byte offset of the block
-/// fits too.
+/// does not fit in an `index`; then every element count, stride and byte offset fits too.
 template <int D>
 index dense_bytes(const block_memory<D>& m, int components, std::size_t elem_bytes, int rank,
-                  const std::string& name) {
-  const box<D> a = m.allocated();
-  const auto bytes = checked_mul(checked_mul(a.checked_volume(), components), index(elem_bytes));
-  require(bytes.has_value(),
-          "rank {}: field '{}' needs {} cells x {} components x {} bytes (the owned box {} with "
-          "padding {}/{}), more than {} bytes",
-          rank, name, detail::join(a.size(), "x"), components, elem_bytes, to_string(m.owned),
-          detail::join(m.pad_lo, ","), detail::join(m.pad_hi, ","), index_max);
-  return *bytes;
-}
-
-/// Bytes from a strided block's first element to the end of its last (user-given strides).
-/// Throws halox::error, naming the rank, the field and the strides, when that does not fit in
-/// an `index`; then every byte offset of the block fits too.
+                  const std::string& name);
+/// Bytes from a strided block's first element to the end of its last (user-given strides);
+/// throws halox::error, as dense_bytes does, when that does not fit in an `index`.
 template <int D>
 index strided_bytes(const block_memory<D>& m, int components, std::size_t elem_bytes, int rank,
-                    const std::string& name) {
-  const extents<D> n = m.allocated().size();
-  std::optional<index> last = checked_mul(components - 1, m.comp_stride);
-  for (int i = 0; i < D; ++i) {
-    const auto step = checked_mul(n[i] - 1, m.stride[i]);
-    last = last && step ? checked_add(*last, *step) : std::nullopt;
-  }
-  const auto bytes = last ? checked_mul(checked_add(*last, 1), index(elem_bytes)) : std::nullopt;
-  require(bytes.has_value(),
-          "rank {}: field '{}' with strides {} and component stride {} spans more than {} bytes "
-          "over the owned box {} with padding {}/{}",
-          rank, name, detail::join(m.stride, ","), m.comp_stride, index_max, to_string(m.owned),
-          detail::join(m.pad_lo, ","), detail::join(m.pad_hi, ","));
-  return *bytes;
-}
-
-/// Strides of a dense array with `alloc` cells per dimension and `ncomp` components (call
-/// dense_bytes first: these products are unchecked).
+                    const std::string& name);
+/// Strides of a dense array with `alloc` cells per dimension (call dense_bytes first).
 template <int D>
-void dense_strides(const extents<D>& alloc, const field_options& o, block_memory<D>& b) {
-  index cells = 1;
-  for (int i = 0; i < D; ++i) cells *= alloc[i];
-  const bool inter = o.component_layout == components_layout::interleaved;
-  index s = inter ? o.components : 1;
-  for (int k = 0; k < D; ++k) {
-    const int i = o.order == layout::row_major ? D - 1 - k : k;
-    b.stride[i] = s;
-    s *= alloc[i];
-  }
-  b.comp_stride = inter ? 1 : cells;
-}
+void dense_strides(const extents<D>& alloc, const field_options& o, block_memory<D>& b);
 
 }  // namespace detail
 

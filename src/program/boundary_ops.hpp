@@ -11,7 +11,7 @@
 
 #include "halox/core/index.hpp"
 #include "halox/core/stream.hpp"
-#include "halox/program/ops.hpp"
+#include "program/ops.hpp"
 
 namespace halox::detail {
 

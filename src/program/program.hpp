@@ -12,8 +12,8 @@
 
 #include "halox/core/options.hpp"
 #include "halox/field/memory.hpp"
-#include "halox/program/boundary_ops.hpp"
-#include "halox/program/ops.hpp"
+#include "program/boundary_ops.hpp"
+#include "program/ops.hpp"
 
 namespace halox::detail {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "halox/program/program.hpp"
+#include "program/program.hpp"
 
 namespace halox::detail {
 

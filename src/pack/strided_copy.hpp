@@ -6,7 +6,7 @@
 #include <cstddef>
 
 #include "halox/core/index.hpp"
-#include "halox/program/ops.hpp"
+#include "program/ops.hpp"
 
 namespace halox::detail {
 

@@ -1,46 +1,29 @@
 #pragma once
-/// @file
 /// What a rank declares for an exchange, item by item, so that a rank can compare its own
 /// declaration with each peer's at set-up (see src/exchange/peer_agreement.hpp).
 
-#include <climits>
-#include <cstdint>
 #include <string>
-#include <type_traits>
-#include <typeinfo>
 #include <vector>
 
 #include "halox/core/box.hpp"
 #include "halox/core/format.hpp"
 #include "halox/core/reduction.hpp"
+#include "halox/core/scalar.hpp"
 #include "halox/field/centering.hpp"
 #include "halox/field/memory.hpp"
 #include "halox/pattern/stencil.hpp"
-#include "halox/program/program.hpp"
+#include "program/program.hpp"
 
 namespace halox::detail {
 
-/// A name of `T` that is the same on every rank of one program: the usual spelling for
-/// arithmetic types, else the compiler's type name.
-template <class T>
-std::string type_label() {
-  if constexpr (std::is_same_v<T, bool>)
-    return "bool";
-  else if constexpr (std::is_floating_point_v<T>)
-    return sizeof(T) == 4 ? "float" : sizeof(T) == 8 ? "double" : "long double";
-  else if constexpr (std::is_integral_v<T>)
-    return detail::format("{}int{}", std::is_signed_v<T> ? "" : "u", sizeof(T) * CHAR_BIT);
-  else
-    return typeid(T).name();
-}
-
-/// One item per field: its value type, size, components, memory space and centering.
-template <class T>
-void declare_field(declaration& d, int k, int components, memory_space space,
-                   const centering& at = centering::cell()) {
+/// One item per field: its value type (`type`, as type_label names it, of `bytes` bytes),
+/// components, memory space and centering.
+inline void declare_field(declaration& d, int k, const std::string& type, std::size_t bytes,
+                          int components, memory_space space,
+                          const centering& at = centering::cell()) {
   d.push_back({detail::format("field #{}", k),
-               detail::format("{} ({} B) x {} component(s) in {} memory{}", type_label<T>(),
-                              sizeof(T), components, to_string(space),
+               detail::format("{} ({} B) x {} component(s) in {} memory{}", type, bytes, components,
+                              to_string(space),
                               at == centering::cell() ? "" : ", centred " + to_string(at))});
 }
 
