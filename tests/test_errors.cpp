@@ -256,10 +256,22 @@ TEST_CASE("box_list: overlapping, not covering, empty, bad owner, outside the gl
   // wrapping the wrong number of arrays, or one pointer on a rank with several boxes
   halox::box_list<2> dom(world, n, per, {ob{{{0, 0}, {3, 4}}, 0}, ob{{{3, 0}, {6, 4}}, 0}});
   std::vector<double> a(100, 1.0), b(100, 2.0);
-  const std::vector<double*> one{a.data()};
+  const std::vector<double*> one{a.data()}, two{a.data(), b.data()};
+  const std::vector<halox::extents<2>> cells{{5, 6}, {5, 6}}, nodes{{6, 7}, {6, 7}};
   if (world.rank() == 0) {
-    REQUIRE_HALOX_ERROR(dom.wrap<double>(std::span<double* const>(one), st2.lo, st2.hi),
-                        "wraps 1 arrays but the rank owns 2 boxes");
+    REQUIRE_HALOX_ERROR(dom.wrap(one, {{5, 6}}, st2.lo, st2.hi),
+                        "wraps 1 arrays with 1 extents but the rank owns 2 boxes");
+    REQUIRE_HALOX_ERROR(dom.wrap(two, {{5, 6}}, st2.lo, st2.hi),
+                        "wraps 2 arrays with 1 extents but the rank owns 2 boxes");
+    // Node-centred arrays declared as cell-centred: block 0 has one more point per dimension.
+    REQUIRE_HALOX_ERROR(dom.wrap(two, nodes, st2.lo, st2.hi),
+                        "rank 0: field '(unnamed)' block 0 has extents 6x7 but the owned box "
+                        "[0,3)x[0,4) (cell-centred) with padding 1,1/1,1 needs 5x6");
+    halox::field_options at_nodes;
+    at_nodes.at = halox::centering::node();
+    REQUIRE_HALOX_ERROR(dom.wrap(two, cells, st2.lo, st2.hi, at_nodes),
+                        "block 0 has extents 5x6 but the owned box [0,4)x[0,5) (node-centred)");
+    REQUIRE(dom.wrap(two, cells, st2.lo, st2.hi).block_count() == 2);
     REQUIRE_HALOX_ERROR(dom.wrap<double>(a.data(), {5, 6}, st2.lo, st2.hi), "this one owns 2");
   } else {
     REQUIRE_HALOX_ERROR(dom.wrap<double>(a.data(), {5, 6}, st2.lo, st2.hi), "this one owns 0");
@@ -442,7 +454,8 @@ TEST_CASE("make_field and wrap: sizes that overflow 64 bits fail before anything
   std::vector<double> mem(64, 1.5);
   REQUIRE_HALOX_ERROR(dom.wrap<double>(mem.data(), a, pad, pad, o), needs);
   const std::vector<double*> one{mem.data()};
-  REQUIRE_HALOX_ERROR(dom.wrap<double>(std::span<double* const>(one), pad, pad, o), needs);
+  const std::vector<halox::extents<3>> sizes(1, a);
+  REQUIRE_HALOX_ERROR(dom.wrap(one, sizes, pad, pad, o), needs);
   // user strides whose offsets overflow
   const halox::widths<3> p1{1, 1, 1};
   REQUIRE_HALOX_ERROR(dom.wrap_strided<double>(mem.data(), p1, p1, {idx(1) << 62, 1, 1}, 1, o),

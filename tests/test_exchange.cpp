@@ -252,6 +252,30 @@ TEST_CASE("fields chosen at run time: a vector of one type, a vector of mixed ty
                       Catch::Contains("needs at least one field"));
 }
 
+TEST_CASE("an empty halo_exchange: a member assigned after its domain, refused until then") {
+  mpi::communicator world;
+  const auto st = halox::stencil<2>::star(1);
+  struct solver {  // an app's class: the exchange is built once the fields exist
+    halox::cartesian<2> dom;
+    halox::field<double, 2> u;
+    halox::halo_exchange ex;
+  };
+  solver app{halox::cartesian<2>(world, {8, 6}, halox::periodic<2>::all()), {}, {}};
+  REQUIRE(app.ex.empty());
+  REQUIRE_FALSE(app.ex.in_flight());
+  REQUIRE_THROWS_WITH(app.ex.exchange(), Catch::Contains("this halo_exchange is empty"));
+  REQUIRE_THROWS_WITH(app.ex.describe(), Catch::Contains("assign one from make_exchange"));
+  app.u = app.dom.make_field<double>(st);
+  app.ex = halox::make_exchange(app.dom, st, app.u);
+  REQUIRE_FALSE(app.ex.empty());
+  hxt::fill(app.dom, app.u, {0, 0});
+  app.ex.exchange();
+  REQUIRE_OK(hxt::check(app.dom, app.u, st, {0, 0}));
+  auto moved = std::move(app.ex);
+  REQUIRE(app.ex.empty());
+  REQUIRE_THROWS_WITH(app.ex.start(), Catch::Contains("moved from"));
+}
+
 TEST_CASE("components interleaved and planar, row- and column-major") {
   mpi::communicator world;
   constexpr auto st = halox::stencil<2>::box({1, 0}, {2, 1});
@@ -616,12 +640,13 @@ TEST_CASE("box_list: user memory per box, and ranks that own no box") {
   constexpr auto st = halox::stencil<2>::box({1, 2}, {2, 1});
   std::vector<std::vector<double>> mem;
   std::vector<double*> ptrs;
+  std::vector<halox::extents<2>> sizes;
   for (const auto& b : dom.local_boxes()) {
-    const auto e = halox::grow(b, st.lo, st.hi).size();
-    mem.emplace_back(std::size_t(e[0] * e[1]));
+    sizes.push_back(halox::grow(b, st.lo, st.hi).size());
+    mem.emplace_back(std::size_t(sizes.back()[0] * sizes.back()[1]));
   }
   for (auto& m : mem) ptrs.push_back(m.data());
-  auto f = dom.wrap<double>(std::span<double* const>(ptrs), st.lo, st.hi);
+  auto f = dom.wrap(ptrs, sizes, st.lo, st.hi);
   REQUIRE(f.block_count() == int(dom.local_boxes().size()));
   for (int b = 0; b < f.block_count(); ++b) REQUIRE(f.data(b) == mem[std::size_t(b)].data());
   auto ex = halox::make_exchange(dom, st, f);

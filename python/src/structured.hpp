@@ -499,8 +499,10 @@ class structured_ops final : public domain_ops {
     }
     // Several blocks: dense arrays of one layout, each checked against its box.
     std::vector<T*> ptrs;
+    std::vector<extents<D>> sizes;
     for (std::size_t b = 0; b < views.size(); ++b) {
       const auto l = structured::layout_of<D>(views[b], axis, me, label);
+      sizes.push_back(l.alloc);
       const box<D> stored = points.stored(boxes[b]);
       if (grow(stored, lo, hi).size() != l.alloc)
         throw error(
@@ -515,7 +517,7 @@ class structured_ops final : public domain_ops {
       o = found;
       ptrs.push_back(reinterpret_cast<T*>(views[b].data));
     }
-    return dom_.template wrap<T>(std::span<T* const>(ptrs), lo, hi, o, space);
+    return dom_.template wrap<T>(ptrs, sizes, lo, hi, o, space);
   }
 
   /// The message of `wrap` for extents that do not fit, for the arrays it does not see.

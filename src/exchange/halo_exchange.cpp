@@ -1,6 +1,7 @@
 #include "halox/exchange/halo_exchange.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <thread>
@@ -8,6 +9,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <mpi.h>
+#ifdef HALOX_ENABLE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #include "core/nvtx.hpp"
 #include "exchange/exchange_core.hpp"
@@ -218,6 +222,17 @@ exchange_stats exchange_state::stats() const {
 
 }  // namespace detail
 
+namespace detail {
+// The stream a scheduled exchange orders on: a null stream is CUDA's, the legacy default stream.
+stream_t gpu_stream_of(stream_t s) {
+#ifdef HALOX_ENABLE_CUDA
+  return s ? s : cudaStreamLegacy;
+#else
+  return s;
+#endif
+}
+}  // namespace detail
+
 halo_exchange detail::make_halo_exchange(const boost::mpi::communicator& comm,
                                          exchange_program program) {
   return halo_exchange(comm, std::move(program));
@@ -226,8 +241,28 @@ halo_exchange detail::make_halo_exchange(const boost::mpi::communicator& comm,
 halo_exchange::halo_exchange(const boost::mpi::communicator& comm, detail::exchange_program p)
     : s_(std::make_unique<detail::exchange_state>(comm, std::move(p))) {}
 
+halo_exchange::halo_exchange() noexcept = default;
+
+detail::exchange_state& halo_exchange::live() const {
+  if (!s_)
+    detail::fail(
+        "this halo_exchange is empty (default-constructed or moved from): assign one from "
+        "make_exchange before using it");
+  return *s_;
+}
+
 halo_exchange::~halo_exchange() {
   if (!s_) return;
+  if (detail::mpi::finalized()) {
+    // Nothing of MPI may be called now: say so, and leak what would need it.
+    std::fprintf(stderr,
+                 "halox: exchange '%s' destroyed after MPI_Finalize: its MPI requests, "
+                 "communicator and buffers are leaked; destroy exchange objects before "
+                 "MPI_Finalize (before boost::mpi::environment goes out of scope)\n",
+                 s_->label.c_str());
+    (void)s_.release();
+    return;
+  }
   // Completing here is not a user's exchange: boundary fills (user callbacks) do not run.
   s_->rules = false;
   try {
@@ -240,7 +275,7 @@ halo_exchange::~halo_exchange() {
 }
 
 exchange_stats halo_exchange::stats() const {
-  return s_->stats();
+  return live().stats();
 }
 
 halo_exchange::halo_exchange(halo_exchange&&) noexcept = default;
@@ -257,31 +292,32 @@ halo_exchange& halo_exchange::operator=(halo_exchange&& o) noexcept {
 }
 
 void halo_exchange::exchange() {
-  s_->start();
+  live().start();
   s_->wait();
 }
 
 exchange_handle halo_exchange::start() {
-  s_->start();
+  live().start();
   return exchange_handle(s_.get(), s_->generation());
 }
 
 bool halo_exchange::in_flight() const {
-  return s_->in_flight;
+  return s_ && s_->in_flight;
 }
 
 void halo_exchange::schedule_exchange(stream_t stream) {
-  s_->start(stream);
+  live().start(detail::gpu_stream_of(stream));
 }
 
 void halo_exchange::schedule_wait(stream_t stream) {
-  detail::require(s_->in_flight, "rank {}: schedule_wait() without a scheduled exchange in flight",
+  detail::require(live().in_flight,
+                  "rank {}: schedule_wait() without a scheduled exchange in flight",
                   s_->core.rank());
-  s_->wait(stream);
+  s_->wait(detail::gpu_stream_of(stream));
 }
 
 std::string halo_exchange::describe() const {
-  const auto& c = s_->core;
+  const auto& c = live().core;
   const auto& p = c.program();
   std::string out = fmt::format("rank {}: {}; {}; mode: {}", c.rank(), p.summary,
                                 c.routes().here().describe(), s_->path->name());

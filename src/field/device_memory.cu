@@ -2,8 +2,10 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <string>
 
 #include "gpu/check.hpp"
+#include "gpu/cuda_driver.hpp"
 #include "gpu/stream.hpp"
 #include "halox/core/error.hpp"
 #include "halox/field/memory.hpp"
@@ -27,6 +29,31 @@ int device_count() noexcept {
     return 0;
   }
   return n;
+}
+
+std::string memory_problem(const void* p, std::size_t bytes, memory_space space) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver, or a pointer CUDA does not know: host memory
+    a.type = cudaMemoryTypeUnregistered;
+  }
+  const bool on_device = a.type == cudaMemoryTypeDevice;
+  if (space == memory_space::host)
+    return on_device ? format("it is device memory (of GPU {}), given as host memory", a.device)
+                     : std::string();
+  if (!on_device && a.type != cudaMemoryTypeManaged)
+    return a.type == cudaMemoryTypeHost ? "it is pinned host memory, given as device memory"
+                                        : "it is host memory, given as device memory";
+  using range_fn = decltype(&cuMemGetAddressRange);
+  static const auto range = driver_function<range_fn>("cuMemGetAddressRange");
+  CUdeviceptr base = 0;
+  std::size_t size = 0;
+  if (!on_device || !range || range(&base, &size, CUdeviceptr(p)) != CUDA_SUCCESS) return {};
+  const std::size_t left = std::size_t(base + size - CUdeviceptr(p));
+  return left < bytes
+             ? format("its device allocation holds {} bytes from there, the block needs {}", left,
+                      bytes)
+             : std::string();
 }
 
 std::shared_ptr<std::byte> allocate_device(std::size_t bytes) {

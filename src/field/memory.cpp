@@ -21,6 +21,9 @@ bool cuda_enabled() noexcept {
 int device_count() noexcept {
   return 0;
 }
+std::string memory_problem(const void*, std::size_t, memory_space) {
+  return {};  // device fields are refused where they are used: no CUDA in this build
+}
 #endif
 
 std::shared_ptr<std::byte> allocate_host(std::size_t bytes) {
@@ -58,7 +61,7 @@ std::shared_ptr<std::byte> allocate_shareable(std::size_t bytes) {
     close(fd);
     return allocate_host(bytes);
   }
-  (void)madvise(p, n, MADV_HUGEPAGE);  // where the system allows huge pages in shared memory
+  (void)madvise(p, n, MADV_HUGEPAGE);       // where the system allows huge pages in shared memory
   auto* base = static_cast<std::byte*>(p);  // (a new memfd reads as zeros)
   {
     auto& r = registry();

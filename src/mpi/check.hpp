@@ -54,3 +54,13 @@ inline void cancel_pending(MPI_Request& r) {
 }
 
 }  // namespace halox::detail::mpi
+
+namespace halox::detail::mpi {
+
+/// Whether MPI_Finalize has run (MPI_Finalized may be called at any time).
+inline bool finalized() {
+  int done = 0;
+  return MPI_Finalized(&done) == MPI_SUCCESS && done != 0;
+}
+
+}  // namespace halox::detail::mpi

@@ -640,6 +640,59 @@ TEST_CASE("wrapped user device memory; exchange() orders after the legacy defaul
   cuda(cudaFree(raw));
 }
 
+TEST_CASE("schedule_exchange(0) / schedule_wait(0): the legacy default stream, in stream order") {
+  // An app whose kernels run on the default stream passes 0, as CUDA means it.
+  boost::mpi::communicator world;
+  const halox::extents<3> n{20, 16, 12};
+  constexpr auto st = halox::stencil<3>::box(1);
+  const halox::cartesian<3> dom(world, n, halox::periodic<3>::all());
+  auto u = dom.make_field<double>(st, halox::device);
+  auto ex = halox::make_exchange(dom, st, u);
+  const device_errors errors;
+  const auto g = geom_of(u, n);
+  for (int s = 1; s <= 50; ++s) {
+    halox_test::stamp(g, s, nullptr);
+    ex.schedule_exchange(nullptr);
+    REQUIRE(ex.in_flight());
+    ex.schedule_wait(nullptr);
+    REQUIRE_FALSE(ex.in_flight());
+    halox_test::verify(g, s, errors.get(), nullptr);
+  }
+  REQUIRE(boost::mpi::all_reduce(world, errors.count(), std::plus<unsigned long long>()) == 0);
+}
+
+TEST_CASE("wrap checks the memory space: host memory as device, device memory as host, too short") {
+  boost::mpi::communicator world;
+  const halox::extents<2> n{12, 10};
+  constexpr auto st = halox::stencil<2>::box(1);
+  halox::box_list<2> dom(world, n, halox::periodic<2>::all(),
+                         {{{{0, 0}, {6, 10}}, 0}, {{{6, 0}, {12, 10}}, 0}});
+  std::vector<double> host(8 * 12, 3.0);
+  double* dev = nullptr;
+  cuda(cudaMalloc(&dev, 8 * 12 * sizeof(double)));
+  halox::field_options o;
+  o.name = "u";
+  const std::vector<halox::extents<2>> sizes{{8, 12}, {8, 12}};
+  if (world.rank() == 0) {
+    REQUIRE_THROWS_WITH(
+        dom.wrap(std::vector<double*>{dev, host.data()}, sizes, st.lo, st.hi, o, halox::device),
+        Catch::Contains("rank 0: field 'u' block 1 wraps 768 bytes: ") &&
+            Catch::Contains("it is host memory, given as device memory"));
+    REQUIRE_THROWS_WITH(
+        dom.wrap(std::vector<double*>{host.data(), dev}, sizes, st.lo, st.hi, o, halox::host),
+        Catch::Contains("block 1") && Catch::Contains("given as host memory"));
+    REQUIRE_THROWS_WITH(
+        dom.wrap(std::vector<double*>{dev, dev + 1}, sizes, st.lo, st.hi, o, halox::device),
+        Catch::Contains("block 1") &&
+            Catch::Contains(
+                "its device allocation holds 760 bytes from there, the block needs 768"));
+    const auto f = dom.wrap(std::vector<double*>{dev, dev}, sizes, st.lo, st.hi, o, halox::device);
+    REQUIRE(f.block_count() == 2);
+  }
+  REQUIRE(std::all_of(host.begin(), host.end(), [](double x) { return x == 3.0; }));
+  cuda(cudaFree(dev));
+}
+
 TEST_CASE("memory CUDA IPC cannot export: the messages into it keep the receive buffer") {
   // A field wrapped around stream-ordered pool memory (cudaMallocAsync), which legacy CUDA IPC
   // cannot export: its senders cannot write straight into its halo, so both sides agree on the

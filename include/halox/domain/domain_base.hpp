@@ -121,15 +121,10 @@ class domain_base {
     auto s = new_state<T>(space, o);
     detail::block_memory<D> m = place(b, *s);
     set_padding(m, pad_lo, pad_hi, *s);
-    const extents<D> want = m.allocated().size();
-    detail::require(alloc == want,
-                    "rank {}: field '{}' has extents {} but the owned box {} ({}-centred) with "
-                    "padding {}/{} needs {}",
-                    rank(), s->name, detail::join(alloc, "x"), to_string(m.owned), to_string(o.at),
-                    detail::join(pad_lo, ","), detail::join(pad_hi, ","), detail::join(want, "x"));
-    detail::dense_bytes(m, o.components, sizeof(T), rank(), s->name);
+    check_extents(alloc, m, *s, o, -1);
+    const index bytes = detail::dense_bytes(m, o.components, sizeof(T), rank(), s->name);
     detail::dense_strides<D>(alloc, o, m);
-    m.data = reinterpret_cast<std::byte*>(check_pointer(data, *s));
+    m.data = reinterpret_cast<std::byte*>(check_pointer(data, bytes, *s, -1));
     s->blocks.push_back(m);
     return field<T, D>(std::move(s));
   }
@@ -151,30 +146,43 @@ class domain_base {
                     component_stride);
     m.stride = strides;
     m.comp_stride = component_stride;
-    detail::strided_bytes(m, o.components, sizeof(T), rank(), s->name);
-    m.data = reinterpret_cast<std::byte*>(check_pointer(data, *s));
+    const index bytes = detail::strided_bytes(m, o.components, sizeof(T), rank(), s->name);
+    m.data = reinterpret_cast<std::byte*>(check_pointer(data, bytes, *s, -1));
     s->blocks.push_back(m);
     return field<T, D>(std::move(s));
   }
 
-  /// Wraps one dense array per owned box (in `local_boxes()` order), each padded alike.
+  /// Wraps one dense array per owned box (in `local_boxes()` order), each padded alike;
+  /// `alloc[k]` are block k's extents including the padding, checked as the single-array
+  /// `wrap` checks them.
   template <class T>
-  field<T, D> wrap(std::span<T* const> blocks, const widths<D>& pad_lo, const widths<D>& pad_hi,
-                   field_options o = {}, memory_space space = host) const {
+  field<T, D> wrap(std::span<T* const> blocks, std::span<const extents<D>> alloc,
+                   const widths<D>& pad_lo, const widths<D>& pad_hi, field_options o = {},
+                   memory_space space = host) const {
     const auto& boxes = self().local_boxes();
     auto s = new_state<T>(space, o);
-    detail::require(blocks.size() == boxes.size(),
-                    "rank {}: field '{}' wraps {} arrays but the rank owns {} boxes", rank(),
-                    s->name, blocks.size(), boxes.size());
+    detail::require(
+        blocks.size() == boxes.size() && alloc.size() == boxes.size(),
+        "rank {}: field '{}' wraps {} arrays with {} extents but the rank owns {} boxes", rank(),
+        s->name, blocks.size(), alloc.size(), boxes.size());
     for (std::size_t k = 0; k < boxes.size(); ++k) {
       detail::block_memory<D> m = place(boxes[k], *s);
       set_padding(m, pad_lo, pad_hi, *s);
-      detail::dense_bytes(m, o.components, sizeof(T), rank(), s->name);
+      check_extents(alloc[k], m, *s, o, int(k));
+      const index bytes = detail::dense_bytes(m, o.components, sizeof(T), rank(), s->name);
       detail::dense_strides<D>(m.allocated().size(), o, m);
-      m.data = reinterpret_cast<std::byte*>(check_pointer(blocks[k], *s));
+      m.data = reinterpret_cast<std::byte*>(check_pointer(blocks[k], bytes, *s, int(k)));
       s->blocks.push_back(m);
     }
     return field<T, D>(std::move(s));
+  }
+  /// wrap() of a vector of arrays and a vector of their extents.
+  template <class T>
+  field<T, D> wrap(const std::vector<T*>& blocks, const std::vector<extents<D>>& alloc,
+                   const widths<D>& pad_lo, const widths<D>& pad_hi, field_options o = {},
+                   memory_space space = host) const {
+    return wrap<T>(std::span<T* const>(blocks), std::span<const extents<D>>(alloc), pad_lo, pad_hi,
+                   std::move(o), space);
   }
 
  protected:
@@ -273,10 +281,29 @@ class domain_base {
     m.own = s.points.owned(b);
     return m;
   }
+  /// `p` as the memory of block `k` (-1: the only one) of `s`, `bytes` long: not null, and in
+  /// the field's memory space as far as CUDA can tell.
   template <class T>
-  T* check_pointer(T* p, const detail::field_state<D>& s) const {
-    detail::require(p != nullptr, "rank {}: field '{}' wraps a null pointer", rank(), s.name);
+  T* check_pointer(T* p, index bytes, const detail::field_state<D>& s, int k) const {
+    const std::string block = k < 0 ? std::string() : detail::format(" block {}", k);
+    detail::require(p != nullptr, "rank {}: field '{}'{} wraps a null pointer", rank(), s.name,
+                    block);
+    const std::string why = detail::memory_problem(p, std::size_t(bytes), s.space);
+    detail::require(why.empty(), "rank {}: field '{}'{} wraps {} bytes: {}", rank(), s.name, block,
+                    bytes, why);
     return p;
+  }
+  /// Block `k` (-1: the only one) of `s` given with extents `alloc` (padding included).
+  void check_extents(const extents<D>& alloc, const detail::block_memory<D>& m,
+                     const detail::field_state<D>& s, const field_options& o, int k) const {
+    const extents<D> want = m.allocated().size();
+    detail::require(alloc == want,
+                    "rank {}: field '{}'{} has extents {} but the owned box {} ({}-centred) with "
+                    "padding {}/{} needs {}",
+                    rank(), s.name, k < 0 ? std::string() : detail::format(" block {}", k),
+                    detail::join(alloc, "x"), to_string(m.owned), to_string(o.at),
+                    detail::join(m.pad_lo, ","), detail::join(m.pad_hi, ","),
+                    detail::join(want, "x"));
   }
   const box<D>& single_box(const char* what) const {
     const auto& boxes = self().local_boxes();

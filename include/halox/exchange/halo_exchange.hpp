@@ -39,7 +39,12 @@ halo_exchange make_halo_exchange(const boost::mpi::communicator& comm, exchange_
 /// plan work: it packs, posts one message per peer, copies local pieces and unpacks.
 class halo_exchange {
  public:
-  /// Completes an exchange still in flight, then releases the MPI requests.
+  /// An empty object, to be assigned one from make_exchange (a member built after its domain,
+  /// for example). Every call but `in_flight()`, `empty()` and assignment throws halox::error.
+  halo_exchange() noexcept;
+  /// Completes an exchange still in flight, then releases the MPI requests. Destroy exchange
+  /// objects before MPI_Finalize: one destroyed after it says so on stderr and leaks its MPI and
+  /// GPU resources instead of crashing.
   ~halo_exchange();
   halo_exchange(halo_exchange&&) noexcept;
   halo_exchange& operator=(halo_exchange&&) noexcept;
@@ -67,14 +72,20 @@ class halo_exchange {
   /// greatest priority of halox's stream: instantiate the graph with
   /// cudaGraphInstantiateFlagUseNodePriority, or they run at the launch stream's priority and
   /// wait behind the kernels you overlap with them.
+  ///
+  /// A null `stream` is CUDA's legacy default stream (`cudaStreamLegacy`), in stream order as
+  /// for any other stream; code built with `--default-stream per-thread` passes
+  /// `cudaStreamPerThread`.
   void schedule_exchange(stream_t stream);
   /// Stream-ordered exchange, step two: waits for the messages, enqueues the unpack kernel and
   /// makes `stream` wait for it (an event). Returns without waiting for the unpack; work
   /// enqueued on `stream` afterwards sees the halos. The next exchange on this object reuses
   /// the buffers only after that unpack has run.
   void schedule_wait(stream_t stream);
-  /// Whether an exchange started by `start()` has not completed yet.
+  /// Whether an exchange started by `start()` has not completed yet (false for an empty object).
   bool in_flight() const;
+  /// Whether this object holds no exchange (default-constructed or moved from).
+  bool empty() const noexcept { return s_ == nullptr; }
   /// Peers, message sizes and copy counts of this rank, one line each.
   std::string describe() const;
   /// What this object has done on this rank: exchanges, host time in set-up, start and wait,
@@ -90,6 +101,7 @@ class halo_exchange {
   halo_exchange(const boost::mpi::communicator& comm, detail::exchange_program program);
   friend halo_exchange detail::make_halo_exchange(const boost::mpi::communicator& comm,
                                                   detail::exchange_program program);
+  detail::exchange_state& live() const;
   std::unique_ptr<detail::exchange_state> s_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 namespace halox {
 
@@ -37,6 +38,10 @@ struct shareable_block {
 /// Whether `p` points into allocate_shareable() memory that is still alive; if so, `out` is its
 /// block.
 bool find_shareable(const void* p, shareable_block& out);
+/// Why `bytes` bytes at `p` cannot be a field's memory in `space` ("" where they can): device
+/// memory given as host memory or the other way round, or a device allocation shorter than
+/// `bytes`, as far as CUDA can tell (host memory's extent cannot be checked).
+std::string memory_problem(const void* p, std::size_t bytes, memory_space space);
 /// Whether this build of halox can allocate and use device memory.
 bool cuda_enabled() noexcept;
 /// Number of CUDA devices this process can use (0 without CUDA or without a GPU).
