@@ -4,7 +4,8 @@ procedures behind the generic `halox_wrap` of fortran/halox.f90, one per element
 rank (Fortran 2008 has no way to take any type and rank in one procedure without a descriptor).
 Run it after changing TYPES or RANKS; the `fortran_wrap_generated` ctest checks the files match.
 
-    tools/gen-fortran-wrap.py [output-dir]   (default: fortran/ beside this script's parent)
+    tools/gen-fortran-wrap.py           writes them
+    tools/gen-fortran-wrap.py --check   exits 1 if they differ from what it would write
 """
 import os
 import sys
@@ -67,19 +68,31 @@ def procedure(suffix, ftype, const, r):
     return "\n".join(lines)
 
 
-def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "fortran")
+def generated():
     names = [name(t, r) for t, _, _ in TYPES for r in RANKS]
-    with open(os.path.join(out, "halox_wrap_names.inc"), "w") as f:
-        f.write(HEADER)
-        for k in range(0, len(names), 4):
-            tail = ", &" if k + 4 < len(names) else ""
-            f.write(("    module procedure " if k == 0 else "      ") + ", ".join(names[k:k + 4]) + tail + "\n")
-    with open(os.path.join(out, "halox_wrap_procs.inc"), "w") as f:
-        f.write(HEADER)
-        for t, ftype, const in TYPES:
-            for r in RANKS:
-                f.write(procedure(t, ftype, const, r) + "\n")
+    listing = HEADER
+    for k in range(0, len(names), 4):
+        tail = ", &" if k + 4 < len(names) else ""
+        listing += ("    module procedure " if k == 0 else "      ") + ", ".join(names[k:k + 4]) + tail + "\n"
+    procs = HEADER + "".join(procedure(t, ftype, const, r) + "\n" for t, ftype, const in TYPES for r in RANKS)
+    return {"halox_wrap_names.inc": listing, "halox_wrap_procs.inc": procs}
+
+
+def main():
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fortran")
+    stale = []
+    for file, text in generated().items():
+        path = os.path.join(out, file)
+        if "--check" in sys.argv[1:]:
+            with open(path) as f:
+                if f.read() != text:
+                    stale.append(file)
+        else:
+            with open(path, "w") as f:
+                f.write(text)
+    if stale:
+        print("stale: " + ", ".join(stale) + " (run tools/gen-fortran-wrap.py)")
+        sys.exit(1)
 
 
 main()
