@@ -6,6 +6,10 @@ set(_halox_targets halox)
 if(HALOX_ENABLE_CUDA)
   list(APPEND _halox_targets halox_cuda)
 endif()
+list(APPEND _halox_targets halox_c)
+if(HALOX_BUILD_FORTRAN)
+  list(APPEND _halox_targets halox_fortran)
+endif()
 install(TARGETS ${_halox_targets} EXPORT haloxTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -1,0 +1,31 @@
+# The C and Fortran mini-apps (docs/fortran.md): 2-D periodic heat through halox.h and through
+# the Fortran module, each verified bit for bit against its own serial run; and capi_overhead,
+# what the C and Fortran layers add to an exchange (JSON).
+add_executable(c_heat2d c_heat2d/heat2d.c)
+set_target_properties(c_heat2d PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
+target_link_libraries(c_heat2d PRIVATE halox::c)
+halox_warnings(c_heat2d)
+set(_halox_language_apps c_heat2d)
+if(HALOX_BUILD_FORTRAN)
+  add_executable(fortran_heat2d fortran_heat2d/heat2d.f90)
+  target_link_libraries(fortran_heat2d PRIVATE halox::fortran)
+  halox_warnings(fortran_heat2d)
+  list(APPEND _halox_language_apps fortran_heat2d)
+  # The loops it times reach the C++ object inside a C handle (src/capi/handles.hpp).
+  add_executable(capi_overhead capi_overhead/overhead_fortran.f90 capi_overhead/loops.cpp)
+  target_include_directories(capi_overhead PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(capi_overhead PRIVATE halox::fortran)
+  halox_warnings(capi_overhead)
+endif()
+if(HALOX_BUILD_TESTS)
+  foreach(app IN LISTS _halox_language_apps)
+    string(REGEX MATCH "^[a-z]+" _label ${app})
+    foreach(n 1 2 3 4)
+      add_test(NAME example_${app}_np${n}
+        COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n} --oversubscribe $<TARGET_FILE:${app}> 40 30)
+      set_tests_properties(example_${app}_np${n} PROPERTIES LABELS "example;${_label};mpi;np${n}"
+        TIMEOUT 120 PASS_REGULAR_EXPRESSION "verified bit for bit"
+        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;HALOX_WAIT_TIMEOUT=120")
+    endforeach()
+  endforeach()
+endif()

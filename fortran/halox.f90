@@ -1,0 +1,705 @@
+! halox's Fortran interface (Fortran 2008 with iso_c_binding) over its C interface (halox.h).
+!
+!   use halox
+!   call halox_cartesian(dom, MPI_COMM_WORLD, [nx, ny], periodic=[.true., .true.])
+!   call dom%local_box(lo, hi)                ! 1-based global indices, lo..hi owned
+!   allocate (u(lo(1)-1:hi(1)+1, lo(2)-1:hi(2)+1))
+!   call halox_star(st, [1, 1])
+!   call halox_wrap(fu, dom, u, pad=[1, 1])
+!   call halox_make_exchange(ex, dom, st, [fu])
+!   call ex%exchange()
+!
+! Arrays are used in place, column-major as Fortran stores them, with any lower bounds; they
+! must keep their place in memory (declare them `target`, allocate them once) while an exchange
+! built on them lives. Every procedure takes optional `stat` and `errmsg`: without `stat`, a
+! failure stops the program (error stop) with halox's message. Collective procedures fail on
+! every rank together when any rank's input is wrong. Dimensions are numbered from 1 here.
+module halox
+  use, intrinsic :: iso_c_binding
+  use, intrinsic :: iso_fortran_env, only: int8, int16, int32, int64, real32, real64, error_unit
+  use mpi_f08, only: MPI_Comm
+  implicit none
+  private
+
+  integer, parameter, public :: HALOX_SUCCESS = 0, HALOX_ERROR = 1, &
+                                HALOX_ERROR_NULL_ARGUMENT = 2, HALOX_ERROR_OUT_OF_MEMORY = 3, &
+                                HALOX_ERROR_INTERNAL = 4
+  integer, parameter, public :: HALOX_INT8 = 1, HALOX_UINT8 = 2, HALOX_INT16 = 3, &
+                                HALOX_UINT16 = 4, HALOX_INT32 = 5, HALOX_UINT32 = 6, &
+                                HALOX_INT64 = 7, HALOX_UINT64 = 8, HALOX_FLOAT32 = 9, &
+                                HALOX_FLOAT64 = 10, HALOX_COMPLEX64 = 11, HALOX_COMPLEX128 = 12
+  integer, parameter, public :: HALOX_CELL = 0, HALOX_FACE = 1, HALOX_EDGE = 2, HALOX_NODE = 3
+  integer, parameter, public :: HALOX_REPLACE = 0, HALOX_SUM = 1, HALOX_MIN = 2, HALOX_MAX = 3
+  integer, parameter :: row_major = 0, column_major = 1, host = 0, device = 1
+
+  !> A decomposed global box: halox_cartesian, halox_box_list.
+  type, public :: halox_domain
+    type(c_ptr) :: ptr = c_null_ptr
+  contains
+    procedure :: local_box => domain_local_box
+    procedure :: grid => domain_grid
+    procedure :: dim => domain_dim
+    procedure :: destroy => domain_destroy
+  end type halox_domain
+
+  !> Halo widths per side and neighbour directions: halox_star, halox_box.
+  type, public :: halox_stencil
+    type(c_ptr) :: ptr = c_null_ptr
+  contains
+    procedure :: destroy => stencil_destroy
+  end type halox_stencil
+
+  !> Your array, described: halox_wrap, halox_wrap_device.
+  type, public :: halox_field
+    type(c_ptr) :: ptr = c_null_ptr
+  contains
+    procedure :: set_stencil => field_set_stencil
+    procedure :: destroy => field_destroy
+  end type halox_field
+
+  !> The communication object: halox_make_exchange.
+  type, public :: halox_exchange
+    type(c_ptr) :: ptr = c_null_ptr
+  contains
+    procedure :: exchange => exchange_run
+    procedure :: start => exchange_start
+    procedure :: wait => exchange_wait
+    procedure :: test => exchange_test
+    procedure :: schedule => exchange_schedule
+    procedure :: schedule_wait => exchange_schedule_wait
+    procedure :: describe => exchange_describe
+    procedure :: destroy => exchange_destroy
+  end type halox_exchange
+
+  public :: halox_cartesian, halox_box_list, halox_star, halox_box, halox_wrap, &
+            halox_wrap_device, halox_make_exchange
+
+  !> halox_cartesian(dom, comm, global, periodic, grid, stat, errmsg): comm a type(MPI_Comm)
+  !> (mpi_f08) or an integer communicator (mpi, mpif.h).
+  interface halox_cartesian
+    module procedure cartesian_f08, cartesian_int
+  end interface halox_cartesian
+
+  interface halox_box_list
+    module procedure box_list_f08, box_list_int
+  end interface halox_box_list
+
+  !> halox_wrap(f, dom, array, pad | pad_lo + pad_hi, components, name, centering,
+  !> centering_dim, stat, errmsg): `array` of rank dim (or dim + 1 with components=.true., the
+  !> last axis holding the components), of any integer, real or complex kind halox knows.
+  interface halox_wrap
+    include 'halox_wrap_names.inc'
+  end interface halox_wrap
+
+  interface
+    function c_last_error() bind(C, name='halox_last_error') result(p)
+      import :: c_ptr
+      type(c_ptr) :: p
+    end function
+    integer(c_size_t) function c_strlen(s) bind(C, name='strlen')
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: s
+    end function
+    integer(c_int) function c_cartesian(comm, dim, global, periodic, grid, out) &
+        bind(C, name='halox_cartesian_create_f')
+      import :: c_int, c_int64_t, c_ptr
+      integer(c_int), value :: comm, dim
+      integer(c_int64_t), intent(in) :: global(*)
+      integer(c_int), intent(in) :: periodic(*)
+      type(c_ptr), value :: grid
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_box_list(comm, dim, global, periodic, count, lo, hi, owners, out) &
+        bind(C, name='halox_box_list_create_f')
+      import :: c_int, c_int64_t, c_ptr
+      integer(c_int), value :: comm, dim, count
+      integer(c_int64_t), intent(in) :: global(*), lo(*), hi(*)
+      integer(c_int), intent(in) :: periodic(*), owners(*)
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_domain_dim(dom, dim) bind(C, name='halox_domain_dim')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: dom
+      integer(c_int), intent(out) :: dim
+    end function
+    integer(c_int) function c_domain_local_box(dom, block, lo, hi) &
+        bind(C, name='halox_domain_local_box')
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: dom
+      integer(c_int), value :: block
+      integer(c_int64_t), intent(out) :: lo(*), hi(*)
+    end function
+    integer(c_int) function c_domain_grid(dom, dims, coords) bind(C, name='halox_domain_grid')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: dom
+      integer(c_int), intent(out) :: dims(*), coords(*)
+    end function
+    integer(c_int) function c_stencil(dim, lo, hi, out) bind(C, name='halox_stencil_star')
+      import :: c_int, c_ptr
+      integer(c_int), value :: dim
+      integer(c_int), intent(in) :: lo(*), hi(*)
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_stencil_box(dim, lo, hi, out) bind(C, name='halox_stencil_box')
+      import :: c_int, c_ptr
+      integer(c_int), value :: dim
+      integer(c_int), intent(in) :: lo(*), hi(*)
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_field_wrap(dom, type, data, extents, pad_lo, pad_hi, out) &
+        bind(C, name='halox_field_wrap')
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: dom, data
+      integer(c_int), value :: type
+      integer(c_int64_t), intent(in) :: extents(*)
+      integer(c_int), intent(in) :: pad_lo(*), pad_hi(*)
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_field_set_order(f, order) bind(C, name='halox_field_set_order')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: f
+      integer(c_int), value :: order
+    end function
+    integer(c_int) function c_field_set_components(f, count, layout) &
+        bind(C, name='halox_field_set_components')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: f
+      integer(c_int), value :: count, layout
+    end function
+    integer(c_int) function c_field_set_strides(f, strides, comp) &
+        bind(C, name='halox_field_set_strides')
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: f
+      integer(c_int64_t), intent(in) :: strides(*)
+      integer(c_int64_t), value :: comp
+    end function
+    integer(c_int) function c_field_set_centering(f, at, dim) &
+        bind(C, name='halox_field_set_centering')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: f
+      integer(c_int), value :: at, dim
+    end function
+    integer(c_int) function c_field_set_memory(f, space) bind(C, name='halox_field_set_memory')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: f
+      integer(c_int), value :: space
+    end function
+    integer(c_int) function c_field_set_name(f, name) bind(C, name='halox_field_set_name')
+      import :: c_int, c_ptr, c_char
+      type(c_ptr), value :: f
+      character(kind=c_char), intent(in) :: name(*)
+    end function
+    integer(c_int) function c_field_set_stencil(f, st) bind(C, name='halox_field_set_stencil')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: f, st
+    end function
+    integer(c_int) function c_exchange_create(dom, st, fields, count, options, out) &
+        bind(C, name='halox_exchange_create')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: dom, st, options
+      type(c_ptr), intent(in) :: fields(*)
+      integer(c_int), value :: count
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_reverse_create(dom, st, op, fields, count, options, out) &
+        bind(C, name='halox_reverse_exchange_create')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: dom, st, options
+      integer(c_int), value :: op, count
+      type(c_ptr), intent(in) :: fields(*)
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_options_create(out) bind(C, name='halox_options_create')
+      import :: c_int, c_ptr
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_options_set_label(o, label) bind(C, name='halox_options_set_label')
+      import :: c_int, c_ptr, c_char
+      type(c_ptr), value :: o
+      character(kind=c_char), intent(in) :: label(*)
+    end function
+    integer(c_int) function c_exchange_op(ex) bind(C, name='halox_exchange_run')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ex
+    end function
+    integer(c_int) function c_exchange_start(ex) bind(C, name='halox_exchange_start')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ex
+    end function
+    integer(c_int) function c_exchange_wait(ex) bind(C, name='halox_exchange_wait')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ex
+    end function
+    integer(c_int) function c_exchange_test(ex, done) bind(C, name='halox_exchange_test')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ex
+      integer(c_int), intent(out) :: done
+    end function
+    integer(c_int) function c_exchange_schedule(ex, stream) bind(C, name='halox_exchange_schedule')
+      import :: c_int, c_ptr, c_intptr_t
+      type(c_ptr), value :: ex
+      integer(c_intptr_t), value :: stream
+    end function
+    integer(c_int) function c_exchange_schedule_wait(ex, stream) &
+        bind(C, name='halox_exchange_schedule_wait')
+      import :: c_int, c_ptr, c_intptr_t
+      type(c_ptr), value :: ex
+      integer(c_intptr_t), value :: stream
+    end function
+    integer(c_int) function c_exchange_describe(ex, text) bind(C, name='halox_exchange_describe')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ex
+      type(c_ptr), intent(out) :: text
+    end function
+  end interface
+
+  interface
+    integer(c_int) function c_domain_destroy(h) bind(C, name='halox_domain_destroy')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: h
+    end function
+    integer(c_int) function c_stencil_destroy(h) bind(C, name='halox_stencil_destroy')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: h
+    end function
+    integer(c_int) function c_field_destroy(h) bind(C, name='halox_field_destroy')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: h
+    end function
+    integer(c_int) function c_options_destroy(h) bind(C, name='halox_options_destroy')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: h
+    end function
+    integer(c_int) function c_exchange_destroy(h) bind(C, name='halox_exchange_destroy')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: h
+    end function
+  end interface
+
+contains
+
+  ! ---- errors ---------------------------------------------------------------------------
+
+  !> The message of the last failed call on this thread.
+  function last_error() result(msg)
+    character(:), allocatable :: msg
+    character(kind=c_char), pointer :: chars(:)
+    type(c_ptr) :: p
+    integer :: n, i
+    p = c_last_error()
+    n = int(c_strlen(p))
+    call c_f_pointer(p, chars, [n])
+    allocate (character(n) :: msg)
+    do i = 1, n
+      msg(i:i) = chars(i)
+    end do
+  end function last_error
+
+  !> Reports `status` as Fortran expects: into stat and errmsg when given, else error stop.
+  subroutine check(status, stat, errmsg)
+    integer(c_int), intent(in) :: status
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (present(stat)) stat = int(status)
+    if (status == HALOX_SUCCESS) return
+    call fail(int(status), last_error(), stat, errmsg)
+  end subroutine check
+
+  !> A failure with `msg`: into stat and errmsg when given, else the message on standard error
+  !> and error stop (Fortran 2008 stops only with a constant code).
+  subroutine fail(status, msg, stat, errmsg)
+    integer, intent(in) :: status
+    character(*), intent(in) :: msg
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (present(stat)) stat = status
+    if (present(errmsg)) errmsg = msg
+    if (present(stat)) return
+    write (error_unit, '(a)') msg
+    error stop 1
+  end subroutine fail
+
+  !> `n` in decimal.
+  function decimal(n) result(s)
+    integer, intent(in) :: n
+    character(:), allocatable :: s
+    character(12) :: buf
+    write (buf, '(i0)') n
+    s = trim(buf)
+  end function decimal
+
+  !> A Fortran string as a NUL-terminated C string.
+  pure function c_string(s) result(c)
+    character(*), intent(in) :: s
+    character(kind=c_char, len=len(s) + 1) :: c
+    c = s//c_null_char
+  end function c_string
+
+  ! ---- domains --------------------------------------------------------------------------
+
+  subroutine cartesian_f08(dom, comm, global, periodic, grid, stat, errmsg)
+    type(halox_domain), intent(inout) :: dom
+    type(MPI_Comm), intent(in) :: comm
+    integer, intent(in) :: global(:)
+    logical, intent(in), optional :: periodic(:)
+    integer, intent(in), optional :: grid(:)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call cartesian_int(dom, comm%MPI_VAL, global, periodic, grid, stat, errmsg)
+  end subroutine cartesian_f08
+
+  subroutine cartesian_int(dom, comm, global, periodic, grid, stat, errmsg)
+    type(halox_domain), intent(inout) :: dom
+    integer, intent(in) :: comm
+    integer, intent(in) :: global(:)
+    logical, intent(in), optional :: periodic(:)
+    integer, intent(in), optional, target :: grid(:)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int), target :: g(size(global))
+    type(c_ptr) :: gp
+    gp = c_null_ptr
+    if (present(grid)) then
+      g = 0
+      g(1:min(size(grid), size(g))) = int(grid(1:min(size(grid), size(g))), c_int)
+      gp = c_loc(g)
+    end if
+    call check(c_cartesian(int(comm, c_int), int(size(global), c_int), &
+                           int(global, c_int64_t), flags(periodic, size(global)), gp, dom%ptr), &
+               stat, errmsg)
+  end subroutine cartesian_int
+
+  !> The periodicity flags as C takes them (absent: none periodic).
+  function flags(periodic, n) result(f)
+    logical, intent(in), optional :: periodic(:)
+    integer, intent(in) :: n
+    integer(c_int) :: f(n)
+    f = 0
+    if (present(periodic)) f(1:min(n, size(periodic))) = merge(1, 0, periodic(1:min(n, size(periodic))))
+  end function flags
+
+  !> A box list: box k holds the global cells lo(:, k) .. hi(:, k) (1-based, inclusive) and
+  !> belongs to rank owners(k). Every rank passes the same list.
+  subroutine box_list_f08(dom, comm, global, periodic, lo, hi, owners, stat, errmsg)
+    type(halox_domain), intent(inout) :: dom
+    type(MPI_Comm), intent(in) :: comm
+    integer, intent(in) :: global(:), lo(:, :), hi(:, :), owners(:)
+    logical, intent(in), optional :: periodic(:)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call box_list_int(dom, comm%MPI_VAL, global, periodic, lo, hi, owners, stat, errmsg)
+  end subroutine box_list_f08
+
+  subroutine box_list_int(dom, comm, global, periodic, lo, hi, owners, stat, errmsg)
+    type(halox_domain), intent(inout) :: dom
+    integer, intent(in) :: comm
+    integer, intent(in) :: global(:), lo(:, :), hi(:, :), owners(:)
+    logical, intent(in), optional :: periodic(:)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_box_list(int(comm, c_int), int(size(global), c_int), int(global, c_int64_t), &
+                          flags(periodic, size(global)), int(size(owners), c_int), &
+                          int(reshape(lo, [size(lo)]) - 1, c_int64_t), &
+                          int(reshape(hi, [size(hi)]), c_int64_t), int(owners, c_int), dom%ptr), &
+               stat, errmsg)
+  end subroutine box_list_int
+
+  !> This rank's owned box `block` (default 1): global cells lo .. hi, 1-based and inclusive.
+  subroutine domain_local_box(dom, lo, hi, block, stat, errmsg)
+    class(halox_domain), intent(in) :: dom
+    integer, intent(out) :: lo(:), hi(:)
+    integer, intent(in), optional :: block
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: l(4), h(4)
+    integer :: b, n
+    b = 1
+    if (present(block)) b = block
+    l = 0
+    h = 0
+    call check(c_domain_local_box(dom%ptr, int(b - 1, c_int), l, h), stat, errmsg)
+    n = min(size(lo), 4)
+    lo(1:n) = int(l(1:n)) + 1
+    hi(1:n) = int(h(1:n))
+  end subroutine domain_local_box
+
+  !> A cartesian domain's process grid and this rank's coordinates in it (0-based, as
+  !> MPI_Cart_coords gives them).
+  subroutine domain_grid(dom, dims, coords, stat, errmsg)
+    class(halox_domain), intent(in) :: dom
+    integer, intent(out) :: dims(:), coords(:)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int) :: d(4), c(4)
+    d = 0
+    c = 0
+    call check(c_domain_grid(dom%ptr, d, c), stat, errmsg)
+    dims = int(d(1:size(dims)))
+    coords = int(c(1:size(coords)))
+  end subroutine domain_grid
+
+  integer function domain_dim(dom)
+    class(halox_domain), intent(in) :: dom
+    integer(c_int) :: d
+    d = 0
+    call check(c_domain_dim(dom%ptr, d))
+    domain_dim = int(d)
+  end function domain_dim
+
+  subroutine domain_destroy(dom)
+    class(halox_domain), intent(inout) :: dom
+    call check(c_domain_destroy(dom%ptr))
+    dom%ptr = c_null_ptr
+  end subroutine domain_destroy
+
+  ! ---- stencils -------------------------------------------------------------------------
+
+  !> Faces only: halo widths below (lo) and above (hi, default lo) the owned box.
+  subroutine halox_star(st, lo, hi, stat, errmsg)
+    type(halox_stencil), intent(inout) :: st
+    integer, intent(in) :: lo(:)
+    integer, intent(in), optional :: hi(:)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int) :: h(size(lo))
+    h = int(lo, c_int)
+    if (present(hi)) h = int(hi, c_int)
+    call check(c_stencil(int(size(lo), c_int), int(lo, c_int), h, st%ptr), stat, errmsg)
+  end subroutine halox_star
+
+  !> Faces, edges and corners.
+  subroutine halox_box(st, lo, hi, stat, errmsg)
+    type(halox_stencil), intent(inout) :: st
+    integer, intent(in) :: lo(:)
+    integer, intent(in), optional :: hi(:)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int) :: h(size(lo))
+    h = int(lo, c_int)
+    if (present(hi)) h = int(hi, c_int)
+    call check(c_stencil_box(int(size(lo), c_int), int(lo, c_int), h, st%ptr), stat, errmsg)
+  end subroutine halox_box
+
+  subroutine stencil_destroy(st)
+    class(halox_stencil), intent(inout) :: st
+    call check(c_stencil_destroy(st%ptr))
+    st%ptr = c_null_ptr
+  end subroutine stencil_destroy
+
+  ! ---- fields ---------------------------------------------------------------------------
+
+  include 'halox_wrap_procs.inc'
+
+  !> What every halox_wrap specific does with its array: its first element's address, its
+  !> extents and the byte distance to the next element along each axis (0 where the extent is 1).
+  subroutine wrap_any(f, dom, type, elem_bytes, p, ext, step, pad, pad_lo, pad_hi, components, &
+                      name, centering, centering_dim, stat, errmsg)
+    type(halox_field), intent(inout) :: f
+    type(halox_domain), intent(in) :: dom
+    integer, intent(in) :: type, elem_bytes
+    type(c_ptr), intent(in) :: p
+    integer(c_int64_t), intent(in) :: ext(:)
+    integer(c_intptr_t), intent(in) :: step(:)
+    integer, intent(in), optional :: pad(:), pad_lo(:), pad_hi(:), centering, centering_dim
+    logical, intent(in), optional :: components
+    character(*), intent(in), optional :: name
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: strides(size(ext))
+    integer(c_int) :: lo(4), hi(4), status
+    integer(c_int64_t) :: comp
+    integer :: d, r, i
+    logical :: comps
+    r = size(ext)
+    d = dom%dim()
+    comps = .false.
+    if (present(components)) comps = components
+    if (r /= d .and. .not. (r == d + 1 .and. comps)) then
+      call fail(HALOX_ERROR, 'halox: halox_wrap: an array of rank '//decimal(r)//' on a ' &
+                //decimal(d)//'-D domain (rank '//decimal(d + 1)//' needs components=.true.)', &
+                stat, errmsg)
+      return
+    end if
+    strides = step / elem_bytes
+    ! An axis of extent 1: any stride will do, the dense one is the clearest.
+    if (ext(1) <= 1) strides(1) = 1
+    do i = 2, r
+      if (ext(i) <= 1) strides(i) = strides(i - 1) * max(ext(i - 1), 1_c_int64_t)
+    end do
+    call pads(d, pad, pad_lo, pad_hi, lo, hi)
+    status = c_field_wrap(dom%ptr, int(type, c_int), p, ext, lo, hi, f%ptr)
+    comp = 1
+    if (r == d + 1) then
+      comp = strides(r)
+      if (status == HALOX_SUCCESS) &
+        status = c_field_set_components(f%ptr, int(ext(r), c_int), 1_c_int)
+    end if
+    if (status == HALOX_SUCCESS) status = c_field_set_strides(f%ptr, strides, comp)
+    if (status == HALOX_SUCCESS .and. present(name)) status = c_field_set_name(f%ptr, c_string(name))
+    if (status == HALOX_SUCCESS .and. present(centering)) then
+      i = 0
+      if (present(centering_dim)) i = centering_dim - 1
+      status = c_field_set_centering(f%ptr, int(centering, c_int), int(i, c_int))
+    end if
+    call check(status, stat, errmsg)
+  end subroutine wrap_any
+
+  !> The padding below and above the owned box: pad (both sides) or pad_lo and pad_hi.
+  subroutine pads(d, pad, pad_lo, pad_hi, lo, hi)
+    integer, intent(in) :: d
+    integer, intent(in), optional :: pad(:), pad_lo(:), pad_hi(:)
+    integer(c_int), intent(out) :: lo(4), hi(4)
+    lo = -1  ! none given: a negative padding the build reports
+    hi = -1
+    if (present(pad)) lo(1:min(d, size(pad))) = int(pad(1:min(d, size(pad))), c_int)
+    if (present(pad)) hi = lo
+    if (present(pad_lo)) lo(1:min(d, size(pad_lo))) = int(pad_lo(1:min(d, size(pad_lo))), c_int)
+    if (present(pad_hi)) hi(1:min(d, size(pad_hi))) = int(pad_hi(1:min(d, size(pad_hi))), c_int)
+  end subroutine pads
+
+  !> A device array (for example `host_data use_device` under OpenACC), column-major: its
+  !> address, element type (HALOX_FLOAT64, ...) and extents, halo padding included.
+  subroutine halox_wrap_device(f, dom, ptr, type, extents, pad, pad_lo, pad_hi, name, stat, errmsg)
+    type(halox_field), intent(inout) :: f
+    type(halox_domain), intent(in) :: dom
+    type(c_ptr), intent(in) :: ptr
+    integer, intent(in) :: type, extents(:)
+    integer, intent(in), optional :: pad(:), pad_lo(:), pad_hi(:)
+    character(*), intent(in), optional :: name
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int) :: lo(4), hi(4), status
+    call pads(dom%dim(), pad, pad_lo, pad_hi, lo, hi)
+    status = c_field_wrap(dom%ptr, int(type, c_int), ptr, int(extents, c_int64_t), lo, hi, f%ptr)
+    if (status == HALOX_SUCCESS) status = c_field_set_order(f%ptr, column_major)
+    if (status == HALOX_SUCCESS) status = c_field_set_memory(f%ptr, device)
+    if (status == HALOX_SUCCESS .and. present(name)) status = c_field_set_name(f%ptr, c_string(name))
+    call check(status, stat, errmsg)
+  end subroutine halox_wrap_device
+
+  !> This field's own halo in the exchanges built from it (default: the exchange's stencil).
+  subroutine field_set_stencil(f, st, stat, errmsg)
+    class(halox_field), intent(inout) :: f
+    type(halox_stencil), intent(in) :: st
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_field_set_stencil(f%ptr, st%ptr), stat, errmsg)
+  end subroutine field_set_stencil
+
+  subroutine field_destroy(f)
+    class(halox_field), intent(inout) :: f
+    call check(c_field_destroy(f%ptr))
+    f%ptr = c_null_ptr
+  end subroutine field_destroy
+
+  ! ---- exchanges ------------------------------------------------------------------------
+
+  !> The exchange of `fields`' halos for stencil `st` (collective). reverse: a reduction
+  !> (HALOX_SUM, ...) for the reverse, halo-to-owner exchange. label: its name in messages.
+  subroutine halox_make_exchange(ex, dom, st, fields, reverse, label, stat, errmsg)
+    type(halox_exchange), intent(inout) :: ex
+    type(halox_domain), intent(in) :: dom
+    type(halox_stencil), intent(in) :: st
+    type(halox_field), intent(in) :: fields(:)
+    integer, intent(in), optional :: reverse
+    character(*), intent(in), optional :: label
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(c_ptr) :: ptrs(max(size(fields), 1)), opts
+    integer(c_int) :: status
+    integer :: k
+    ptrs = c_null_ptr
+    do k = 1, size(fields)
+      ptrs(k) = fields(k)%ptr
+    end do
+    opts = c_null_ptr
+    status = HALOX_SUCCESS
+    if (present(label)) then
+      status = c_options_create(opts)
+      if (status == HALOX_SUCCESS) status = c_options_set_label(opts, c_string(label))
+    end if
+    if (status == HALOX_SUCCESS) then
+      if (present(reverse)) then
+        status = c_reverse_create(dom%ptr, st%ptr, int(reverse, c_int), ptrs, &
+                                  int(size(fields), c_int), opts, ex%ptr)
+      else
+        status = c_exchange_create(dom%ptr, st%ptr, ptrs, int(size(fields), c_int), opts, ex%ptr)
+      end if
+    end if
+    if (c_options_destroy(opts) /= HALOX_SUCCESS) continue
+    call check(status, stat, errmsg)
+  end subroutine halox_make_exchange
+
+  !> One whole exchange: returns when every halo is filled.
+  subroutine exchange_run(ex, stat, errmsg)
+    class(halox_exchange), intent(inout) :: ex
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_exchange_op(ex%ptr), stat, errmsg)
+  end subroutine exchange_run
+
+  subroutine exchange_start(ex, stat, errmsg)
+    class(halox_exchange), intent(inout) :: ex
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_exchange_start(ex%ptr), stat, errmsg)
+  end subroutine exchange_start
+
+  subroutine exchange_wait(ex, stat, errmsg)
+    class(halox_exchange), intent(inout) :: ex
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_exchange_wait(ex%ptr), stat, errmsg)
+  end subroutine exchange_wait
+
+  !> Whether the started exchange has completed (then it is finished, as by wait).
+  logical function exchange_test(ex, stat, errmsg)
+    class(halox_exchange), intent(inout) :: ex
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int) :: done
+    done = 0
+    call check(c_exchange_test(ex%ptr, done), stat, errmsg)
+    exchange_test = done /= 0
+  end function exchange_test
+
+  !> Device fields: the exchange ordered on a CUDA stream (its handle as an integer).
+  subroutine exchange_schedule(ex, stream, stat, errmsg)
+    class(halox_exchange), intent(inout) :: ex
+    integer(c_intptr_t), intent(in) :: stream
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_exchange_schedule(ex%ptr, stream), stat, errmsg)
+  end subroutine exchange_schedule
+
+  subroutine exchange_schedule_wait(ex, stream, stat, errmsg)
+    class(halox_exchange), intent(inout) :: ex
+    integer(c_intptr_t), intent(in) :: stream
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_exchange_schedule_wait(ex%ptr, stream), stat, errmsg)
+  end subroutine exchange_schedule_wait
+
+  !> What the exchange does: peers, messages, routes.
+  function exchange_describe(ex) result(text)
+    class(halox_exchange), intent(inout) :: ex
+    character(:), allocatable :: text
+    character(kind=c_char), pointer :: chars(:)
+    type(c_ptr) :: p
+    integer :: n, i
+    call check(c_exchange_describe(ex%ptr, p))
+    n = int(c_strlen(p))
+    call c_f_pointer(p, chars, [n])
+    allocate (character(n) :: text)
+    do i = 1, n
+      text(i:i) = chars(i)
+    end do
+  end function exchange_describe
+
+  subroutine exchange_destroy(ex)
+    class(halox_exchange), intent(inout) :: ex
+    call check(c_exchange_destroy(ex%ptr))
+    ex%ptr = c_null_ptr
+  end subroutine exchange_destroy
+
+end module halox

@@ -1,0 +1,238 @@
+! The Fortran module at any rank count: arrays declared with global index bounds, used in place;
+! every halo cell checked against the global coordinates encoded in the data, on 2-D (mpi_f08
+! communicator) and 3-D (integer communicator) domains, periodic and not, with fields of
+! different types and stencils in one exchange, an array section, components; bad input on
+! every rank rejected with stat and errmsg, the arrays left as they were.
+program test_fortran
+  use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64, error_unit
+  use mpi_f08
+  use halox
+  implicit none
+  integer :: rank, nranks, failures, total
+
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks)
+  failures = 0
+  call test_2d(.true.)
+  call test_2d(.false.)
+  call test_3d(.true.)
+  call test_3d(.false.)
+  call test_bad_input()
+  call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+  if (rank == 0) print '(a, i0, a, i0, a)', 'test_fortran: ', nranks, ' rank(s), ', total, ' failure(s)'
+  call MPI_Finalize()
+  if (total /= 0) error stop 1
+
+contains
+
+  subroutine expect(ok, what)
+    logical, intent(in) :: ok
+    character(*), intent(in) :: what
+    if (ok) return
+    failures = failures + 1
+    if (failures <= 10) write (error_unit, '(a, i0, 2a)') 'rank ', rank, ': ', what
+  end subroutine expect
+
+  !> The number a global cell (1-based) holds.
+  pure real(real64) function code(g)
+    integer, intent(in) :: g(:)
+    integer :: i
+    code = 1
+    do i = size(g), 1, -1
+      code = code * 100 + g(i)
+    end do
+  end function code
+
+  !> What cell g holds after an exchange with halo widths w (box: corners too), -1 where no
+  !> stencil region or a non-periodic edge leaves it unfilled.
+  pure real(real64) function expected(g, lo, hi, n, periodic, w, box)
+    integer, intent(in) :: g(:), lo(:), hi(:), n(:), w(:)
+    logical, intent(in) :: periodic(:), box
+    integer :: src(size(g)), i, outside
+    expected = -1
+    outside = 0
+    src = g
+    do i = 1, size(g)
+      if (g(i) < lo(i) - w(i) .or. g(i) > hi(i) + w(i)) return
+      if (g(i) < lo(i) .or. g(i) > hi(i)) outside = outside + 1
+      if (g(i) < 1 .or. g(i) > n(i)) then
+        if (.not. periodic(i)) return
+        src(i) = modulo(g(i) - 1, n(i)) + 1
+      end if
+    end do
+    if (outside > 1 .and. .not. box) return
+    expected = code(src)
+  end function expected
+
+  !> 2-D: u (real64, box stencil of width 2, padding 2, two components) and v (int32, its own
+  !> star stencil of width 1, padding 1), plus s, a real64 section of a 3-D array.
+  subroutine test_2d(periodic)
+    logical, intent(in) :: periodic
+    integer, parameter :: n(2) = [9, 7]
+    type(halox_domain) :: dom
+    type(halox_stencil) :: box2, star1
+    type(halox_field) :: fu, fv, fs
+    type(halox_exchange) :: ex
+    real(real64), allocatable, target :: u(:, :, :), big(:, :, :)
+    integer(int32), allocatable, target :: v(:, :)
+    integer :: lo(2), hi(2), i, j, c, bad
+    character(64) :: what
+    call halox_cartesian(dom, MPI_COMM_WORLD, n, periodic=[periodic, periodic])
+    call dom%local_box(lo, hi)
+    allocate (u(lo(1) - 2:hi(1) + 2, lo(2) - 2:hi(2) + 2, 2), v(lo(1) - 1:hi(1) + 1, lo(2) - 1:hi(2) + 1))
+    allocate (big(lo(1) - 1:hi(1) + 1, 3, lo(2) - 1:hi(2) + 1))
+    u = -1
+    v = -1
+    big = -1
+    do j = lo(2), hi(2)
+      do i = lo(1), hi(1)
+        u(i, j, :) = code([i, j])
+        v(i, j) = int(code([i, j]), int32)
+        big(i, 2, j) = code([i, j])
+      end do
+    end do
+    call halox_box(box2, [2, 2])
+    call halox_star(star1, [1, 1])
+    call halox_wrap(fu, dom, u, pad=[2, 2], components=.true., name='u')
+    call halox_wrap(fv, dom, v, pad=[1, 1], name='v')
+    call fv%set_stencil(star1)
+    call halox_wrap(fs, dom, big(:, 2, :), pad=[1, 1], name='section')
+    call fs%set_stencil(star1)
+    call halox_make_exchange(ex, dom, box2, [fu, fv, fs])
+    call ex%exchange()
+    bad = 0
+    do j = lbound(u, 2), ubound(u, 2)
+      do i = lbound(u, 1), ubound(u, 1)
+        do c = 1, 2
+          if (u(i, j, c) /= expected([i, j], lo, hi, n, [periodic, periodic], [2, 2], .true.)) bad = bad + 1
+        end do
+        if (i >= lbound(v, 1) .and. i <= ubound(v, 1) .and. j >= lbound(v, 2) .and. j <= ubound(v, 2)) then
+          if (v(i, j) /= expected([i, j], lo, hi, n, [periodic, periodic], [1, 1], .false.)) bad = bad + 1
+          if (big(i, 2, j) /= expected([i, j], lo, hi, n, [periodic, periodic], [1, 1], .false.)) bad = bad + 1
+        end if
+      end do
+    end do
+    write (what, '(a, l1, a, i0, a)') '2-D periodic=', periodic, ': ', bad, ' wrong halo cells'
+    call expect(bad == 0, trim(what))
+    call expect(all(big(:, 1, :) == -1) .and. all(big(:, 3, :) == -1), 'cells beside the section changed')
+    call expect(index(ex%describe(), '3 field(s)') > 0, 'describe(): '//ex%describe())
+    call ex%destroy()
+    call fu%destroy()
+    call fv%destroy()
+    call fs%destroy()
+    call box2%destroy()
+    call star1%destroy()
+    call dom%destroy()
+  end subroutine test_2d
+
+  !> 3-D over an integer communicator: w (real32) and x (int64), box stencil of width 1,
+  !> started and waited for.
+  subroutine test_3d(periodic)
+    logical, intent(in) :: periodic
+    integer, parameter :: n(3) = [6, 5, 4]
+    type(halox_domain) :: dom
+    type(halox_stencil) :: st
+    type(halox_field) :: fw, fx
+    type(halox_exchange) :: ex
+    real(real32), allocatable, target :: w(:, :, :)
+    integer(int64), allocatable, target :: x(:, :, :)
+    integer :: lo(3), hi(3), i, j, k, bad, stat
+    logical :: p(3)
+    character(64) :: what
+    p = periodic
+    call halox_cartesian(dom, MPI_COMM_WORLD%MPI_VAL, n, periodic=p)
+    call dom%local_box(lo, hi)
+    allocate (w(lo(1) - 1:hi(1) + 1, lo(2) - 1:hi(2) + 1, lo(3) - 1:hi(3) + 1))
+    allocate (x(lo(1) - 1:hi(1) + 1, lo(2) - 1:hi(2) + 1, lo(3) - 1:hi(3) + 1))
+    w = -1
+    x = -1
+    do k = lo(3), hi(3)
+      do j = lo(2), hi(2)
+        do i = lo(1), hi(1)
+          w(i, j, k) = real(code([i, j, k]), real32)
+          x(i, j, k) = int(code([i, j, k]), int64)
+        end do
+      end do
+    end do
+    call halox_box(st, [1, 1, 1])
+    call halox_wrap(fw, dom, w, pad=[1, 1, 1])
+    call halox_wrap(fx, dom, x, pad_lo=[1, 1, 1], pad_hi=[1, 1, 1])
+    call halox_make_exchange(ex, dom, st, [fw, fx], label='three-d', stat=stat)
+    call expect(stat == HALOX_SUCCESS, 'the 3-D exchange was not built')
+    call ex%start()
+    if (.not. ex%test()) call ex%wait()
+    bad = 0
+    do k = lbound(w, 3), ubound(w, 3)
+      do j = lbound(w, 2), ubound(w, 2)
+        do i = lbound(w, 1), ubound(w, 1)
+          if (w(i, j, k) /= real(expected([i, j, k], lo, hi, n, p, [1, 1, 1], .true.), real32)) bad = bad + 1
+          if (x(i, j, k) /= int(expected([i, j, k], lo, hi, n, p, [1, 1, 1], .true.), int64)) bad = bad + 1
+        end do
+      end do
+    end do
+    write (what, '(a, l1, a, i0, a)') '3-D periodic=', periodic, ': ', bad, ' wrong halo cells'
+    call expect(bad == 0, trim(what))
+    call ex%destroy()
+    call fw%destroy()
+    call fx%destroy()
+    call st%destroy()
+    call dom%destroy()
+  end subroutine test_3d
+
+  !> Builds an exchange of `a` that must fail on every rank with HALOX_ERROR and a message
+  !> containing `needle`, leaving `a` as it was.
+  subroutine expect_rejected(dom, st, a, pad, needle, what)
+    type(halox_domain), intent(in) :: dom
+    type(halox_stencil), intent(in) :: st
+    real(real64), intent(inout), target :: a(:, :)
+    integer, intent(in) :: pad(:)
+    character(*), intent(in) :: needle, what
+    real(real64) :: before(size(a, 1), size(a, 2))
+    type(halox_field) :: f
+    type(halox_exchange) :: ex
+    character(400) :: msg
+    integer :: stat
+    before = a
+    msg = ''
+    call halox_wrap(f, dom, a, pad=pad)
+    call halox_make_exchange(ex, dom, st, [f], stat=stat, errmsg=msg)
+    call expect(stat == HALOX_ERROR, what//': stat is not HALOX_ERROR')
+    call expect(index(msg, needle) > 0, what//': the message "'//trim(msg)//'" does not say '//needle)
+    call expect(all(a == before), what//': the array changed')
+    call f%destroy()
+  end subroutine expect_rejected
+
+  subroutine test_bad_input()
+    type(halox_domain) :: dom, bad
+    type(halox_stencil) :: st1, st2
+    real(real64), allocatable, target :: a(:, :), wide(:, :)
+    integer :: lo(2), hi(2), stat, i, j
+    character(300) :: msg
+    call halox_cartesian(dom, MPI_COMM_WORLD, [8, 6], periodic=[.true., .false.])
+    call dom%local_box(lo, hi)
+    allocate (a(lo(1) - 1:hi(1) + 1, lo(2) - 1:hi(2) + 1), wide(lo(1) - 1:hi(1) + 2, lo(2) - 1:hi(2) + 1))
+    a = -1
+    wide = -1
+    forall (i=lo(1):hi(1), j=lo(2):hi(2)) a(i, j) = code([i, j])
+    call halox_star(st1, [1, 1])
+    call halox_star(st2, [2, 2])
+    call expect_rejected(dom, st2, a, [1, 1], 'padding', 'halo wider than the padding')
+    call expect_rejected(dom, st1, wide, [1, 1], 'extents', 'wrong extents')
+    if (nranks > 1) then
+      if (rank == 0) then
+        call expect_rejected(dom, st1, a, [1, 1], 'rank', 'mismatched ranks')
+      else
+        call expect_rejected(dom, st2, a, [1, 1], 'rank', 'mismatched ranks')
+      end if
+    end if
+    msg = ''
+    call halox_cartesian(bad, MPI_COMM_WORLD, [8, 6, 4, 2, 2], stat=stat, errmsg=msg)
+    call expect(stat == HALOX_ERROR .and. index(msg, 'dimension 5 is not 1 to 4') > 0, &
+                'a 5-D domain: '//trim(msg))
+    call st1%destroy()
+    call st2%destroy()
+    call dom%destroy()
+  end subroutine test_bad_input
+
+end program test_fortran
