@@ -153,10 +153,12 @@ halox_status halox_stencil_destroy(halox_stencil* st);
 halox_status halox_field_wrap(const halox_domain* dom, halox_type type, void* data,
                               const int64_t* extents, const int* pad_lo, const int* pad_hi,
                               halox_field** out);
-/* One dense array per owned box, in halox_domain_local_box order, each padded alike. */
+/* One dense array per owned box, in halox_domain_local_box order, each padded alike.
+ * extents: count x dim entries, block after block: each array's extents, padding included
+ * (checked per block when an exchange is built, as halox_field_wrap's). */
 halox_status halox_field_wrap_blocks(const halox_domain* dom, halox_type type, int count,
-                                     void* const* data, const int* pad_lo, const int* pad_hi,
-                                     halox_field** out);
+                                     void* const* data, const int64_t* extents,
+                                     const int* pad_lo, const int* pad_hi, halox_field** out);
 halox_status halox_field_destroy(halox_field* f);
 
 halox_status halox_field_set_order(halox_field* f, halox_order order);

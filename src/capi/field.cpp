@@ -88,8 +88,8 @@ halox_status halox_field_wrap(const halox_domain* dom, halox_type type, void* da
 }
 
 halox_status halox_field_wrap_blocks(const halox_domain* dom, halox_type type, int count,
-                                     void* const* data, const int* pad_lo, const int* pad_hi,
-                                     halox_field** out) {
+                                     void* const* data, const int64_t* extents, const int* pad_lo,
+                                     const int* pad_hi, halox_field** out) {
   return guard([&] {
     const char* call = "halox_field_wrap_blocks";
     *need(out, call, "out") = nullptr;
@@ -100,11 +100,17 @@ halox_status halox_field_wrap_blocks(const halox_domain* dom, halox_type type, i
     const int d = dim_of(*f);
     if (type_size(type) == 0)
       mark(*f, detail::format("element type {} is no halox_type", int(type)));
-    if (count < 0 || (count > 0 && !data) || !pad_lo || !pad_hi)
-      mark(*f, detail::format("{}: {} arrays, the arrays or the padding NULL", call, count));
+    if (count < 0 || (count > 0 && (!data || !extents)) || !pad_lo || !pad_hi)
+      mark(*f, detail::format("{}: {} arrays, the arrays, extents or padding NULL", call, count));
     else
       for (int i = 0; i < d; ++i) f->pad_lo[i] = pad_lo[i], f->pad_hi[i] = pad_hi[i];
-    if (f->invalid.empty()) f->data.assign(data, data + count);
+    if (f->invalid.empty()) {
+      f->data.assign(data, data + count);
+      f->block_extents.resize(std::size_t(count));
+      for (int b = 0; b < count; ++b)
+        for (int i = 0; i < d; ++i)
+          f->block_extents[std::size_t(b)][std::size_t(i)] = extents[b * d + i];
+    }
     *out = f.release();
   });
 }

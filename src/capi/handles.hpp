@@ -150,8 +150,9 @@ struct halox_field {
   const halox_domain* domain = nullptr;
   halox_type type = HALOX_FLOAT64;
   std::vector<void*> data;  ///< one pointer per block
-  bool per_block = false;   ///< halox_field_wrap_blocks: extents are the boxes'
+  bool per_block = false;   ///< halox_field_wrap_blocks: one extents entry per block
   std::array<halox::index, halox::capi::max_dim> extents{};
+  std::vector<std::array<halox::index, halox::capi::max_dim>> block_extents;  ///< per_block
   std::array<int, halox::capi::max_dim> pad_lo{}, pad_hi{};
   halox::field_options options;
   std::optional<std::array<halox::index, halox::capi::max_dim>> strides;

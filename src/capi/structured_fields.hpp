@@ -24,8 +24,11 @@ std::shared_ptr<detail::field_state<D>> wrap_of(const Dom& dom, const halox_fiel
   with_type(f.type, [&]<class T>() {
     if (f.per_block) {
       std::vector<T*> ptrs;
+      std::vector<extents<D>> sizes(f.block_extents.size());
       for (void* p : f.data) ptrs.push_back(static_cast<T*>(p));
-      s = dom.template wrap<T>(std::span<T* const>(ptrs), lo, hi, o, f.space).state();
+      for (std::size_t b = 0; b < sizes.size(); ++b)
+        for (int i = 0; i < D; ++i) sizes[b][i] = f.block_extents[b][std::size_t(i)];
+      s = dom.template wrap<T>(ptrs, sizes, lo, hi, o, f.space).state();
     } else if (f.strides) {
       for (int i = 0; i < D; ++i) strides[i] = (*f.strides)[i];
       s = dom.template wrap_strided<T>(static_cast<T*>(f.data[0]), lo, hi, strides,

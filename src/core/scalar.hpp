@@ -7,6 +7,7 @@
 
 #include "halox/core/reduction.hpp"
 #include "halox/core/scalar.hpp"
+#include "program/ops.hpp"
 #include "halox/field/memory.hpp"
 
 namespace halox::detail {

@@ -13,6 +13,22 @@
 
 namespace halox::detail {
 
+/// Combines `n` elements read from `src` (byte stride `ss`) into `dst` (byte stride `ds`).
+using reduce_fn = void (*)(std::byte* dst, const std::byte* src, index n, index ds, index ss);
+
+/// How a GPU kernel combines: `op` 0 copy (replace), 1 sum, 2 min, 3 max; `type` 1 double,
+/// 2 float, 3 int32, 4 int64, 5 uint32, 6 uint64 (0: no device reduction for this type).
+struct device_reduce {
+  int op = 0;
+  int type = 0;
+};
+
+/// Both ways to combine values under a reduction: on the host and in the GPU kernels.
+struct combiner {
+  reduce_fn host = nullptr;
+  device_reduce device;
+};
+
 /// Up to 4 spatial dimensions plus the component dimension.
 inline constexpr int max_copy_dims = 5;
 

@@ -282,6 +282,54 @@ static void test_bad_input(void) {
   OK(halox_domain_destroy(dom));
 }
 
+/* Two boxes per rank (a box list, round robin): one array per box with its own extents, every
+ * cell checked; then block 1's extents one too large are refused, naming the block. */
+static void test_blocks(void) {
+  enum { max_boxes = 16 };
+  const int nbox = 2 * size, one[2] = {1, 1}, periodic[2] = {1, 1};
+  const int64_t global[2] = {3 * nbox, 5};
+  int64_t lo[2 * max_boxes], hi[2 * max_boxes];
+  int owners[max_boxes];
+  for (int k = 0; k < nbox; ++k)
+    lo[2 * k] = 3 * k, lo[2 * k + 1] = 0, hi[2 * k] = 3 * k + 3, hi[2 * k + 1] = 5,
+           owners[k] = k % size;
+  halox_domain* dom = NULL;
+  OK(halox_box_list_create(MPI_COMM_WORLD, 2, global, periodic, nbox, lo, hi, owners, &dom));
+  halox_stencil* st = NULL;
+  OK(halox_stencil_box(2, one, one, &st));
+  array_shape s[2];
+  double* a[2];
+  int64_t ext[4];
+  for (int b = 0; b < 2; ++b) {
+    s[b].dim = 2, s[b].column_major = 0;
+    OK(halox_domain_local_box(dom, b, s[b].lo, s[b].hi));
+    for (int i = 0; i < 2; ++i)
+      s[b].pad_lo[i] = s[b].pad_hi[i] = 1,
+      ext[2 * b + i] = s[b].ext[i] = s[b].hi[i] - s[b].lo[i] + 2;
+    a[b] = malloc(sizeof(double) * (size_t)volume(&s[b]));
+    fill(&s[b], a[b], NULL);
+  }
+  halox_field* f = NULL;
+  halox_exchange* ex = NULL;
+  OK(halox_field_wrap_blocks(dom, HALOX_FLOAT64, 2, (void* const*)a, ext, one, one, &f));
+  OK(halox_exchange_create(dom, st, &f, 1, NULL, &ex));
+  OK(halox_exchange_run(ex));
+  for (int b = 0; b < 2; ++b)
+    verify(&s[b], a[b], NULL, global, periodic, one, one, 1, "two boxes per rank");
+  OK(halox_exchange_destroy(ex));
+  OK(halox_field_destroy(f));
+  ext[2] += 1; /* block 1 one cell too wide */
+  OK(halox_field_wrap_blocks(dom, HALOX_FLOAT64, 2, (void* const*)a, ext, one, one, &f));
+  CHECK(halox_exchange_create(dom, st, &f, 1, NULL, &ex) == HALOX_ERROR,
+        "block 1 too wide: not HALOX_ERROR");
+  CHECK(strstr(halox_last_error(), "block 1 has extents") != NULL, "%s", halox_last_error());
+  OK(halox_field_destroy(f));
+  OK(halox_stencil_destroy(st));
+  OK(halox_domain_destroy(dom));
+  free(a[0]);
+  free(a[1]);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -290,6 +338,7 @@ int main(int argc, char** argv) {
     for (int periodic = 0; periodic <= 1; ++periodic) test_forward(dim, periodic, dim == 3);
   test_reverse();
   test_bad_input();
+  test_blocks();
   int total = 0;
   MPI_OK(MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
   if (rank == 0) printf("test_c_api: %d rank(s), %d failure(s)\n", size, total);
