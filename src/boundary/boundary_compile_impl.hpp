@@ -1,4 +1,6 @@
-// Physical boundary rules compiled at set-up: checks, host fills, device fills and callbacks.
+#pragma once
+// Physical boundary rules compiled at set-up: checks, host fills, device fills and callbacks
+// (instantiated per dimension by src/exchange/build_<D>d.cpp).
 
 #include "boundary/boundary_compile.hpp"
 
@@ -261,10 +263,5 @@ std::vector<std::function<void()>> compile_boundary(const std::vector<face_rule<
   template std::vector<std::function<void()>> compile_boundary<D>(                \
       const std::vector<face_rule<D>>&, const field_state<D>&, const stencil<D>&, \
       const std::array<bool, D>&, int, int, device_rules&);
-HALOX_BOUNDARY(1)
-HALOX_BOUNDARY(2)
-HALOX_BOUNDARY(3)
-HALOX_BOUNDARY(4)
-#undef HALOX_BOUNDARY
 
 }  // namespace halox::detail

@@ -1,4 +1,6 @@
-// The structured exchange builder, compiled once for cartesian<D> and box_list<D> (D = 1..4):
+#pragma once
+// The structured exchange builder, compiled once for cartesian<D> and box_list<D> (D = 1..4,
+// one translation unit per dimension: src/exchange/build_<D>d.cpp):
 // every rank checks its fields, the plans are built (one per distinct stencil and centering),
 // compiled into the program's pack, unpack and local steps, and wrapped in the communication
 // object (see halox/exchange/make_exchange.hpp).
@@ -371,18 +373,15 @@ halo_exchange build_exchange(const Domain& dom, const stencil<D>& st,
       boost::mpi::communicator(dom.comm(), boost::mpi::comm_duplicate), std::move(prog));
 }
 
+#define HALOX_PLANS(Dom, D)                                                           \
+  template structured_plan<D> make_plan<D, Dom<D>>(const Dom<D>&, const stencil<D>&); \
+  template structured_plan<D> make_plan<D, Dom<D>>(const Dom<D>&, const stencil<D>&,  \
+                                                   const detail::point_grid<D>&);     \
+  template structured_plan<D> make_plan<D, Dom<D>>(const Dom<D>&, const stencil<D>&,  \
+                                                   std::span<const region_rule<D>>);
 #define HALOX_BUILD(Dom, D)                                      \
   template halo_exchange build_exchange<Dom<D>, D>(              \
       const Dom<D>&, const stencil<D>&, const exchange_options&, \
       std::span<const exchange_field<D>>, const exchange_kind<D>&);
-HALOX_BUILD(cartesian, 1)
-HALOX_BUILD(cartesian, 2)
-HALOX_BUILD(cartesian, 3)
-HALOX_BUILD(cartesian, 4)
-HALOX_BUILD(box_list, 1)
-HALOX_BUILD(box_list, 2)
-HALOX_BUILD(box_list, 3)
-HALOX_BUILD(box_list, 4)
-#undef HALOX_BUILD
 
 }  // namespace halox
