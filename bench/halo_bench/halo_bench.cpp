@@ -25,7 +25,7 @@
 #include <boost/mpi.hpp>
 #include <halox/halox.hpp>
 
-#include "../common/cli.hpp"
+#include "../../examples/common/cli.hpp"
 #include "floors.hpp"
 #include "mac_case.hpp"
 #include "setup.hpp"
