@@ -37,7 +37,7 @@ HEAT_STEPS=${HEAT_STEPS:-200}
 mkdir -p "$OUT"
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(suites sanitize apps sweep graphs)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+source "$(dirname "${BASH_SOURCE[0]}")/../../cmake/mpi-env.sh"
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast
 export HALOX_WAIT_TIMEOUT=${HALOX_WAIT_TIMEOUT:-120}
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
