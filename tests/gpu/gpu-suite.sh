@@ -140,13 +140,13 @@ stage_sanitize() {
 
 stage_sweep() {
   local f=$OUT/sweep.txt
-  run "$f" sweep 400 mpirun -np 2 "$BUILD/examples/halo_bench" --sweep --graph
+  run "$f" sweep 400 mpirun -np 2 "$BUILD/bench/halo_bench" --sweep --graph
   for path in ipc nccl; do
     local node=0
     [ $path = nccl ] && node=1
     for g in $GPUS; do
       run "$f" "full-$path-g$g" 200 env HALOX_NODE_SIZE=$node mpirun -np "$g" \
-        "$BUILD/examples/halo_bench" --device --sizes 64,256 --widths 1,2
+        "$BUILD/bench/halo_bench" --device --sizes 64,256 --widths 1,2
     done
   done
   grep -c '"impl"' "$f"
