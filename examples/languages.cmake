@@ -21,11 +21,9 @@ if(HALOX_BUILD_TESTS)
   foreach(app IN LISTS _halox_language_apps)
     string(REGEX MATCH "^[a-z]+" _label ${app})
     foreach(n 1 2 3 4)
-      add_test(NAME example_${app}_np${n}
-        COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n} --oversubscribe $<TARGET_FILE:${app}> 40 30)
+      halox_add_mpi_test(example_${app}_np${n} ${n} $<TARGET_FILE:${app}> 40 30)
       set_tests_properties(example_${app}_np${n} PROPERTIES LABELS "example;${_label};mpi;np${n}"
-        TIMEOUT 120 PASS_REGULAR_EXPRESSION "verified bit for bit"
-        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;HALOX_WAIT_TIMEOUT=120")
+        TIMEOUT 120 PASS_REGULAR_EXPRESSION "verified bit for bit")
     endforeach()
   endforeach()
 endif()

@@ -10,4 +10,4 @@ build="$root/build-demo"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHALOX_ENABLE_CUDA=OFF \
   -DHALOX_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" --target heat3d
-mpirun -np 4 --oversubscribe "$build/examples/heat3d" "$@"
+mpirun -np 4 "$build/examples/heat3d" "$@"

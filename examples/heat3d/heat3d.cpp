@@ -6,7 +6,6 @@
 //   mpirun -np 4 ./heat3d [--n 48] [--steps 40] [--no-overlap] [--device] [--scaling]
 //                         [--progress STEPS]
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +21,7 @@
 
 #include "../common/app.hpp"
 #include "../common/cli.hpp"
+#include "../common/time_loop.hpp"
 
 #ifdef HALOX_HEAT3D_DEVICE
 #include "../common/select_gpu.hpp"
@@ -30,6 +30,9 @@
 
 namespace mpi = boost::mpi;
 using idx = halox::index;
+using example_app::clock_type;
+using example_app::since;
+using example_app::timing;
 
 namespace {
 
@@ -43,16 +46,6 @@ struct options {
   int progress = 0;      // steps between progress lines on rank 0; 0: none
 };
 
-struct timing {
-  double seconds = 0;     // the whole time-step loop
-  double exchange_s = 0;  // of which in halox's exchange calls (host time)
-};
-
-using clock_type = std::chrono::steady_clock;
-double since(clock_type::time_point t) {
-  return std::chrono::duration<double>(clock_type::now() - t).count();
-}
-
 // Progress lines for long runs: rank 0, every `every` steps, host clock. On the GPU the host
 // runs at most a step ahead (schedule_exchange waits for its pack kernel), so no
 // synchronisation is added for it.
@@ -60,10 +53,9 @@ class progress_meter {
  public:
   progress_meter(const options& o, const mpi::communicator& comm, double cells_per_step, int steps)
       : every_(comm.rank() == 0 ? o.progress : 0), cells_(cells_per_step), steps_(steps) {}
-  void start() { t0_ = clock_type::now(); }
-  void step_done(int s) {
+  // After step `s`, `elapsed` seconds into the loop.
+  void step_done(int s, double elapsed) const {
     if (every_ <= 0 || (s + 1) % every_ != 0) return;
-    const double elapsed = since(t0_);
     std::printf("step %d/%d, %.2f s, %.3f Mcell-updates/s\n", s + 1, steps_, elapsed,
                 cells_ * (s + 1) / elapsed / 1e6);
     std::fflush(stdout);
@@ -73,7 +65,6 @@ class progress_meter {
   int every_;
   double cells_;
   int steps_;
-  clock_type::time_point t0_{};
 };
 
 constexpr double alpha = 0.1;  // diffusion number, stable below 1/6
@@ -157,48 +148,20 @@ halox::field<double, 3> run_host(const halox::cartesian<3>& dom, const halox::st
                                  const options& o, const mpi::communicator& world, timing& t) {
   auto u = dom.make_field<double>(st), v = dom.make_field<double>(st);
   fill_initial(u, dom.global_box().hi);
-  const auto b = u.owned_box();
-  const auto [inner, shell] = halox::split_interior(b, st);  // overlap: interior, then shell
   // One exchange object per field: steps alternate which field holds the current state.
   halox::halo_exchange ex_u = halox::make_exchange(dom, st, u),
                        ex_v = halox::make_exchange(dom, st, v);
-
-  progress_meter progress(o, world, double(dom.global_box().volume()), o.steps);
-  world.barrier();
-  const auto t0 = clock_type::now();
-  progress.start();
-  for (int s = 0; s < o.steps; ++s) {
-    const bool even = s % 2 == 0;
-    auto& in = even ? u : v;
-    auto& out = even ? v : u;
-    auto& ex = even ? ex_u : ex_v;
-    if (o.overlap) {
-      auto e0 = clock_type::now();
-      auto h = ex.start();
-      t.exchange_s += since(e0);
-      sweep(in, out, inner);  // reads no halo: overlaps the messages
-      e0 = clock_type::now();
-      h.wait();
-      t.exchange_s += since(e0);
-      for (const auto& slab : shell) sweep(in, out, slab);
-    } else {
-      const auto e0 = clock_type::now();
-      ex.exchange();
-      t.exchange_s += since(e0);
-      sweep(in, out, b);
-    }
-    progress.step_done(s);
-  }
-  world.barrier();
-  t.seconds = since(t0);
-  return o.steps % 2 == 0 ? u : v;
+  const progress_meter progress(o, world, double(dom.global_box().volume()), o.steps);
+  return example_app::run_steps(
+      world, o, st, u, v, ex_u, ex_v, sweep,
+      [&](int s, double elapsed) { progress.step_done(s, elapsed); }, t);
 }
 
+#ifdef HALOX_HEAT3D_DEVICE
 [[noreturn]] void abort_run(const mpi::communicator& world, const std::exception& e) {
   example_app::abort_run("heat3d", world, e);
 }
 
-#ifdef HALOX_HEAT3D_DEVICE
 int select_gpu(const mpi::communicator& world) {
   return example_gpu::select_gpu(world, "heat3d");
 }
@@ -221,6 +184,63 @@ heat3d_device::parts parts_of(const std::vector<halox::box<3>>& boxes) {
   return p;
 }
 
+// One GPU time step on `stream`: the exchange of the field it reads scheduled after the previous
+// step's kernels, the interior beside it (with overlap: it reads no halo), then the rest once
+// the halos have arrived. No host synchronisation.
+struct device_step {
+  const options& o;
+  heat3d_device::grid gu, gv;
+  halox::halo_exchange &ex_u, &ex_v;
+  heat3d_device::parts whole, inner, shell;
+  CUstream_st* stream;
+  timing& t;
+
+  void operator()(int s) const {
+    const bool even = s % 2 == 0;
+    const auto& in = even ? gu : gv;
+    const auto& out = even ? gv : gu;
+    auto& ex = even ? ex_u : ex_v;
+    auto e0 = clock_type::now();
+    ex.schedule_exchange(stream);  // packs after the previous step's kernels
+    t.exchange_s += since(e0);
+    if (o.overlap) heat3d_device::sweep(in, out, inner, alpha, stream);  // reads no halo
+    e0 = clock_type::now();
+    ex.schedule_wait(stream);  // later work on `stream` sees the halos
+    t.exchange_s += since(e0);
+    heat3d_device::sweep(in, out, o.overlap ? shell : whole, alpha, stream);
+  }
+};
+
+// The GPU time loop, between two barriers of `world`, timed into `t.seconds`. --graph: steps 0
+// and 1 (u to v, v to u) captured once, exchanges included, and replayed; an odd last step runs
+// as it is.
+void device_loop(const options& o, const mpi::communicator& world, const device_step& step,
+                 const progress_meter& progress) {
+  CUgraphExec_st* pair = nullptr;
+  if (o.graph) {
+    example_gpu::begin_capture(step.stream);
+    step(0);
+    step(1);
+    pair = example_gpu::end_capture(step.stream);
+    step.t.exchange_s = 0;
+  }
+  world.barrier();
+  const auto t0 = clock_type::now();
+  for (int s = 0; s < o.steps; ++s) {
+    if (pair != nullptr && s + 1 < o.steps) {
+      example_gpu::launch_graph(pair, step.stream);
+      progress.step_done(s++, since(t0));
+    } else {
+      step(s);
+    }
+    progress.step_done(s, since(t0));
+  }
+  example_gpu::synchronize(step.stream);
+  world.barrier();
+  step.t.seconds = since(t0);
+  if (pair != nullptr) example_gpu::destroy_graph(pair);
+}
+
 // GPU run: fields in device memory, the update as kernels on one stream, ordered with the
 // exchange by schedule_exchange/schedule_wait (no host synchronisation inside the loop).
 // Returns the final state copied into a host field of the same layout.
@@ -238,58 +258,24 @@ halox::field<double, 3> run_device(const halox::cartesian<3>& dom, const halox::
 
   const auto b = u.owned_box();
   const auto split = halox::split_interior(b, st);
-  const auto whole = parts_of({b}), inner = parts_of({split.interior}),
-             shell = parts_of(split.shell);
-  const heat3d_device::grid gu = grid_of(u), gv = grid_of(v);
   halox::halo_exchange ex_u = halox::make_exchange(dom, st, u),
                        ex_v = halox::make_exchange(dom, st, v);
   // A CUDA failure below ends the job from inside this scope: unwinding would destroy an
   // exchange in flight, whose destructor waits for messages that may never come.
   try {
     CUstream_st* const stream = example_gpu::create_stream();
-
-    progress_meter progress(o, world, double(dom.global_box().volume()), o.steps);
-    auto step = [&](int s) {
-      const bool even = s % 2 == 0;
-      const auto& in = even ? gu : gv;
-      const auto& out = even ? gv : gu;
-      auto& ex = even ? ex_u : ex_v;
-      auto e0 = clock_type::now();
-      ex.schedule_exchange(stream);  // packs after the previous step's kernels
-      t.exchange_s += since(e0);
-      if (o.overlap) heat3d_device::sweep(in, out, inner, alpha, stream);  // reads no halo
-      e0 = clock_type::now();
-      ex.schedule_wait(stream);  // later work on `stream` sees the halos
-      t.exchange_s += since(e0);
-      heat3d_device::sweep(in, out, o.overlap ? shell : whole, alpha, stream);
-    };
-    // --graph: steps 0 and 1 (u to v, v to u) captured once, exchanges included; an odd last
-    // step runs as it is.
-    CUgraphExec_st* pair = nullptr;
-    if (o.graph) {
-      example_gpu::begin_capture(stream);
-      step(0);
-      step(1);
-      pair = example_gpu::end_capture(stream);
-      t.exchange_s = 0;
-    }
-    world.barrier();
-    const auto t0 = clock_type::now();
-    progress.start();
-    for (int s = 0; s < o.steps; ++s) {
-      if (pair != nullptr && s + 1 < o.steps) {
-        example_gpu::launch_graph(pair, stream);
-        progress.step_done(s++);
-      } else {
-        step(s);
-      }
-      progress.step_done(s);
-    }
-    example_gpu::synchronize(stream);
-    world.barrier();
-    t.seconds = since(t0);
-    if (pair != nullptr) example_gpu::destroy_graph(pair);
-
+    const device_step step{.o = o,
+                           .gu = grid_of(u),
+                           .gv = grid_of(v),
+                           .ex_u = ex_u,
+                           .ex_v = ex_v,
+                           .whole = parts_of({b}),
+                           .inner = parts_of({split.interior}),
+                           .shell = parts_of(split.shell),
+                           .stream = stream,
+                           .t = t};
+    const progress_meter progress(o, world, double(dom.global_box().volume()), o.steps);
+    device_loop(o, world, step, progress);
     example_gpu::copy_to_host(mirror.data(), (o.steps % 2 == 0 ? u : v).data(), bytes);
     example_gpu::destroy_stream(stream);
   } catch (const std::exception& e) {
@@ -343,120 +329,150 @@ int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
   return code;
 }
 
-}  // namespace
+constexpr halox::periodic<3> all_periodic{true, true, true};
 
-int main(int argc, char** argv) {
-  mpi::environment env(argc, argv);
-  mpi::communicator world;
-  options o;
-  if (const int code =
-          example_app::read_options(world, [&] { return parse(argc, argv, o, world); });
-      code >= 0)
-    return code;
-
-  constexpr auto st = halox::stencil<3>::star(1);
-  constexpr halox::periodic<3> all_periodic{true, true, true};
-  // Weak scaling: the process grid first, then N cells per rank along each dimension.
+// The domain: N^3 cells, or with --scaling the process grid first, then N cells per rank along
+// each dimension.
+halox::cartesian<3> domain_of(const mpi::communicator& world, const options& o) {
   extents3 global{o.n, o.n, o.n};
   std::optional<halox::process_grid<3>> grid;
   if (o.scaling) {
     grid = halox::balanced_grid<3>(world.size(), global);
     for (int d = 0; d < 3; ++d) global[d] = o.n * grid->dims[d];
   }
-  const halox::cartesian<3> dom(world, global, all_periodic, grid);
-  auto run = [&](const halox::cartesian<3>& d, const mpi::communicator& comm, timing& t) {
-    return o.device ? run_device(d, st, o, comm, t) : run_host(d, st, o, comm, t);
-  };
-  if (world.rank() == 0) {  // the header, before any progress line
-    const char* mode = o.device ? (o.graph     ? "device, CUDA graphs of two steps"
-                                   : o.overlap ? "device, stream-ordered exchange overlapped"
-                                               : "device, stream-ordered exchange, no overlap")
-                                : (o.overlap ? "overlapped exchange" : "blocking exchange");
-    std::printf("heat3d: %lldx%lldx%lld cells, %d steps, %d ranks, process grid %dx%dx%d, %s\n",
-                static_cast<long long>(global[0]), static_cast<long long>(global[1]),
-                static_cast<long long>(global[2]), o.steps, world.size(), dom.grid().dims[0],
-                dom.grid().dims[1], dom.grid().dims[2], mode);
-    std::fflush(stdout);
-  }
-  timing t, solo;
-  halox::field<double, 3> result;  // the final state, on the host
-  try {
-    if (o.device)
-      if (const int code = select_gpu(world); code != 0) return code;
-    if (o.scaling) {  // the 1-rank reference: rank 0 alone, N^3 cells, the same steps
-      const mpi::communicator alone = world.split(world.rank() == 0 ? 0 : 1);
-      if (world.rank() == 0) {
-        const halox::cartesian<3> one(alone, {o.n, o.n, o.n}, all_periodic);
-        run(one, alone, solo);
-      }
-      world.barrier();
-    }
-    result = run(dom, world, t);
-  } catch (const std::exception& e) {
-    abort_run(world, e);
-  }
-  const auto b = result.owned_box();
+  return halox::cartesian<3>(world, global, all_periodic, grid);
+}
 
-  int status = 0;
-  if (world.rank() == 0) {  // timings first: they do not wait for the check
-    const double cells = double(dom.global_box().volume()) * o.steps;
+halox::field<double, 3> solve(const halox::cartesian<3>& dom, const options& o,
+                              const mpi::communicator& comm, timing& t) {
+  constexpr auto st = halox::stencil<3>::star(1);
+  return o.device ? run_device(dom, st, o, comm, t) : run_host(dom, st, o, comm, t);
+}
+
+// Rank 0's first line, before any progress line.
+void print_header(const mpi::communicator& world, const options& o,
+                  const halox::cartesian<3>& dom) {
+  if (world.rank() != 0) return;
+  const char* mode = o.device ? (o.graph     ? "device, CUDA graphs of two steps"
+                                 : o.overlap ? "device, stream-ordered exchange overlapped"
+                                             : "device, stream-ordered exchange, no overlap")
+                              : (o.overlap ? "overlapped exchange" : "blocking exchange");
+  const auto global = dom.global_box().hi;
+  std::printf("heat3d: %lldx%lldx%lld cells, %d steps, %d ranks, process grid %dx%dx%d, %s\n",
+              static_cast<long long>(global[0]), static_cast<long long>(global[1]),
+              static_cast<long long>(global[2]), o.steps, world.size(), dom.grid().dims[0],
+              dom.grid().dims[1], dom.grid().dims[2], mode);
+  std::fflush(stdout);
+}
+
+// Rank 0's timings (`solo`: the 1-rank run of --scaling), printed before the check.
+void print_timings(const mpi::communicator& world, const options& o, const halox::cartesian<3>& dom,
+                   const timing& t, const timing& solo) {
+  if (world.rank() != 0) return;
+  const double cells = double(dom.global_box().volume()) * o.steps;
+  std::printf(
+      "throughput: %.3f Mcell-updates/s (%.4f s total, %.4f s in halo exchange calls on "
+      "rank 0)\n",
+      cells / t.seconds / 1e6, t.seconds, t.exchange_s);
+  if (o.scaling) {
+    const double per_rank = double(o.n) * double(o.n) * double(o.n) * o.steps;
     std::printf(
-        "throughput: %.3f Mcell-updates/s (%.4f s total, %.4f s in halo exchange calls on "
-        "rank 0)\n",
-        cells / t.seconds / 1e6, t.seconds, t.exchange_s);
-    if (o.scaling) {
-      const double per_rank = double(o.n) * double(o.n) * double(o.n) * o.steps;
-      std::printf(
-          "weak scaling: %lld^3 cells per rank; 1 rank %.4f s (%.3f Mcell-updates/s), %d ranks "
-          "%.4f s (%.3f Mcell-updates/s per rank)\n",
-          static_cast<long long>(o.n), solo.seconds, per_rank / solo.seconds / 1e6, world.size(),
-          t.seconds, per_rank / t.seconds / 1e6);
-      std::printf("efficiency: %.2f\n", 100.0 * solo.seconds / t.seconds);
-    }
-    std::fflush(stdout);
+        "weak scaling: %lld^3 cells per rank; 1 rank %.4f s (%.3f Mcell-updates/s), %d ranks "
+        "%.4f s (%.3f Mcell-updates/s per rank)\n",
+        static_cast<long long>(o.n), solo.seconds, per_rank / solo.seconds / 1e6, world.size(),
+        t.seconds, per_rank / t.seconds / 1e6);
+    std::printf("efficiency: %.2f\n", 100.0 * solo.seconds / t.seconds);
   }
+  std::fflush(stdout);
+}
 
-  // Rank 0 receives the owned boxes one rank at a time (plain MPI in pieces below 2^31
-  // elements: large --scaling runs hold over 2 GB in all) and compares with the serial run.
-  std::vector<double> mine;
-  mine.reserve(std::size_t(b.volume()));
+// Owned boxes travel to rank 0 in plain MPI pieces below 2^31 elements: large --scaling runs
+// hold over 2 GB in all.
+constexpr std::size_t piece = std::size_t(1) << 30;
+constexpr int values_tag = 7;
+
+// This rank's owned cells of `f`, in row-major order.
+std::vector<double> owned_values(const halox::field<double, 3>& f) {
+  const auto b = f.owned_box();
+  std::vector<double> out;
+  out.reserve(std::size_t(b.volume()));
   for (idx i = b.lo[0]; i < b.hi[0]; ++i)
     for (idx j = b.lo[1]; j < b.hi[1]; ++j)
-      for (idx k = b.lo[2]; k < b.hi[2]; ++k) mine.push_back(result(i, j, k));
-  constexpr std::size_t piece = std::size_t(1) << 30;
-  const MPI_Comm comm = MPI_Comm(world);
+      for (idx k = b.lo[2]; k < b.hi[2]; ++k) out.push_back(f(i, j, k));
+  return out;
+}
+
+// Rank 0: max |distributed - serial| over every rank's owned box (its own is `mine`).
+double max_difference(const mpi::communicator& world, const options& o,
+                      const halox::cartesian<3>& dom, const std::vector<double>& mine) {
+  const extents3 global = dom.global_box().hi;
+  const auto ref = serial_run(global, o.steps);
+  double diff = 0;
+  std::vector<double> theirs;
+  for (int r = 0; r < world.size(); ++r) {
+    const auto rb = dom.box_of(r);
+    const std::vector<double>* got = &mine;
+    if (r != 0) {
+      theirs.resize(std::size_t(rb.volume()));
+      for (std::size_t p = 0; p < theirs.size(); p += piece)
+        MPI_Recv(theirs.data() + p, int(std::min(piece, theirs.size() - p)), MPI_DOUBLE, r,
+                 values_tag, MPI_Comm(world), MPI_STATUS_IGNORE);
+      got = &theirs;
+    }
+    std::size_t p = 0;
+    for (idx i = rb.lo[0]; i < rb.hi[0]; ++i)
+      for (idx j = rb.lo[1]; j < rb.hi[1]; ++j)
+        for (idx k = rb.lo[2]; k < rb.hi[2]; ++k)
+          diff = std::max(
+              diff, std::abs((*got)[p++] - ref[std::size_t((i * global[1] + j) * global[2] + k)]));
+  }
+  return diff;
+}
+
+// Rank 0 receives the owned boxes one rank at a time and compares with the serial run; returns
+// the exit status (rank 0's verdict).
+int verify(const mpi::communicator& world, const options& o, const halox::cartesian<3>& dom,
+           const halox::field<double, 3>& result) {
+  const auto mine = owned_values(result);
   if (world.rank() != 0) {
     for (std::size_t p = 0; p < mine.size(); p += piece)
-      MPI_Send(mine.data() + p, int(std::min(piece, mine.size() - p)), MPI_DOUBLE, 0, 7, comm);
-  } else {
-    const auto ref = serial_run(global, o.steps);
-    double diff = 0;
-    std::vector<double> theirs;
-    for (int r = 0; r < world.size(); ++r) {
-      const auto rb = dom.box_of(r);
-      const std::vector<double>* got = &mine;
-      if (r != 0) {
-        theirs.resize(std::size_t(rb.volume()));
-        for (std::size_t p = 0; p < theirs.size(); p += piece)
-          MPI_Recv(theirs.data() + p, int(std::min(piece, theirs.size() - p)), MPI_DOUBLE, r, 7,
-                   comm, MPI_STATUS_IGNORE);
-        got = &theirs;
-      }
-      std::size_t p = 0;
-      for (idx i = rb.lo[0]; i < rb.hi[0]; ++i)
-        for (idx j = rb.lo[1]; j < rb.hi[1]; ++j)
-          for (idx k = rb.lo[2]; k < rb.hi[2]; ++k)
-            diff = std::max(diff, std::abs((*got)[p++] -
-                                           ref[std::size_t((i * global[1] + j) * global[2] + k)]));
-    }
-    if (diff <= 1e-12) {
-      std::printf("verified: max |distributed - serial| = %.3e <= 1e-12\n", diff);
-    } else {
-      std::printf("FAILED: max |distributed - serial| = %.3e > 1e-12\n", diff);
-      status = 1;
-    }
-    std::fflush(stdout);
+      MPI_Send(mine.data() + p, int(std::min(piece, mine.size() - p)), MPI_DOUBLE, 0, values_tag,
+               MPI_Comm(world));
+    return 0;
   }
-  mpi::broadcast(world, status, 0);
+  const double diff = max_difference(world, o, dom, mine);
+  int status = 0;
+  if (diff <= 1e-12) {
+    std::printf("verified: max |distributed - serial| = %.3e <= 1e-12\n", diff);
+  } else {
+    std::printf("FAILED: max |distributed - serial| = %.3e > 1e-12\n", diff);
+    status = 1;
+  }
+  std::fflush(stdout);
   return status;
+}
+
+int run(const mpi::communicator& world, const options& o) {
+  const halox::cartesian<3> dom = domain_of(world, o);
+  print_header(world, o, dom);
+  if (o.device)
+    if (const int code = select_gpu(world); code != 0) return code;
+  timing t, solo;
+  if (o.scaling) {  // the 1-rank reference: rank 0 alone, N^3 cells, the same steps
+    const mpi::communicator alone = world.split(world.rank() == 0 ? 0 : 1);
+    if (world.rank() == 0) {
+      const halox::cartesian<3> one(alone, {o.n, o.n, o.n}, all_periodic);
+      solve(one, o, alone, solo);
+    }
+    world.barrier();
+  }
+  const halox::field<double, 3> result = solve(dom, o, world, t);  // the final state, on the host
+  print_timings(world, o, dom, t, solo);  // before the check: it does not wait for it
+  return verify(world, o, dom, result);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return example_app::run_main<options>("heat3d", argc, argv, parse, run);
 }

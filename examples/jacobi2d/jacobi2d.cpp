@@ -19,7 +19,6 @@
 //   mpirun -np 4 ./jacobi2d [--nx 16384] [--ny 16384] [--steps 1000] [--nccheck 1]
 //                           [--progress 100] [--overlap] [--device [--graph]]
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +35,7 @@
 
 #include "../common/app.hpp"
 #include "../common/cli.hpp"
+#include "../common/time_loop.hpp"
 
 #ifdef HALOX_JACOBI2D_DEVICE
 #include "../common/select_gpu.hpp"
@@ -45,6 +45,8 @@
 namespace mpi = boost::mpi;
 using idx = halox::index;
 using grid_field = halox::field<float, 2>;
+using example_app::clock_type;
+using example_app::since;
 
 namespace {
 
@@ -63,11 +65,6 @@ struct result {
   double seconds = 0;
   double norm = 0;  // the last L2 norm computed
 };
-
-using clock_type = std::chrono::steady_clock;
-double since(clock_type::time_point t) {
-  return std::chrono::duration<double>(clock_type::now() - t).count();
-}
 
 // The one update formula both paths use (jacobi2d_device.cu repeats it for the GPU, operation
 // for operation), in the benchmark's order: right, left, below, above.
@@ -131,8 +128,8 @@ bool norm_iteration(const options& o, int it) {
 }
 
 // Rank 0's progress line every o.progress iterations.
-void report(const mpi::communicator& comm, const options& o, int it, double norm,
-            clock_type::time_point t0) {
+void print_progress(const mpi::communicator& comm, const options& o, int it, double norm,
+                    clock_type::time_point t0) {
   if (o.progress <= 0 || comm.rank() != 0 || (it + 1) % o.progress != 0) return;
   const double t = since(t0);
   std::printf("  [%d rank%s] iteration %5d/%d  norm %.6e  %.3f s  %.1f iterations/s\n", comm.size(),
@@ -140,11 +137,16 @@ void report(const mpi::communicator& comm, const options& o, int it, double norm
   std::fflush(stdout);
 }
 
+// The computed rows (periodic) by every column, rows split over `comm`'s ranks.
+halox::cartesian<2> domain_of(const mpi::communicator& comm, const options& o) {
+  return halox::cartesian<2>(comm, {o.ny - 2, o.nx}, halox::periodic{true, false},
+                             halox::process_grid<2>{{comm.size(), 1}});
+}
+
 // CPU run over `comm`'s ranks.
 result run_host(const mpi::communicator& comm, const options& o) {
   constexpr auto st = halox::stencil<2>::star(1);
-  const halox::cartesian<2> dom(comm, {o.ny - 2, o.nx}, halox::periodic{true, false},
-                                halox::process_grid<2>{{comm.size(), 1}});
+  const halox::cartesian<2> dom = domain_of(comm, o);
   auto a = dom.make_field<float>(st), a_new = dom.make_field<float>(st);
   fill_initial(a, o);
   fill_initial(a_new, o);
@@ -171,7 +173,7 @@ result run_host(const mpi::communicator& comm, const options& o) {
       sum = sweep(in, out, parts.whole, norm);
     }
     if (norm) r.norm = std::sqrt(mpi::all_reduce(comm, sum, std::plus<double>()));
-    report(comm, o, it, r.norm, t0);
+    print_progress(comm, o, it, r.norm, t0);
   }
   comm.barrier();
   r.seconds = since(t0);
@@ -179,11 +181,11 @@ result run_host(const mpi::communicator& comm, const options& o) {
   return r;
 }
 
+#ifdef HALOX_JACOBI2D_DEVICE
 [[noreturn]] void abort_run(const std::exception& e) {
   example_app::abort_run("jacobi2d", mpi::communicator(), e);
 }
 
-#ifdef HALOX_JACOBI2D_DEVICE
 int select_gpu(const mpi::communicator& world) {
   return example_gpu::select_gpu(world, "jacobi2d");
 }
@@ -206,6 +208,51 @@ jacobi2d_device::parts device_parts(const std::vector<halox::box<2>>& boxes) {
   return p;
 }
 
+// What the GPU loops work on: the two fields as the kernels see them, with their exchanges; the
+// parts of a sweep; the stream; the norm's buffers.
+struct device_run {
+  CUstream_st* stream;
+  const jacobi2d_device::norm_buffer& nb;
+  jacobi2d_device::grid ga, gnew;
+  jacobi2d_device::parts inner, shell;
+  halox::halo_exchange &ex_a, &ex_new;
+};
+
+// The loop without graphs. An iteration's new field is exchanged as soon as its sweeps are
+// enqueued, so the exchange overlaps the norm's readback and host all-reduce (as in the NCCL
+// variant of NVIDIA's benchmark) and the next interior sweep (it reads no halo; as in its
+// overlap variant). The host waits only for the norm's copy. Returns the loop's seconds; `norm`
+// the last norm.
+double stream_loop(const mpi::communicator& comm, const options& o, const device_run& d,
+                   double& norm) {
+  comm.barrier();
+  const auto t0 = clock_type::now();
+  if (o.niter > 0) d.ex_a.schedule_exchange(d.stream);  // the first iteration's halos
+  for (int it = 0; it < o.niter; ++it) {
+    const bool even = it % 2 == 0, with_norm = norm_iteration(o, it);
+    const auto& in = even ? d.ga : d.gnew;
+    const auto& out = even ? d.gnew : d.ga;
+    auto& ex_in = even ? d.ex_a : d.ex_new;
+    auto& ex_out = even ? d.ex_new : d.ex_a;
+    double* const acc = with_norm ? d.nb.device : nullptr;
+    jacobi2d_device::sweep(in, out, d.inner, acc, d.stream);  // reads no halo: overlaps
+    ex_in.schedule_wait(d.stream);  // later work on the stream sees the halos of `in`
+    jacobi2d_device::sweep(in, out, d.shell, acc, d.stream);
+    // The next iteration's halos as soon as `out` is complete: the exchange runs while the
+    // norm is read back and all-reduced, and while the next interior sweep runs.
+    if (it + 1 < o.niter) ex_out.schedule_exchange(d.stream);
+    if (with_norm) {
+      jacobi2d_device::fetch_norm(d.nb, d.stream);
+      const double sum = jacobi2d_device::wait_norm(d.nb);
+      norm = std::sqrt(mpi::all_reduce(comm, sum, std::plus<double>()));
+    }
+    print_progress(comm, o, it, norm, t0);
+  }
+  example_gpu::synchronize(d.stream);
+  comm.barrier();
+  return since(t0);
+}
+
 // --graph: each iteration as NVIDIA's nccl_graphs runs it, captured once into a CUDA graph per
 // parity (which field is read) and per norm (with the norm's accumulation and read-back, or
 // without), then replayed. In each graph two branches start together: the first and last owned
@@ -214,44 +261,42 @@ jacobi2d_device::parts device_parts(const std::vector<halox::box<2>>& boxes) {
 // each graph holds whole exchanges, and the interior waits for neither the edge rows nor the
 // exchange. The host launches one graph per iteration and waits only for the norm's copy.
 // Returns the loop's seconds; `norm` the last norm.
-double graph_loop(const mpi::communicator& comm, const options& o, CUstream_st* stream,
-                  const jacobi2d_device::norm_buffer& nb, const jacobi2d_device::grid& ga,
-                  const jacobi2d_device::grid& gnew, const jacobi2d_device::parts& inner,
-                  const jacobi2d_device::parts& shell, halox::halo_exchange& ex_a,
-                  halox::halo_exchange& ex_new, double& norm) {
-  ex_a.schedule_exchange(stream);  // the first iteration's halos, outside the graphs
-  ex_a.schedule_wait(stream);
+double graph_loop(const mpi::communicator& comm, const options& o, const device_run& d,
+                  double& norm) {
+  d.ex_a.schedule_exchange(d.stream);  // the first iteration's halos, outside the graphs
+  d.ex_a.schedule_wait(d.stream);
   CUstream_st* const edges = example_gpu::create_priority_stream();
   CUevent_st* const fork = example_gpu::create_event();
   CUevent_st* const join = example_gpu::create_event();
   CUgraphExec_st* graph[2][2] = {};  // [norm][parity of the iteration]
   for (int with_norm = 0; with_norm < 2; ++with_norm)
     for (int parity = 0; parity < 2; ++parity) {
-      const auto& in = parity == 0 ? ga : gnew;
-      const auto& out = parity == 0 ? gnew : ga;
-      auto& ex_out = parity == 0 ? ex_new : ex_a;
-      double* const acc = with_norm ? nb.device : nullptr;
-      example_gpu::begin_capture(stream);
-      example_gpu::follow(edges, stream, fork);
-      jacobi2d_device::sweep(in, out, shell, acc, edges);
+      const auto& in = parity == 0 ? d.ga : d.gnew;
+      const auto& out = parity == 0 ? d.gnew : d.ga;
+      auto& ex_out = parity == 0 ? d.ex_new : d.ex_a;
+      double* const acc = with_norm ? d.nb.device : nullptr;
+      example_gpu::begin_capture(d.stream);
+      example_gpu::follow(edges, d.stream, fork);
+      jacobi2d_device::sweep(in, out, d.shell, acc, edges);
       ex_out.schedule_exchange(edges);
       ex_out.schedule_wait(edges);
-      jacobi2d_device::sweep(in, out, inner, acc, stream);
-      example_gpu::follow(stream, edges, join);
-      if (with_norm) jacobi2d_device::fetch_norm(nb, stream, true);
-      graph[with_norm][parity] = example_gpu::end_capture(stream);
+      jacobi2d_device::sweep(in, out, d.inner, acc, d.stream);
+      example_gpu::follow(d.stream, edges, join);
+      if (with_norm) jacobi2d_device::fetch_norm(d.nb, d.stream, true);
+      graph[with_norm][parity] = example_gpu::end_capture(d.stream);
     }
-  example_gpu::synchronize(stream);
+  example_gpu::synchronize(d.stream);
   comm.barrier();
   const auto t0 = clock_type::now();
   for (int it = 0; it < o.niter; ++it) {
     const bool with_norm = norm_iteration(o, it);
-    example_gpu::launch_graph(graph[with_norm][it % 2], stream);
+    example_gpu::launch_graph(graph[with_norm][it % 2], d.stream);
     if (with_norm)
-      norm = std::sqrt(mpi::all_reduce(comm, jacobi2d_device::wait_norm(nb), std::plus<double>()));
-    report(comm, o, it, norm, t0);
+      norm =
+          std::sqrt(mpi::all_reduce(comm, jacobi2d_device::wait_norm(d.nb), std::plus<double>()));
+    print_progress(comm, o, it, norm, t0);
   }
-  example_gpu::synchronize(stream);
+  example_gpu::synchronize(d.stream);
   comm.barrier();
   const double seconds = since(t0);
   for (auto& row : graph)
@@ -263,15 +308,11 @@ double graph_loop(const mpi::communicator& comm, const options& o, CUstream_st* 
 }
 
 // GPU run over `comm`'s ranks: fields in device memory, the sweeps as kernels on one stream,
-// ordered with the exchange by schedule_exchange/schedule_wait. An iteration's new field is
-// exchanged as soon as its sweeps are enqueued, so the exchange overlaps the norm's readback
-// and host all-reduce (as in the NCCL variant of NVIDIA's benchmark) and the next interior
-// sweep (it reads no halo; as in its overlap variant). The host waits only for the norm's copy.
-// Returns the final state copied into a host field of the same layout.
+// ordered with the exchange by schedule_exchange/schedule_wait (stream_loop, or graph_loop with
+// --graph). Returns the final state copied into a host field of the same layout.
 result run_device(const mpi::communicator& comm, const options& o) {
   constexpr auto st = halox::stencil<2>::star(1);
-  const halox::cartesian<2> dom(comm, {o.ny - 2, o.nx}, halox::periodic{true, false},
-                                halox::process_grid<2>{{comm.size(), 1}});
+  const halox::cartesian<2> dom = domain_of(comm, o);
   // Host mirror: the same stencil gives the same allocated box and strides, so whole
   // allocations copy as they are.
   auto mirror = dom.make_field<float>(st);
@@ -285,8 +326,6 @@ result run_device(const mpi::communicator& comm, const options& o) {
   example_gpu::copy_to_device(a_new.data(), mirror.data(), bytes);
 
   const auto split = parts_of(a, st, o.nx);
-  const auto inner = device_parts({split.interior}), shell = device_parts(split.shell);
-  const jacobi2d_device::grid ga = grid_of(a), gnew = grid_of(a_new);
   halox::halo_exchange ex_a = halox::make_exchange(dom, st, a),
                        ex_new = halox::make_exchange(dom, st, a_new);
   result r;
@@ -296,42 +335,15 @@ result run_device(const mpi::communicator& comm, const options& o) {
     CUstream_st* const stream = example_gpu::create_stream();
     jacobi2d_device::norm_buffer nb = jacobi2d_device::make_norm();
     jacobi2d_device::reset_norm(nb, stream);
-
-    if (o.graph) {
-      r.seconds = graph_loop(comm, o, stream, nb, ga, gnew, inner, shell, ex_a, ex_new, r.norm);
-      example_gpu::copy_to_host(mirror.data(), (o.niter % 2 == 0 ? a : a_new).data(), bytes);
-      jacobi2d_device::free_norm(nb);
-      example_gpu::destroy_stream(stream);
-      r.field = mirror;
-      return r;
-    }
-    comm.barrier();
-    const auto t0 = clock_type::now();
-    if (o.niter > 0) ex_a.schedule_exchange(stream);  // the first iteration's halos
-    for (int it = 0; it < o.niter; ++it) {
-      const bool even = it % 2 == 0, norm = norm_iteration(o, it);
-      const auto& in = even ? ga : gnew;
-      const auto& out = even ? gnew : ga;
-      auto& ex_in = even ? ex_a : ex_new;
-      auto& ex_out = even ? ex_new : ex_a;
-      double* const acc = norm ? nb.device : nullptr;
-      jacobi2d_device::sweep(in, out, inner, acc, stream);  // reads no halo: overlaps the exchange
-      ex_in.schedule_wait(stream);  // later work on `stream` sees the halos of `in`
-      jacobi2d_device::sweep(in, out, shell, acc, stream);
-      // The next iteration's halos as soon as `out` is complete: the exchange runs while the
-      // norm is read back and all-reduced, and while the next interior sweep runs.
-      if (it + 1 < o.niter) ex_out.schedule_exchange(stream);
-      if (norm) {
-        jacobi2d_device::fetch_norm(nb, stream);
-        const double sum = jacobi2d_device::wait_norm(nb);
-        r.norm = std::sqrt(mpi::all_reduce(comm, sum, std::plus<double>()));
-      }
-      report(comm, o, it, r.norm, t0);
-    }
-    example_gpu::synchronize(stream);
-    comm.barrier();
-    r.seconds = since(t0);
-
+    const device_run d{.stream = stream,
+                       .nb = nb,
+                       .ga = grid_of(a),
+                       .gnew = grid_of(a_new),
+                       .inner = device_parts({split.interior}),
+                       .shell = device_parts(split.shell),
+                       .ex_a = ex_a,
+                       .ex_new = ex_new};
+    r.seconds = o.graph ? graph_loop(comm, o, d, r.norm) : stream_loop(comm, o, d, r.norm);
     example_gpu::copy_to_host(mirror.data(), (o.niter % 2 == 0 ? a : a_new).data(), bytes);
     jacobi2d_device::free_norm(nb);
     example_gpu::destroy_stream(stream);
@@ -385,118 +397,127 @@ int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
   app.add_flag("--graph", o.graph,
                "with --device: capture each iteration (rows at the edges and the exchange beside "
                "the interior, then the norm) into a CUDA graph once, then replay the graphs");
-  return example_app::parse(world, app, argc, argv);
+  const int code = example_app::parse(world, app, argc, argv);
+  if (code < 0 && o.graph && !o.device) throw halox::error("jacobi2d: --graph needs --device");
+  if (code < 0 && o.ny - 2 < world.size())
+    throw halox::error("jacobi2d: " + std::to_string(world.size()) + " ranks need --ny >= " +
+                       std::to_string(world.size() + 2) + " (a computed row each)");
+  return code;
+}
+
+void print_header(const mpi::communicator& world, const options& o) {
+  if (world.rank() != 0) return;
+  const char* mode = o.device ? (o.graph ? "device, CUDA graphs: edge rows and exchange beside "
+                                           "the interior, replayed per iteration"
+                                         : "device, stream-ordered exchange overlapped with the "
+                                           "interior")
+                              : (o.overlap ? "CPU, overlapped exchange" : "CPU, blocking exchange");
+  std::printf("jacobi2d: %lld x %lld (nx x ny), %d iterations, norm every %d, %s\n",
+              static_cast<long long>(o.nx), static_cast<long long>(o.ny), o.niter, o.nccheck, mode);
+  std::fflush(stdout);
+}
+
+// Rank 0 in a line of its own, then `what`.
+void announce(const char* what) {
+  std::printf("%s\n", what);
+  std::fflush(stdout);
+}
+
+// The runs: rank 0 first alone (its own communicator and domain) for the 1-rank reference, and
+// with --graph once more without graphs (NVIDIA's nccl_graphs measures against a one-GPU loop
+// without graphs: this run too); then every rank together.
+struct runs {
+  result single, multi, plain;  // plain: --graph's one-rank reference without graphs
+};
+
+runs run_all(const mpi::communicator& world, const options& o) {
+  auto solve = [&](const mpi::communicator& comm, const options& opt) {
+    return opt.device ? run_device(comm, opt) : run_host(comm, opt);
+  };
+  runs r;
+  MPI_Comm solo = MPI_COMM_NULL;
+  if (MPI_Comm_split(world, world.rank() == 0 ? 0 : MPI_UNDEFINED, 0, &solo) != MPI_SUCCESS)
+    throw halox::error("jacobi2d: MPI_Comm_split failed");
+  if (world.rank() == 0) {
+    const mpi::communicator solo_comm(solo, mpi::comm_take_ownership);
+    announce("single rank reference run:");
+    r.single = solve(solo_comm, o);
+    if (o.graph) {
+      announce("single rank reference run without graphs:");
+      options without = o;
+      without.graph = false;
+      r.plain = solve(solo_comm, without);
+    }
+    std::printf("%d-rank run:\n", world.size());
+    std::fflush(stdout);
+  }
+  world.barrier();
+  r.multi = solve(world, o);
+  return r;
+}
+
+// Rank 0's report: timings, then the gathered rows (`all`, in rank order: the P x 1 grid's)
+// against the 1-rank field; returns the exit status.
+int report(const mpi::communicator& world, const options& o, const runs& r,
+           const std::vector<std::vector<float>>& all) {
+  const int P = world.size();
+  double diff = 0, scale = 0;
+  idx g = 0;
+  for (int k = 0; k < P; ++k)
+    for (std::size_t p = 0; p < all[k].size(); ++g)
+      for (idx x = 0; x < o.nx; ++x, ++p) {
+        const double ref = r.single.field(g, x);
+        diff = std::max(diff, std::abs(double(all[k][p]) - ref));
+        // --graph: the reference without graphs must agree too.
+        if (o.graph) diff = std::max(diff, std::abs(double(r.plain.field(g, x)) - ref));
+        scale = std::max(scale, std::abs(ref));
+      }
+  const double t1 = r.single.seconds, tp = r.multi.seconds;
+  const char* plural = P == 1 ? "" : "s";
+  std::printf("final L2 norm: 1 rank %.10e, %d rank%s %.10e\n", r.single.norm, P, plural,
+              r.multi.norm);
+  std::printf("%lldx%lld: 1 rank: %8.4f s, %d rank%s: %8.4f s, speedup: %8.2f\n",
+              static_cast<long long>(o.ny), static_cast<long long>(o.nx), t1, P, plural, tp,
+              t1 / tp);
+  std::printf("efficiency: %.2f\n", t1 / (double(P) * tp) * 100.0);
+  if (o.graph)
+    std::printf("efficiency against the 1-rank run without graphs (%.4f s): %.2f\n",
+                r.plain.seconds, r.plain.seconds / (double(P) * tp) * 100.0);
+  const double tol = 1e-6 * scale;
+  int status = 0;
+  if (g != o.ny - 2) {
+    std::printf("FAILED: gathered %lld rows, expected %lld\n", static_cast<long long>(g),
+                static_cast<long long>(o.ny - 2));
+    status = 1;
+  } else if (diff <= tol) {
+    std::printf("verified: max |distributed - single rank| = %.3e%s\n", diff,
+                diff == 0 ? " (bit-exact)" : " <= 1e-6 max |a|");
+  } else {
+    std::printf("FAILED: max |distributed - single rank| = %.3e > %.3e\n", diff, tol);
+    status = 1;
+  }
+  std::fflush(stdout);
+  return status;
+}
+
+int run(const mpi::communicator& world, const options& o) {
+  print_header(world, o);
+  if (o.device)
+    if (const int code = select_gpu(world); code != 0) return code;
+  const runs r = run_all(world, o);
+  // Gather the owned rows on rank 0 and compare with the single-rank field.
+  const auto b = r.multi.field.owned_box();
+  std::vector<float> mine;
+  mine.reserve(std::size_t(b.volume()));
+  for (idx y = b.lo[0]; y < b.hi[0]; ++y)
+    for (idx x = b.lo[1]; x < b.hi[1]; ++x) mine.push_back(r.multi.field(y, x));
+  std::vector<std::vector<float>> all;
+  mpi::gather(world, mine, all, 0);
+  return world.rank() == 0 ? report(world, o, r, all) : 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  mpi::environment env(argc, argv);
-  mpi::communicator world;
-  options o;
-  if (const int code = example_app::read_options(
-          world,
-          [&] {
-            const int c = parse(argc, argv, o, world);
-            if (c < 0 && o.graph && !o.device)
-              throw halox::error("jacobi2d: --graph needs --device");
-            if (c < 0 && o.ny - 2 < world.size())
-              throw halox::error("jacobi2d: " + std::to_string(world.size()) +
-                                 " ranks need --ny >= " + std::to_string(world.size() + 2) +
-                                 " (a computed row each)");
-            return c;
-          });
-      code >= 0)
-    return code;
-  const int P = world.size();
-  const char* mode = o.device ? (o.graph ? "device, CUDA graphs: edge rows and exchange beside "
-                                            "the interior, replayed per iteration"
-                                          : "device, stream-ordered exchange overlapped with the "
-                                            "interior")
-                              : (o.overlap ? "CPU, overlapped exchange" : "CPU, blocking exchange");
-  if (world.rank() == 0) {
-    std::printf("jacobi2d: %lld x %lld (nx x ny), %d iterations, norm every %d, %s\n",
-                static_cast<long long>(o.nx), static_cast<long long>(o.ny), o.niter, o.nccheck,
-                mode);
-    std::fflush(stdout);
-  }
-
-  result single, multi, plain;  // plain: --graph's one-rank reference without graphs
-  try {
-    if (o.device)
-      if (const int code = select_gpu(world); code != 0) return code;
-    // The 1-rank reference: rank 0 alone, on its own communicator and domain.
-    MPI_Comm solo = MPI_COMM_NULL;
-    if (MPI_Comm_split(world, world.rank() == 0 ? 0 : MPI_UNDEFINED, 0, &solo) != MPI_SUCCESS)
-      throw halox::error("jacobi2d: MPI_Comm_split failed");
-    if (world.rank() == 0) {
-      const mpi::communicator solo_comm(solo, mpi::comm_take_ownership);
-      std::printf("single rank reference run:\n");
-      std::fflush(stdout);
-      single = o.device ? run_device(solo_comm, o) : run_host(solo_comm, o);
-      if (o.graph) {
-        // NVIDIA's nccl_graphs measures against a one-GPU loop without graphs: this run too.
-        std::printf("single rank reference run without graphs:\n");
-        std::fflush(stdout);
-        options without = o;
-        without.graph = false;
-        plain = run_device(solo_comm, without);
-      }
-      std::printf("%d-rank run:\n", P);
-      std::fflush(stdout);
-    }
-    world.barrier();
-    multi = o.device ? run_device(world, o) : run_host(world, o);
-  } catch (const std::exception& e) {
-    abort_run(e);
-  }
-
-  // Gather the owned rows on rank 0 and compare with the single-rank field.
-  const auto b = multi.field.owned_box();
-  std::vector<float> mine;
-  mine.reserve(std::size_t(b.volume()));
-  for (idx y = b.lo[0]; y < b.hi[0]; ++y)
-    for (idx x = b.lo[1]; x < b.hi[1]; ++x) mine.push_back(multi.field(y, x));
-  std::vector<std::vector<float>> all;
-  mpi::gather(world, mine, all, 0);
-  int status = 0;
-  if (world.rank() == 0) {
-    double diff = 0, scale = 0;
-    idx g = 0;  // rows arrive in rank order, the P x 1 grid's order
-    for (int r = 0; r < P; ++r)
-      for (std::size_t p = 0; p < all[r].size(); ++g)
-        for (idx x = 0; x < o.nx; ++x, ++p) {
-          const double ref = single.field(g, x);
-          diff = std::max(diff, std::abs(double(all[r][p]) - ref));
-          // --graph: the reference without graphs must agree too.
-          if (o.graph) diff = std::max(diff, std::abs(double(plain.field(g, x)) - ref));
-          scale = std::max(scale, std::abs(ref));
-        }
-    const double t1 = single.seconds, tp = multi.seconds;
-    const char* plural = P == 1 ? "" : "s";
-    std::printf("final L2 norm: 1 rank %.10e, %d rank%s %.10e\n", single.norm, P, plural,
-                multi.norm);
-    std::printf("%lldx%lld: 1 rank: %8.4f s, %d rank%s: %8.4f s, speedup: %8.2f\n",
-                static_cast<long long>(o.ny), static_cast<long long>(o.nx), t1, P, plural, tp,
-                t1 / tp);
-    std::printf("efficiency: %.2f\n", t1 / (double(P) * tp) * 100.0);
-    if (o.graph)
-      std::printf("efficiency against the 1-rank run without graphs (%.4f s): %.2f\n",
-                  plain.seconds, plain.seconds / (double(P) * tp) * 100.0);
-    const double tol = 1e-6 * scale;
-    if (g != o.ny - 2) {
-      std::printf("FAILED: gathered %lld rows, expected %lld\n", static_cast<long long>(g),
-                  static_cast<long long>(o.ny - 2));
-      status = 1;
-    } else if (diff <= tol) {
-      std::printf("verified: max |distributed - single rank| = %.3e%s\n", diff,
-                  diff == 0 ? " (bit-exact)" : " <= 1e-6 max |a|");
-    } else {
-      std::printf("FAILED: max |distributed - single rank| = %.3e > %.3e\n", diff, tol);
-      status = 1;
-    }
-    std::fflush(stdout);
-  }
-  mpi::broadcast(world, status, 0);
-  return status;
+  return example_app::run_main<options>("jacobi2d", argc, argv, parse, run);
 }

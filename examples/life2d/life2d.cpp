@@ -5,7 +5,6 @@
 //                         [--overlap]
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,11 +19,13 @@
 
 #include "../common/app.hpp"
 #include "../common/cli.hpp"
+#include "../common/time_loop.hpp"
 
 namespace mpi = boost::mpi;
 using idx = halox::index;
 using cell = std::uint8_t;  // 1 alive, 0 dead
 using board = halox::field<cell, 2>;
+using example_app::timing;
 
 namespace {
 
@@ -35,16 +36,6 @@ struct options {
   int progress = 50;  // steps between progress lines on rank 0; 0: none
   bool overlap = false;
 };
-
-struct timing {
-  double seconds = 0;     // the whole time-step loop
-  double exchange_s = 0;  // of which in halox's exchange calls
-};
-
-using clock_type = std::chrono::steady_clock;
-double since(clock_type::time_point t) {
-  return std::chrono::duration<double>(clock_type::now() - t).count();
-}
 
 std::uint64_t splitmix64(std::uint64_t z) {
   z += 0x9e3779b97f4a7c15ULL;
@@ -103,56 +94,24 @@ void sweep(const board& in, const board& out, const halox::box<2>& part) {
 }
 
 // Runs the distributed game; returns the final board.
-board run(const halox::cartesian<2>& dom, const options& o, const mpi::communicator& world,
-          timing& t) {
+board play(const halox::cartesian<2>& dom, const options& o, const mpi::communicator& world,
+           timing& t) {
   constexpr auto st = halox::stencil<2>::box(1);  // the 8 neighbours: corners matter
   auto u = dom.make_field<cell>(st), v = dom.make_field<cell>(st);
   const auto b = u.owned_box();
   for (idx i = b.lo[0]; i < b.hi[0]; ++i)
     for (idx j = b.lo[1]; j < b.hi[1]; ++j) u(i, j) = initial(i, j, o.ny, o.seed);
-  const auto [inner, rim] = halox::split_interior(b, st);  // overlap: interior, then rim
   // One exchange object per field: steps alternate which field holds the current board.
   halox::halo_exchange ex_u = halox::make_exchange(dom, st, u),
                        ex_v = halox::make_exchange(dom, st, v);
   const double cells = double(o.nx) * double(o.ny);
-
-  world.barrier();
-  const auto t0 = clock_type::now();
-  for (int s = 0; s < o.steps; ++s) {
-    const bool even = s % 2 == 0;
-    auto& in = even ? u : v;
-    auto& out = even ? v : u;
-    auto& ex = even ? ex_u : ex_v;
-    if (o.overlap) {
-      auto e0 = clock_type::now();
-      auto h = ex.start();
-      t.exchange_s += since(e0);
-      sweep(in, out, inner);  // reads no halo: overlaps the messages
-      e0 = clock_type::now();
-      h.wait();
-      t.exchange_s += since(e0);
-      for (const auto& strip : rim) sweep(in, out, strip);
-    } else {
-      const auto e0 = clock_type::now();
-      ex.exchange();
-      t.exchange_s += since(e0);
-      sweep(in, out, b);
-    }
-    if (o.progress > 0 && (s + 1) % o.progress == 0 && world.rank() == 0) {
-      // Rank 0's clock only: the other ranks may be up to a step behind.
-      const double elapsed = since(t0);
-      std::printf("step %d, %.4f s, %.3f Mcell-updates/s\n", s + 1, elapsed,
-                  cells * (s + 1) / elapsed / 1e6);
-      std::fflush(stdout);
-    }
-  }
-  world.barrier();
-  t.seconds = since(t0);
-  return o.steps % 2 == 0 ? u : v;
-}
-
-[[noreturn]] void abort_run(const mpi::communicator& world, const std::exception& e) {
-  example_app::abort_run("life2d", world, e);
+  auto progress = [&](int s, double elapsed) {  // rank 0's clock: others may be a step behind
+    if (o.progress <= 0 || (s + 1) % o.progress != 0 || world.rank() != 0) return;
+    std::printf("step %d, %.4f s, %.3f Mcell-updates/s\n", s + 1, elapsed,
+                cells * (s + 1) / elapsed / 1e6);
+    std::fflush(stdout);
+  };
+  return example_app::run_steps(world, o, st, u, v, ex_u, ex_v, sweep, progress, t);
 }
 
 // Reads the options; returns -1 to run, else the exit code (0 after --help, 2 on a bad one).
@@ -181,73 +140,69 @@ int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
   return example_app::parse(world, app, argc, argv);
 }
 
-}  // namespace
+// This rank's final owned cells, row by row.
+std::vector<cell> owned_cells(const board& f) {
+  const auto b = f.owned_box();
+  std::vector<cell> out;
+  out.reserve(std::size_t(b.volume()));
+  for (idx i = b.lo[0]; i < b.hi[0]; ++i)
+    for (idx j = b.lo[1]; j < b.hi[1]; ++j) out.push_back(f(i, j));
+  return out;
+}
 
-int main(int argc, char** argv) {
-  mpi::environment env(argc, argv);
-  mpi::communicator world;
-  options o;
-  if (const int code =
-          example_app::read_options(world, [&] { return parse(argc, argv, o, world); });
-      code >= 0)
-    return code;
-
-  timing t;
-  std::vector<cell> mine;            // this rank's final owned cells, row by row
-  std::vector<halox::box<2>> boxes;  // every rank's owned box
-  halox::process_grid<2> grid{};
-  try {
-    const halox::cartesian<2> dom(world, {o.nx, o.ny}, halox::periodic{true, true});
-    const board result = run(dom, o, world, t);
-    const auto b = result.owned_box();
-    mine.reserve(std::size_t(b.volume()));
-    for (idx i = b.lo[0]; i < b.hi[0]; ++i)
-      for (idx j = b.lo[1]; j < b.hi[1]; ++j) mine.push_back(result(i, j));
-    for (int r = 0; r < world.size(); ++r) boxes.push_back(dom.box_of(r));
-    grid = dom.grid();
-  } catch (const std::exception& e) {
-    abort_run(world, e);
+// Rank 0's report: the gathered boards (`all`, owned boxes `dom.box_of(r)`) against the serial
+// run; returns the exit status.
+int report(const mpi::communicator& world, const options& o, const halox::cartesian<2>& dom,
+           const std::vector<std::vector<cell>>& all, const timing& t) {
+  const auto ref = serial_run(o.nx, o.ny, o.steps, o.seed);
+  long long live = 0, live_ref = 0, differ = 0;
+  for (const cell c : ref) live_ref += c;
+  for (int r = 0; r < world.size(); ++r) {
+    const auto rb = dom.box_of(r);
+    std::size_t p = 0;
+    for (idx i = rb.lo[0]; i < rb.hi[0]; ++i)
+      for (idx j = rb.lo[1]; j < rb.hi[1]; ++j) {
+        const cell c = all[std::size_t(r)][p++];
+        live += c;
+        differ += c != ref[std::size_t(i * o.ny + j)] ? 1 : 0;
+      }
   }
+  const long long total = static_cast<long long>(o.nx * o.ny);
+  const double updates = double(o.nx) * double(o.ny) * o.steps;
+  std::printf("life2d: %lldx%lld cells, %d steps, seed %llu, %d ranks, process grid %dx%d, %s\n",
+              static_cast<long long>(o.nx), static_cast<long long>(o.ny), o.steps,
+              static_cast<unsigned long long>(o.seed), world.size(), dom.grid().dims[0],
+              dom.grid().dims[1], o.overlap ? "overlapped exchange" : "blocking exchange");
+  std::printf("live cells: distributed %lld, serial %lld (of %lld)\n", live, live_ref, total);
+  std::printf("differing cells: %lld\n", differ);
+  std::printf(
+      "throughput: %.3f Mcell-updates/s (%.4f s total, %.4f s in halo exchange calls on "
+      "rank 0)\n",
+      t.seconds > 0 ? updates / t.seconds / 1e6 : 0.0, t.seconds, t.exchange_s);
+  int status = 0;
+  if (differ == 0) {
+    std::printf("verified: distributed board identical to the serial run (%lld live cells)\n",
+                live);
+  } else {
+    std::printf("FAILED: %lld of %lld cells differ from the serial run\n", differ, total);
+    status = 1;
+  }
+  std::fflush(stdout);
+  return status;
+}
 
+int run(const mpi::communicator& world, const options& o) {
+  timing t;
+  const halox::cartesian<2> dom(world, {o.nx, o.ny}, halox::periodic{true, true});
+  const std::vector<cell> mine = owned_cells(play(dom, o, world, t));
   // Gather the owned boxes on rank 0 and compare with the serial run.
   std::vector<std::vector<cell>> all;
   mpi::gather(world, mine, all, 0);
-  int status = 0;
-  if (world.rank() == 0) {
-    const auto ref = serial_run(o.nx, o.ny, o.steps, o.seed);
-    long long live = 0, live_ref = 0, differ = 0;
-    for (const cell c : ref) live_ref += c;
-    for (int r = 0; r < world.size(); ++r) {
-      const auto& rb = boxes[std::size_t(r)];
-      std::size_t p = 0;
-      for (idx i = rb.lo[0]; i < rb.hi[0]; ++i)
-        for (idx j = rb.lo[1]; j < rb.hi[1]; ++j) {
-          const cell c = all[std::size_t(r)][p++];
-          live += c;
-          differ += c != ref[std::size_t(i * o.ny + j)] ? 1 : 0;
-        }
-    }
-    const long long total = static_cast<long long>(o.nx * o.ny);
-    const double updates = double(o.nx) * double(o.ny) * o.steps;
-    std::printf("life2d: %lldx%lld cells, %d steps, seed %llu, %d ranks, process grid %dx%d, %s\n",
-                static_cast<long long>(o.nx), static_cast<long long>(o.ny), o.steps,
-                static_cast<unsigned long long>(o.seed), world.size(), grid.dims[0], grid.dims[1],
-                o.overlap ? "overlapped exchange" : "blocking exchange");
-    std::printf("live cells: distributed %lld, serial %lld (of %lld)\n", live, live_ref, total);
-    std::printf("differing cells: %lld\n", differ);
-    std::printf(
-        "throughput: %.3f Mcell-updates/s (%.4f s total, %.4f s in halo exchange calls on "
-        "rank 0)\n",
-        t.seconds > 0 ? updates / t.seconds / 1e6 : 0.0, t.seconds, t.exchange_s);
-    if (differ == 0) {
-      std::printf("verified: distributed board identical to the serial run (%lld live cells)\n",
-                  live);
-    } else {
-      std::printf("FAILED: %lld of %lld cells differ from the serial run\n", differ, total);
-      status = 1;
-    }
-    std::fflush(stdout);
-  }
-  mpi::broadcast(world, status, 0);
-  return status;
+  return world.rank() == 0 ? report(world, o, dom, all, t) : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return example_app::run_main<options>("life2d", argc, argv, parse, run);
 }

@@ -84,11 +84,6 @@ std::vector<i64> window_sums(const std::vector<i64>& data, std::size_t out, std:
   return sums;
 }
 
-// Ends every rank of the job after an error on this one.
-[[noreturn]] void abort_run(const mpi::communicator& world, const std::exception& e) {
-  example_app::abort_run("rolling_mean", world, e);
-}
-
 // Reads the options; returns -1 to run, else the exit code (0 after --help, 2 on a bad one).
 int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
   CLI::App app(
@@ -107,91 +102,98 @@ int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
   return example_app::parse(world, app, argc, argv);
 }
 
+// This rank's part of the computation: its slice of the series, its left context's length and
+// its window sums.
+struct part {
+  std::vector<i64> slice, sums;
+  std::size_t context_len = 0;
+  double seconds = 0;  // gather_left and the window sums
+};
+
+// The distributed computation: this rank's slice, its left context, then window sums over
+// context + slice.
+part compute(const mpi::communicator& world, const options& o) {
+  const auto len = slice_lengths(o.n, world.size(), o.seed);
+  std::size_t first = 0;
+  for (int r = 0; r < world.rank(); ++r) first += len[std::size_t(r)];
+  part p;
+  p.slice.resize(len[std::size_t(world.rank())]);
+  for (std::size_t i = 0; i < p.slice.size(); ++i) p.slice[i] = value(first + i, o.seed);
+  world.barrier();
+  const auto t0 = std::chrono::steady_clock::now();
+  halox::chain<i64> ch(world);
+  const auto context = ch.gather_left(p.slice, o.window - 1);
+  p.context_len = context.size();
+  std::vector<i64> data(context.begin(), context.end());
+  data.insert(data.end(), p.slice.begin(), p.slice.end());
+  p.sums = window_sums(data, p.slice.size(), o.window);
+  p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return p;
+}
+
+// Rank 0's report: the gathered series and sums against the serial computation; `counts` and
+// `contexts` are every rank's slice and context lengths. Returns the exit status.
+int report(const options& o, const part& mine, const std::vector<i64>& series,
+           const std::vector<i64>& all_sums, const std::vector<int>& counts,
+           const std::vector<std::size_t>& contexts) {
+  const int P = int(counts.size());
+  const auto ref = window_sums(series, o.n, o.window);
+  std::size_t differ = 0, value_differ = 0, short_slices = 0, empty = 0;
+  for (std::size_t g = 0; g < o.n; ++g) {
+    differ += all_sums[g] != ref[g] ? 1 : 0;
+    value_differ += series[g] != value(g, o.seed) ? 1 : 0;
+  }
+  for (int r = 0; r < P; ++r) {
+    empty += counts[std::size_t(r)] == 0 ? 1 : 0;
+    short_slices += std::size_t(counts[std::size_t(r)]) < o.window - 1 ? 1 : 0;
+  }
+  std::printf("rolling_mean: %zu values, window %zu, seed %llu, %d ranks\n", o.n, o.window,
+              static_cast<unsigned long long>(o.seed), P);
+  for (int r = 0; r < P; ++r)
+    std::printf("  rank %d: %d values, %zu values of left context\n", r, counts[std::size_t(r)],
+                contexts[std::size_t(r)]);
+  std::printf("slices: %zu empty, %zu shorter than the W-1 context they pass on\n", empty,
+              short_slices);
+  std::printf("time on rank 0 (gather_left + window sums): %.4f s\n", mine.seconds);
+  if (o.n > 0)
+    std::printf("last window mean: %.6f\n", double(ref[o.n - 1]) / double(std::min(o.window, o.n)));
+  int status = 0;
+  if (differ == 0 && value_differ == 0) {
+    std::printf(
+        "verified: all %zu window sums (means = sum / window length) equal the serial "
+        "computation\n",
+        o.n);
+  } else {
+    std::printf("FAILED: %zu of %zu window sums differ from the serial computation\n", differ, o.n);
+    status = 1;
+  }
+  std::fflush(stdout);
+  return status;
+}
+
+// Rank 0 gathers the series and the sums, recomputes serially and compares.
+int run(const mpi::communicator& world, const options& o) {
+  const part mine = compute(world, o);
+  const int count = int(mine.slice.size());
+  std::vector<int> counts;
+  mpi::gather(world, count, counts, 0);
+  std::vector<std::size_t> contexts;
+  mpi::gather(world, mine.context_len, contexts, 0);
+  if (world.rank() != 0) {
+    mpi::gatherv(world, mine.slice.data(), count, 0);
+    mpi::gatherv(world, mine.sums.data(), count, 0);
+    return 0;
+  }
+  std::vector<int> displs(counts.size(), 0);
+  for (std::size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
+  std::vector<i64> series(o.n), all_sums(o.n);
+  mpi::gatherv(world, mine.slice.data(), count, series.data(), counts, displs, 0);
+  mpi::gatherv(world, mine.sums.data(), count, all_sums.data(), counts, displs, 0);
+  return report(o, mine, series, all_sums, counts, contexts);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  mpi::environment env(argc, argv);
-  mpi::communicator world;
-  options o;
-  if (const int code =
-          example_app::read_options(world, [&] { return parse(argc, argv, o, world); });
-      code >= 0)
-    return code;
-  const int me = world.rank(), P = world.size();
-  const auto len = slice_lengths(o.n, P, o.seed);
-  std::size_t first = 0;
-  for (int r = 0; r < me; ++r) first += len[std::size_t(r)];
-  std::vector<i64> slice(len[std::size_t(me)]);
-  for (std::size_t i = 0; i < slice.size(); ++i) slice[i] = value(first + i, o.seed);
-
-  // The distributed computation: left context, then window sums over context + slice.
-  std::vector<i64> sums;
-  std::size_t context_len = 0;
-  double seconds = 0;
-  try {
-    world.barrier();
-    const auto t0 = std::chrono::steady_clock::now();
-    halox::chain<i64> ch(world);
-    const auto context = ch.gather_left(slice, o.window - 1);
-    context_len = context.size();
-    std::vector<i64> data(context.begin(), context.end());
-    data.insert(data.end(), slice.begin(), slice.end());
-    sums = window_sums(data, slice.size(), o.window);
-    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  } catch (const std::exception& e) {
-    abort_run(world, e);
-  }
-
-  // Rank 0 gathers the series and the sums, recomputes serially and compares.
-  const int mine = int(slice.size());
-  std::vector<int> counts;
-  mpi::gather(world, mine, counts, 0);
-  std::vector<std::size_t> contexts;
-  mpi::gather(world, context_len, contexts, 0);
-  int status = 0;
-  if (me == 0) {
-    std::vector<int> displs(std::size_t(P), 0);
-    for (int r = 1; r < P; ++r)
-      displs[std::size_t(r)] = displs[std::size_t(r) - 1] + counts[std::size_t(r) - 1];
-    std::vector<i64> series(o.n), all_sums(o.n);
-    mpi::gatherv(world, slice.data(), mine, series.data(), counts, displs, 0);
-    mpi::gatherv(world, sums.data(), mine, all_sums.data(), counts, displs, 0);
-    const auto ref = window_sums(series, o.n, o.window);
-    std::size_t differ = 0, value_differ = 0, short_slices = 0, empty = 0;
-    for (std::size_t g = 0; g < o.n; ++g) {
-      differ += all_sums[g] != ref[g] ? 1 : 0;
-      value_differ += series[g] != value(g, o.seed) ? 1 : 0;
-    }
-    for (int r = 0; r < P; ++r) {
-      empty += counts[std::size_t(r)] == 0 ? 1 : 0;
-      short_slices += std::size_t(counts[std::size_t(r)]) < o.window - 1 ? 1 : 0;
-    }
-    std::printf("rolling_mean: %zu values, window %zu, seed %llu, %d ranks\n", o.n, o.window,
-                static_cast<unsigned long long>(o.seed), P);
-    for (int r = 0; r < P; ++r)
-      std::printf("  rank %d: %d values, %zu values of left context\n", r, counts[std::size_t(r)],
-                  contexts[std::size_t(r)]);
-    std::printf("slices: %zu empty, %zu shorter than the W-1 context they pass on\n", empty,
-                short_slices);
-    std::printf("time on rank 0 (gather_left + window sums): %.4f s\n", seconds);
-    if (o.n > 0)
-      std::printf("last window mean: %.6f\n",
-                  double(ref[o.n - 1]) / double(std::min(o.window, o.n)));
-    if (differ == 0 && value_differ == 0) {
-      std::printf(
-          "verified: all %zu window sums (means = sum / window length) equal the serial "
-          "computation\n",
-          o.n);
-    } else {
-      std::printf("FAILED: %zu of %zu window sums differ from the serial computation\n", differ,
-                  o.n);
-      status = 1;
-    }
-    std::fflush(stdout);
-  } else {
-    mpi::gatherv(world, slice.data(), mine, 0);
-    mpi::gatherv(world, sums.data(), mine, 0);
-  }
-  mpi::broadcast(world, status, 0);
-  return status;
+  return example_app::run_main<options>("rolling_mean", argc, argv, parse, run);
 }

@@ -20,6 +20,7 @@
 #include <boost/serialization/vector.hpp>
 #include <halox/halox.hpp>
 
+#include "../common/app.hpp"
 #include "../common/cli.hpp"
 
 namespace mpi = boost::mpi;
@@ -139,105 +140,124 @@ int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
   return example_app::parse(world, app, argc, argv);
 }
 
-}  // namespace
+// This rank's part of the mesh. Local entities: owned triangles first (local 0..), then ghosts
+// (edge neighbours of its triangles owned elsewhere): halox's default order.
+struct local_mesh {
+  std::vector<int> mine, ghosts;        // global triangle numbers
+  std::vector<std::vector<idx>> nb;     // each owned triangle's neighbours, local numbers
+  std::vector<idx> interior, boundary;  // owned triangles without / with a ghost neighbour
+};
 
-int main(int argc, char** argv) {
-  mpi::environment env(argc, argv);
-  mpi::communicator world;
-  options o;
-  if (const int code = parse(argc, argv, o, world); code >= 0) return code;
-
-  // Every rank builds the mesh and the partition here for brevity; a real code reads its part.
-  const mesh m(o.nx, o.ny);
-  const auto owner = partition(m, o.block, world.size());
-  const int me = world.rank();
-
-  // This rank's triangles, then its ghosts: edge neighbours of its triangles owned elsewhere.
-  std::vector<int> mine, ghosts;
+local_mesh local_part(const mesh& m, const std::vector<int>& owner, int me) {
+  local_mesh lm;
   for (int t = 0; t < m.triangles(); ++t)
-    if (owner[std::size_t(t)] == me) mine.push_back(t);
+    if (owner[std::size_t(t)] == me) lm.mine.push_back(t);
   std::map<int, int> ghost_set;
-  for (int t : mine)
+  for (int t : lm.mine)
     for (int n : m.nbrs[std::size_t(t)])
       if (owner[std::size_t(n)] != me) ghost_set.emplace(n, 0);
-  for (const auto& [t, unused] : ghost_set) ghosts.push_back(t);
-  std::vector<halox::global_id> owned_ids, ghost_ids;
-  for (int t : mine) owned_ids.push_back(mesh::id(t));
-  for (int t : ghosts) ghost_ids.push_back(mesh::id(t));
-
-  // Local entities: owned triangles first (local 0..), then ghosts: halox's default order.
-  const halox::unstructured pat(world, owned_ids, ghost_ids);
+  for (const auto& [t, unused] : ghost_set) lm.ghosts.push_back(t);
   std::unordered_map<int, idx> local;
-  for (std::size_t k = 0; k < mine.size(); ++k) local[mine[k]] = idx(k);
-  for (std::size_t k = 0; k < ghosts.size(); ++k) local[ghosts[k]] = idx(mine.size() + k);
-  std::vector<std::vector<idx>> nb(mine.size());
-  std::vector<idx> interior, boundary;  // owned triangles without / with a ghost neighbour
-  for (std::size_t k = 0; k < mine.size(); ++k) {
+  for (std::size_t k = 0; k < lm.mine.size(); ++k) local[lm.mine[k]] = idx(k);
+  for (std::size_t k = 0; k < lm.ghosts.size(); ++k) local[lm.ghosts[k]] = idx(lm.mine.size() + k);
+  lm.nb.resize(lm.mine.size());
+  for (std::size_t k = 0; k < lm.mine.size(); ++k) {
     bool touches_ghost = false;
-    for (int n : m.nbrs[std::size_t(mine[k])]) {
-      nb[k].push_back(local.at(n));
+    for (int n : m.nbrs[std::size_t(lm.mine[k])]) {
+      lm.nb[k].push_back(local.at(n));
       touches_ghost = touches_ghost || owner[std::size_t(n)] != me;
     }
-    (touches_ghost ? boundary : interior).push_back(idx(k));
+    (touches_ghost ? lm.boundary : lm.interior).push_back(idx(k));
   }
+  return lm;
+}
 
+// The distributed run over pattern `pat`: returns the owned triangles' final values (in
+// `lm.mine`'s order); `seconds` the time-step loop's.
+std::vector<double> diffuse(const mpi::communicator& world, const halox::unstructured& pat,
+                            const mesh& m, const local_mesh& lm, int steps, double& seconds) {
   auto u = pat.make_field<double>(1, halox::entity_layout::entity_major, halox::host, "u");
   auto v = pat.make_field<double>(1, halox::entity_layout::entity_major, halox::host, "v");
-  for (std::size_t k = 0; k < mine.size(); ++k) u(idx(k)) = initial(m, mine[k]);
+  for (std::size_t k = 0; k < lm.mine.size(); ++k) u(idx(k)) = initial(m, lm.mine[k]);
   auto ex_u = halox::make_exchange(pat, u), ex_v = halox::make_exchange(pat, v);
 
   world.barrier();
   const auto t0 = std::chrono::steady_clock::now();
-  for (int s = 0; s < o.steps; ++s) {
+  for (int s = 0; s < steps; ++s) {
     const bool even = s % 2 == 0;
     const auto& in = even ? u : v;
     const auto& out = even ? v : u;
     auto h = (even ? ex_u : ex_v).start();
     auto sweep = [&](const std::vector<idx>& part) {
       for (idx k : part)
-        out(k) =
-            update(in(k), in.data(), nb[std::size_t(k)].data(), int(nb[std::size_t(k)].size()));
+        out(k) = update(in(k), in.data(), lm.nb[std::size_t(k)].data(),
+                        int(lm.nb[std::size_t(k)].size()));
     };
-    sweep(interior);  // reads no ghost: overlaps the messages
+    sweep(lm.interior);  // reads no ghost: overlaps the messages
     h.wait();
-    sweep(boundary);
+    sweep(lm.boundary);
   }
   world.barrier();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const auto& result = o.steps % 2 == 0 ? u : v;
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto& result = steps % 2 == 0 ? u : v;
+  std::vector<double> values(lm.mine.size());
+  for (std::size_t k = 0; k < lm.mine.size(); ++k) values[k] = result(idx(k));
+  return values;
+}
+
+// Rank 0's report: the gathered (triangle, value) pairs against the serial run; returns the
+// exit status.
+int report(const mpi::communicator& world, const options& o, const mesh& m,
+           const std::vector<std::vector<int>>& all_tris,
+           const std::vector<std::vector<double>>& all_values, const local_mesh& lm,
+           std::size_t peers, double seconds) {
+  const auto ref = serial_run(m, o.steps);
+  double diff = 0;
+  std::size_t seen = 0;
+  for (int r = 0; r < world.size(); ++r)
+    for (std::size_t k = 0; k < all_tris[std::size_t(r)].size(); ++k, ++seen)
+      diff = std::max(diff, std::abs(all_values[std::size_t(r)][k] -
+                                     ref[std::size_t(all_tris[std::size_t(r)][k])]));
+  std::printf(
+      "unstructured_diffusion: %d triangles (%d x %d vertices), %d steps, %d ranks, "
+      "blocks of %d x %d squares dealt in shuffled order\n",
+      m.triangles(), o.nx, o.ny, o.steps, world.size(), o.block, o.block);
+  std::printf("rank 0: %zu owned triangles, %zu ghosts from %zu peer(s); %.4f s\n", lm.mine.size(),
+              lm.ghosts.size(), peers, seconds);
+  int status = 0;
+  if (seen == ref.size() && diff <= 1e-12) {
+    std::printf("verified: max |distributed - serial| = %.3e <= 1e-12\n", diff);
+  } else {
+    std::printf("FAILED: max |distributed - serial| = %.3e, %zu of %zu triangles\n", diff, seen,
+                ref.size());
+    status = 1;
+  }
+  std::fflush(stdout);
+  return status;
+}
+
+int run(const mpi::communicator& world, const options& o) {
+  // Every rank builds the mesh and the partition here for brevity; a real code reads its part.
+  const mesh m(o.nx, o.ny);
+  const local_mesh lm = local_part(m, partition(m, o.block, world.size()), world.rank());
+  std::vector<halox::global_id> owned_ids, ghost_ids;
+  for (int t : lm.mine) owned_ids.push_back(mesh::id(t));
+  for (int t : lm.ghosts) ghost_ids.push_back(mesh::id(t));
+  const halox::unstructured pat(world, owned_ids, ghost_ids);
+  double seconds = 0;
+  const std::vector<double> values = diffuse(world, pat, m, lm, o.steps, seconds);
 
   // Gather (triangle, value) on rank 0 and compare with the serial run.
-  std::vector<double> values(mine.size());
-  for (std::size_t k = 0; k < mine.size(); ++k) values[k] = result(idx(k));
   std::vector<std::vector<int>> all_tris;
   std::vector<std::vector<double>> all_values;
-  mpi::gather(world, mine, all_tris, 0);
+  mpi::gather(world, lm.mine, all_tris, 0);
   mpi::gather(world, values, all_values, 0);
-  int status = 0;
-  if (me == 0) {
-    const auto ref = serial_run(m, o.steps);
-    double diff = 0;
-    std::size_t seen = 0;
-    for (int r = 0; r < world.size(); ++r)
-      for (std::size_t k = 0; k < all_tris[std::size_t(r)].size(); ++k, ++seen)
-        diff = std::max(diff, std::abs(all_values[std::size_t(r)][k] -
-                                       ref[std::size_t(all_tris[std::size_t(r)][k])]));
-    std::printf(
-        "unstructured_diffusion: %d triangles (%d x %d vertices), %d steps, %d ranks, "
-        "blocks of %d x %d squares dealt in shuffled order\n",
-        m.triangles(), o.nx, o.ny, o.steps, world.size(), o.block, o.block);
-    std::printf("rank 0: %zu owned triangles, %zu ghosts from %zu peer(s); %.4f s\n", mine.size(),
-                ghosts.size(), pat.recvs().size(), seconds);
-    if (seen == ref.size() && diff <= 1e-12) {
-      std::printf("verified: max |distributed - serial| = %.3e <= 1e-12\n", diff);
-    } else {
-      std::printf("FAILED: max |distributed - serial| = %.3e, %zu of %zu triangles\n", diff, seen,
-                  ref.size());
-      status = 1;
-    }
-    std::fflush(stdout);
-  }
-  mpi::broadcast(world, status, 0);
-  return status;
+  if (world.rank() != 0) return 0;
+  return report(world, o, m, all_tris, all_values, lm, pat.recvs().size(), seconds);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return example_app::run_main<options>("unstructured_diffusion", argc, argv, parse, run);
 }

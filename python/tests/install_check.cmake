@@ -8,7 +8,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed (${rc})")
 endif()
 set(ENV{PYTHONPATH} "${WORK_DIR}/prefix/${SITE}")
-execute_process(COMMAND ${MPIEXEC} -n 2 --oversubscribe ${PYTHON} ${SMOKE} "${WORK_DIR}/prefix"
+execute_process(COMMAND ${MPIEXEC} -n 2 ${PYTHON} ${SMOKE} "${WORK_DIR}/prefix"
                 WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the installed package failed its smoke test (${rc})")

@@ -16,7 +16,7 @@ if(NOT EXECUTABLE)
   set(EXECUTABLE consumer)
 endif()
 # Exit code 77: the program found no GPU and skipped (ctest reports it skipped).
-execute_process(COMMAND ${MPIEXEC} -n 2 --oversubscribe ${WORK_DIR}/build/${EXECUTABLE}
+execute_process(COMMAND ${MPIEXEC} -n 2 ${WORK_DIR}/build/${EXECUTABLE}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
 message(STATUS "${out}")
 if(rc EQUAL 77 OR out MATCHES "no GPU, nothing to run")

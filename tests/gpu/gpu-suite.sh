@@ -37,7 +37,7 @@ HEAT_STEPS=${HEAT_STEPS:-200}
 mkdir -p "$OUT"
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(suites sanitize apps sweep graphs)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+source "$(dirname "${BASH_SOURCE[0]}")/../../cmake/mpi-env.sh"
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast
 export HALOX_WAIT_TIMEOUT=${HALOX_WAIT_TIMEOUT:-120}
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
@@ -140,13 +140,13 @@ stage_sanitize() {
 
 stage_sweep() {
   local f=$OUT/sweep.txt
-  run "$f" sweep 400 mpirun -np 2 "$BUILD/examples/halo_bench" --sweep --graph
+  run "$f" sweep 400 mpirun -np 2 "$BUILD/bench/halo_bench" --sweep --graph
   for path in ipc nccl; do
     local node=0
     [ $path = nccl ] && node=1
     for g in $GPUS; do
       run "$f" "full-$path-g$g" 200 env HALOX_NODE_SIZE=$node mpirun -np "$g" \
-        "$BUILD/examples/halo_bench" --device --sizes 64,256 --widths 1,2
+        "$BUILD/bench/halo_bench" --device --sizes 64,256 --widths 1,2
     done
   done
   grep -c '"impl"' "$f"

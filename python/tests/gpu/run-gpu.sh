@@ -28,8 +28,8 @@ mkdir -p "$out"
 log() { echo "run-gpu.sh: $*" | tee -a "$out/summary.txt"; }
 : > "$out/summary.txt"
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export PMIX_MCA_pcompress_base_silence_warning=1 PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1
+source "$root/cmake/mpi-env.sh"
+export PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast on shared machines
 export PATH="$PATH:/usr/local/cuda/bin"
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64"
@@ -98,7 +98,7 @@ run() {
   esac
 }
 
-mpi=(mpirun --bind-to none --oversubscribe)
+mpi=(mpirun --bind-to none)
 pytest=("$py" -m pytest -q -rs --color=no -p no:cacheprovider)
 for n in 1 2 3 4; do
   run "device_tests_np$n" 900 "${mpi[@]}" -np "$n" "${pytest[@]}" python/tests/gpu

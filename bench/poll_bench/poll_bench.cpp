@@ -9,7 +9,7 @@
 #include <boost/mpi/collectives.hpp>
 #include <halox/halox.hpp>
 
-#include "../common/cli.hpp"
+#include "../../examples/common/cli.hpp"
 
 #include <chrono>
 #include <cstdio>

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,7 +26,7 @@
 #include <boost/mpi.hpp>
 #include <halox/halox.hpp>
 
-#include "../common/cli.hpp"
+#include "../../examples/common/cli.hpp"
 #include "floors.hpp"
 #include "mac_case.hpp"
 #include "setup.hpp"
@@ -305,14 +306,8 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
   return all_ok;
 }
 #endif
-}  // namespace
-}  // namespace halo_bench
 
-int main(int argc, char** argv) {
-  using namespace halo_bench;
-  mpi::environment env(argc, argv);
-  mpi::communicator world;
-  options o;
+int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
   CLI::App app("Halo exchange benchmark: prints one JSON object per case and implementation.",
                "halo_bench");
   app.add_option("--sizes", o.sizes, "cells per dimension per rank")
@@ -352,38 +347,214 @@ int main(int argc, char** argv) {
                  "--sweep: host_staged at each of these chunk sizes in KiB (HALOX_STAGING_CHUNK; "
                  "0: one piece per message); default 0 and the default chunk size")
       ->delimiter(',');
-  if (const int code = example_app::parse(world, app, argc, argv); code >= 0) return code;
+  const int code = example_app::parse(world, app, argc, argv);
   o.device = o.device || o.sweep;
+  return code;
+}
 
 #ifdef HALOX_BENCH_CUDA
-  gpu_rates rates;
+// --device: one GPU per rank where the node has enough (node-local rank modulo the GPU count):
+// processes sharing a GPU are time-sliced, which costs far more than the exchange itself. Then
+// the GPUs' rates for the floors, printed as rows. Returns 0, or 77 (as the GPU tests skip) on
+// a rank without a GPU.
+int setup_device(const mpi::communicator& world, gpu_rates& rates) {
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
+    std::fprintf(stderr, "halo_bench: no CUDA device on rank %d\n", world.rank());
+    return 77;
+  }
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_Comm(world), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node);
+  int local = 0;
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
+  cuda_check(cudaSetDevice(local % gpus));
+  const double bw = d2d_bandwidth_gbps();
+  rates.d2d_gbps = mpi::all_reduce(world, bw, mpi::minimum<double>());
+  rates.launch_us = mpi::all_reduce(world, empty_launch_us(200), mpi::maximum<double>());
+  if (world.rank() == 0) {
+    std::printf("{\"impl\":\"cudaMemcpy_d2d\",\"case\":\"256 MiB\",\"ranks\":%d,\"GBps\":%.1f}\n",
+                world.size(), bw);
+    std::printf(
+        "{\"impl\":\"empty_kernel\",\"case\":\"launch behind an event\",\"ranks\":%d,"
+        "\"kernel_us\":%.2f}\n",
+        world.size(), rates.launch_us);
+  }
+  return 0;
+}
+#else
+struct gpu_rates {};  // --device needs CUDA: no rates without it
 #endif
+
+// One implementation of a box case, ready to time: `run` exchanges once, `enqueue` (device
+// work on a stream, 1 rank only) where the implementation has it. Filled in place by prepare():
+// `run` and `enqueue` refer to its members.
+struct box_impl {
+  std::function<void()> run;
+  std::function<void(CUstream_st*)> enqueue;
+  std::vector<double> start_us, wait_us;  // halox only
+  std::unique_ptr<halox::halo_exchange> hx;
+  std::shared_ptr<void> baseline;  // the hand-written implementation `run` calls
+};
+
+// `b` runs baseline `p`: its exchange(), and its enqueue(stream) where it has one.
+template <class T>
+void bind_baseline(box_impl& b, std::unique_ptr<T> p) {
+  T* const raw = p.get();
+  b.run = [raw] { raw->exchange(); };
+  if constexpr (requires(T & t) { t.enqueue(nullptr); })
+    b.enqueue = [raw](CUstream_st* st) { raw->enqueue(st); };
+  b.baseline = std::shared_ptr<T>(std::move(p));
+}
+
+// halox's exchange of the case's fields, timed per phase (start, wait): where a slow exchange
+// spends its time.
+void bind_halox(box_impl& b, setup& s, const halox::cartesian<3>& dom, const options& o,
+                const mpi::communicator& world) {
+  b.hx = std::make_unique<halox::halo_exchange>([&] {
+    switch (o.fields) {
+      case 1:
+        return halox::make_exchange(dom, s.st, s.f[0]);
+      case 2:
+        return halox::make_exchange(dom, s.st, s.f[0], s.f[1]);
+      default:
+        return halox::make_exchange(dom, s.st, s.f[0], s.f[1], s.f[2]);
+    }
+  }());
+  b.run = [&b] {
+    const double t0 = MPI_Wtime();
+    auto h = b.hx->start();
+    const double t1 = MPI_Wtime();
+    h.wait();
+    b.start_us.push_back((t1 - t0) * 1e6);
+    b.wait_us.push_back((MPI_Wtime() - t1) * 1e6);
+  };
+  if (o.device && world.size() == 1)
+    b.enqueue = [&b](CUstream_st* st) {
+      b.hx->schedule_exchange(st);
+      b.hx->schedule_wait(st);
+    };
+}
+
+enum class prepared { ready, skipped, unknown };
+
+// Fills `b` with implementation `impl` of case `s`: skipped where it cannot run (host MPI
+// implementations cannot read device fields; the one-GPU baselines need 1 rank).
+prepared prepare(box_impl& b, const std::string& impl, setup& s, const halox::cartesian<3>& dom,
+                 const options& o, const mpi::communicator& world) {
+#ifdef HALOX_BENCH_CUDA
+  if (o.device && world.size() == 1) {
+    if (impl == "memcpy3d") bind_baseline(b, std::make_unique<memcpy3d>(s));
+    if (impl == "per_region_kernels") bind_baseline(b, std::make_unique<per_region_kernels>(s));
+    if (impl == "single_kernel") bind_baseline(b, std::make_unique<single_kernel>(s));
+    if (impl == "memcpy3d_batch") bind_baseline(b, std::make_unique<memcpy3d_batch>(s));
+    if (impl == "cub_batched") bind_baseline(b, std::make_unique<cub_batched>(s));
+    if (b.run) return prepared::ready;
+  }
+#endif
+  if (o.device && impl != "halox") return prepared::skipped;
+  if (impl == "halox") {
+    bind_halox(b, s, dom, o, world);
+  } else if (impl == "mpi_manual") {
+    bind_baseline(b, std::make_unique<mpi_manual>(s));
+  } else if (impl == "mpi_types") {
+    bind_baseline(b, std::make_unique<mpi_types>(s));
+  } else {
+    if (world.rank() == 0) std::fprintf(stderr, "unknown implementation %s\n", impl.c_str());
+    return prepared::unknown;
+  }
+  return prepared::ready;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The JSON fields of a row past the common ones: the phases, kernel and loop times where
+// measured, the floor and the ratios to it, the path.
+std::string row_extras(box_impl& b, [[maybe_unused]] const options& o,
+                       [[maybe_unused]] const mpi::communicator& world, const floor_of_row& floor,
+                       [[maybe_unused]] int iters, double median) {
+  std::string phases = b.start_us.empty()
+                           ? std::string()
+                           : ",\"start_us\":" + std::to_string(median_of(b.start_us)) +
+                                 ",\"wait_us\":" + std::to_string(median_of(b.wait_us));
+  // Compared with the floor: the GPU time where it is measured (one GPU), else the blocking
+  // call's median.
+  std::string ratio = floor_fields(floor, "median_us", median);
+#ifdef HALOX_BENCH_CUDA
+  if (b.enqueue) {
+    const double k = kernel_us(iters, b.enqueue);
+    phases += ",\"kernel_us\":" + std::to_string(k) +
+              ",\"kernel_batch_us\":" + std::to_string(kernel_us(iters / 10 + 1, b.enqueue, 20));
+    ratio = floor_fields(floor, "kernel_us", k) +
+            json_piece(",\"median_ratio_to_floor\":%.3f", median / floor.us);
+  }
+  if (b.hx && o.device && world.size() > 1) {
+    const double loop = scheduled_loop_us(world, scheduled(*b.hx), iters);
+    phases += ",\"loop_us\":" + std::to_string(loop);
+    ratio += json_piece(",\"loop_ratio_to_floor\":%.3f", loop / floor.us);
+  }
+#endif
+  phases += ratio;
+  if (b.hx) phases += ",\"path\":\"" + path_of(*b.hx) + "\"";
+  return phases;
+}
+
+// One box case: `L`^3 cells per rank, box stencil of width `w`, every implementation of
+// --impls checked and timed, a row each. Returns 0, 1 if a check failed, 2 for an unknown
+// implementation.
+int box_case(const mpi::communicator& world, const options& o, int L, int w,
+             [[maybe_unused]] const gpu_rates& rates) {
+  const auto grid = halox::balanced_grid<3>(world.size(), {L, L, L});
+  const halox::extents<3> global{idx(L) * grid.dims[0], idx(L) * grid.dims[1],
+                                 idx(L) * grid.dims[2]};
+  const halox::cartesian<3> dom(world, global, halox::periodic<3>::all(), grid);
+  setup s{dom, halox::stencil<3>::box(w), {}, {}, global, {}};
+  for (int k = 0; k < o.fields; ++k) {
+    s.f.push_back(dom.make_field<double>(s.st, o.device ? halox::device : halox::host));
+    if (o.device) s.mirror.push_back(dom.make_field<double>(s.st));
+  }
+  s.owned = s.f[0].owned_box();
+  const int iters = o.iters > 0 ? o.iters : L <= 16 ? 2000 : L <= 64 ? 200 : 50;
+  // The floor of every row of this case, measured now (host memcpy, or the GPUs' rates).
+#ifdef HALOX_BENCH_CUDA
+  const floor_of_row floor = o.device ? device_floor(world, s, rates) : host_floor(world, s);
+#else
+  const floor_of_row floor = host_floor(world, s);
+#endif
+  bool all_ok = true;
+  for (const auto& impl : o.impls) {
+    box_impl b;
+    const prepared p = prepare(b, impl, s, dom, o, world);
+    if (p == prepared::unknown) return 2;
+    if (p == prepared::skipped) continue;
+    s.fill();
+    b.run();
+    const bool ok = s.check();
+    all_ok = all_ok && ok;
+    const auto [median, best] = time_it(world, o.warmup, iters, b.run);
+    const std::string extras = row_extras(b, o, world, floor, iters, median);
+    if (world.rank() == 0)
+      std::printf(
+          "{\"impl\":\"%s\",\"case\":\"%d^3 w%d%s\",\"ranks\":%d,\"local\":%d,\"width\":%d,"
+          "\"fields\":%d,\"stencil\":\"box\",\"grid\":\"%dx%dx%d\",\"iters\":%d,"
+          "\"median_us\":%.2f,\"min_us\":%.2f,\"bytes\":%zu,\"verified\":%s%s}\n",
+          impl.c_str(), L, w, o.device ? " device" : "", world.size(), L, w, o.fields, grid.dims[0],
+          grid.dims[1], grid.dims[2], iters, median, best, s.halo_bytes(), ok ? "true" : "false",
+          extras.c_str());
+    std::fflush(stdout);
+  }
+  return all_ok ? 0 : 1;
+}
+
+int run(const mpi::communicator& world, const options& o) {
+  gpu_rates rates;
   if (o.device) {
 #ifdef HALOX_BENCH_CUDA
-    // One GPU per rank where the node has enough (node-local rank modulo the GPU count):
-    // processes sharing a GPU are time-sliced, which costs far more than the exchange itself.
-    int gpus = 0;
-    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
-      std::fprintf(stderr, "halo_bench: no CUDA device on rank %d\n", world.rank());
-      return 77;  // as the GPU tests skip
-    }
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_Comm(world), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node);
-    int local = 0;
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
-    cuda_check(cudaSetDevice(local % gpus));
-    const double bw = d2d_bandwidth_gbps();
-    rates.d2d_gbps = mpi::all_reduce(world, bw, mpi::minimum<double>());
-    rates.launch_us = mpi::all_reduce(world, empty_launch_us(200), mpi::maximum<double>());
-    if (world.rank() == 0) {
-      std::printf("{\"impl\":\"cudaMemcpy_d2d\",\"case\":\"256 MiB\",\"ranks\":%d,\"GBps\":%.1f}\n",
-                  world.size(), bw);
-      std::printf(
-          "{\"impl\":\"empty_kernel\",\"case\":\"launch behind an event\",\"ranks\":%d,"
-          "\"kernel_us\":%.2f}\n",
-          world.size(), rates.launch_us);
-    }
+    if (const int code = setup_device(world, rates); code != 0) return code;
 #else
     if (world.rank() == 0) std::fprintf(stderr, "halo_bench: --device needs a build with CUDA\n");
     return 2;
@@ -402,141 +573,23 @@ int main(int argc, char** argv) {
     };
     return mac_rows(world, mo) ? 0 : 1;
   }
-  bool all_ok = true;
+  int status = 0;
   for (int L : o.sizes)
     for (int w : o.widths) {
-      const auto grid = halox::balanced_grid<3>(world.size(), {L, L, L});
-      const halox::extents<3> global{idx(L) * grid.dims[0], idx(L) * grid.dims[1],
-                                     idx(L) * grid.dims[2]};
-      const halox::cartesian<3> dom(world, global, halox::periodic<3>::all(), grid);
-      setup s{dom, halox::stencil<3>::box(w), {}, {}, global, {}};
-      for (int k = 0; k < o.fields; ++k) {
-        s.f.push_back(dom.make_field<double>(s.st, o.device ? halox::device : halox::host));
-        if (o.device) s.mirror.push_back(dom.make_field<double>(s.st));
-      }
-      s.owned = s.f[0].owned_box();
-      const int iters = o.iters > 0 ? o.iters : L <= 16 ? 2000 : L <= 64 ? 200 : 50;
-      // The floor of every row of this case, measured now (host memcpy, or the GPUs' rates).
-#ifdef HALOX_BENCH_CUDA
-      const floor_of_row floor = o.device ? device_floor(world, s, rates) : host_floor(world, s);
-#else
-      const floor_of_row floor = host_floor(world, s);
-#endif
-      for (const auto& impl : o.impls) {
-        std::function<void()> run;
-        std::function<void(CUstream_st*)> enqueue;  // device work on a stream, 1 rank only
-        std::vector<double> start_us, wait_us;      // halox only
-        std::unique_ptr<halox::halo_exchange> hx;
-        std::unique_ptr<mpi_manual> mm;
-        std::unique_ptr<mpi_types> mt;
-#ifdef HALOX_BENCH_CUDA
-        std::unique_ptr<memcpy3d> m3;
-        std::unique_ptr<per_region_kernels> prk;
-        std::unique_ptr<single_kernel> sk;
-        std::unique_ptr<memcpy3d_batch> m3b;
-        std::unique_ptr<cub_batched> cb;
-        if (impl == "memcpy3d" && o.device && world.size() == 1) {
-          m3 = std::make_unique<memcpy3d>(s);
-          run = [&] { m3->exchange(); };
-          enqueue = [&](cudaStream_t st) { m3->enqueue(st); };
-        } else if (impl == "per_region_kernels" && o.device && world.size() == 1) {
-          prk = std::make_unique<per_region_kernels>(s);
-          run = [&] { prk->exchange(); };
-          enqueue = [&](cudaStream_t st) { prk->enqueue(st); };
-        } else if (impl == "single_kernel" && o.device && world.size() == 1) {
-          sk = std::make_unique<single_kernel>(s);
-          run = [&] { sk->exchange(); };
-          enqueue = [&](cudaStream_t st) { sk->enqueue(st); };
-        } else if (impl == "memcpy3d_batch" && o.device && world.size() == 1) {
-          m3b = std::make_unique<memcpy3d_batch>(s);
-          run = [&] { m3b->exchange(); };
-          enqueue = [&](cudaStream_t st) { m3b->enqueue(st); };
-        } else if (impl == "cub_batched" && o.device && world.size() == 1) {
-          cb = std::make_unique<cub_batched>(s);
-          run = [&] { cb->exchange(); };
-          enqueue = [&](cudaStream_t st) { cb->enqueue(st); };
-        } else
-#endif
-            if (o.device && impl != "halox") {
-          continue;  // host MPI implementations cannot read device fields
-        } else if (impl == "halox") {
-          hx = std::make_unique<halox::halo_exchange>([&] {
-            switch (o.fields) {
-              case 1:
-                return halox::make_exchange(dom, s.st, s.f[0]);
-              case 2:
-                return halox::make_exchange(dom, s.st, s.f[0], s.f[1]);
-              default:
-                return halox::make_exchange(dom, s.st, s.f[0], s.f[1], s.f[2]);
-            }
-          }());
-          // Split phase, timed per phase: where a slow exchange spends its time.
-          run = [&] {
-            const double t0 = MPI_Wtime();
-            auto h = hx->start();
-            const double t1 = MPI_Wtime();
-            h.wait();
-            start_us.push_back((t1 - t0) * 1e6);
-            wait_us.push_back((MPI_Wtime() - t1) * 1e6);
-          };
-          if (o.device && world.size() == 1)
-            enqueue = [&](CUstream_st* st) {
-              hx->schedule_exchange(st);
-              hx->schedule_wait(st);
-            };
-        } else if (impl == "mpi_manual") {
-          mm = std::make_unique<mpi_manual>(s);
-          run = [&] { mm->exchange(); };
-        } else if (impl == "mpi_types") {
-          mt = std::make_unique<mpi_types>(s);
-          run = [&] { mt->exchange(); };
-        } else {
-          if (world.rank() == 0) std::fprintf(stderr, "unknown implementation %s\n", impl.c_str());
-          return 2;
-        }
-        s.fill();
-        run();
-        const bool ok = s.check();
-        all_ok = all_ok && ok;
-        const auto [median, best] = time_it(world, o.warmup, iters, run);
-        auto median_of = [](std::vector<double> v) {
-          if (v.empty()) return 0.0;
-          std::sort(v.begin(), v.end());
-          return v[v.size() / 2];
-        };
-        std::string phases = start_us.empty()
-                                 ? std::string()
-                                 : ",\"start_us\":" + std::to_string(median_of(start_us)) +
-                                       ",\"wait_us\":" + std::to_string(median_of(wait_us));
-        // Compared with the floor: the GPU time where it is measured (one GPU), else the
-        // blocking call's median.
-        std::string ratio = floor_fields(floor, "median_us", median);
-#ifdef HALOX_BENCH_CUDA
-        if (enqueue) {
-          const double k = kernel_us(iters, enqueue);
-          phases += ",\"kernel_us\":" + std::to_string(k) + ",\"kernel_batch_us\":" +
-                    std::to_string(kernel_us(iters / 10 + 1, enqueue, 20));
-          ratio = floor_fields(floor, "kernel_us", k) +
-                  json_piece(",\"median_ratio_to_floor\":%.3f", median / floor.us);
-        }
-        if (hx && o.device && world.size() > 1) {
-          const double loop = scheduled_loop_us(world, scheduled(*hx), iters);
-          phases += ",\"loop_us\":" + std::to_string(loop);
-          ratio += json_piece(",\"loop_ratio_to_floor\":%.3f", loop / floor.us);
-        }
-#endif
-        phases += ratio;
-        if (hx) phases += ",\"path\":\"" + path_of(*hx) + "\"";
-        if (world.rank() == 0)
-          std::printf(
-              "{\"impl\":\"%s\",\"case\":\"%d^3 w%d%s\",\"ranks\":%d,\"local\":%d,\"width\":%d,"
-              "\"fields\":%d,\"stencil\":\"box\",\"grid\":\"%dx%dx%d\",\"iters\":%d,"
-              "\"median_us\":%.2f,\"min_us\":%.2f,\"bytes\":%zu,\"verified\":%s%s}\n",
-              impl.c_str(), L, w, o.device ? " device" : "", world.size(), L, w, o.fields,
-              grid.dims[0], grid.dims[1], grid.dims[2], iters, median, best, s.halo_bytes(),
-              ok ? "true" : "false", phases.c_str());
-        std::fflush(stdout);
-      }
+      const int code = box_case(world, o, L, w, rates);
+      if (code == 2) return 2;
+      status = std::max(status, code);
     }
-  return all_ok ? 0 : 1;
+  return status;
+}
+
+}  // namespace
+}  // namespace halo_bench
+
+int main(int argc, char** argv) {
+  halo_bench::mpi::environment env(argc, argv);
+  halo_bench::mpi::communicator world;
+  halo_bench::options o;
+  if (const int code = halo_bench::parse(argc, argv, o, world); code >= 0) return code;
+  return halo_bench::run(world, o);
 }

@@ -26,11 +26,11 @@
 #include <boost/mpi.hpp>
 #include <halox/halox.hpp>
 
-#include "../common/app.hpp"
-#include "../common/cli.hpp"
+#include "../../examples/common/app.hpp"
+#include "../../examples/common/cli.hpp"
 #ifdef CHAIN_BENCH_CUDA
-#include "../common/gpu_runtime.hpp"
-#include "../common/select_gpu.hpp"
+#include "../../examples/common/gpu_runtime.hpp"
+#include "../../examples/common/select_gpu.hpp"
 #endif
 
 namespace mpi = boost::mpi;
