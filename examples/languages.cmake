@@ -1,6 +1,5 @@
 # The C and Fortran mini-apps (docs/fortran.md): 2-D periodic heat through halox.h and through
-# the Fortran module, each verified bit for bit against its own serial run; and capi_overhead,
-# what the C and Fortran layers add to an exchange (JSON).
+# the Fortran module, each verified bit for bit against its own serial run.
 add_executable(c_heat2d c_heat2d/heat2d.c)
 set_target_properties(c_heat2d PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
 target_link_libraries(c_heat2d PRIVATE halox::c)
@@ -11,11 +10,6 @@ if(HALOX_BUILD_FORTRAN)
   target_link_libraries(fortran_heat2d PRIVATE halox::fortran)
   halox_warnings(fortran_heat2d)
   list(APPEND _halox_language_apps fortran_heat2d)
-  # The loops it times reach the C++ object inside a C handle (src/capi/handles.hpp).
-  add_executable(capi_overhead capi_overhead/overhead_fortran.f90 capi_overhead/loops.cpp)
-  target_include_directories(capi_overhead PRIVATE ${PROJECT_SOURCE_DIR}/src)
-  target_link_libraries(capi_overhead PRIVATE halox::fortran)
-  halox_warnings(capi_overhead)
 endif()
 if(HALOX_BUILD_TESTS)
   foreach(app IN LISTS _halox_language_apps)
