@@ -233,13 +233,13 @@ TEST_CASE("box_list: overlapping, not covering, empty, bad owner, outside the gl
   const halox::periodic<2> per{true, false};
   REQUIRE_HALOX_ERROR(
       halox::box_list<2>(world, n, per, {ob{{{0, 0}, {4, 4}}, 0}, ob{{{3, 0}, {6, 4}}, 0}}),
-      "boxes #0 [0,4)x[0,4) and #1 [3,6)x[0,4) overlap");
+      "boxes #0 [0,4)x[0,4) (owner 0) and #1 [3,6)x[0,4) (owner 0) overlap");
   REQUIRE_HALOX_ERROR(
       halox::box_list<2>(world, n, per, {ob{{{0, 0}, {3, 4}}, 0}, ob{{{4, 0}, {6, 4}}, p - 1}}),
       "cover 20 of the 24 cells");
   REQUIRE_HALOX_ERROR(
       halox::box_list<2>(world, n, per, {ob{{{0, 0}, {6, 4}}, 0}, ob{{{2, 1}, {2, 3}}, 0}}),
-      "box #1 [2,2)x[1,3) is empty");
+      "box #1 [2,2)x[1,3) (owner 0) is empty");
   REQUIRE_HALOX_ERROR(
       halox::box_list<2>(world, n, per, {ob{{{0, 0}, {6, 2}}, 0}, ob{{{0, 2}, {6, 4}}, p}}),
       fmt::format("box #1 has owner rank {} outside [0, {})", p, p));
@@ -247,7 +247,7 @@ TEST_CASE("box_list: overlapping, not covering, empty, bad owner, outside the gl
       halox::box_list<2>(world, n, per, {ob{{{0, 0}, {6, 2}}, -1}, ob{{{0, 2}, {6, 4}}, 0}}),
       "owner rank -1");
   REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {ob{{{0, 0}, {6, 5}}, 0}}),
-                      "box #0 [0,6)x[0,5) reaches outside the global box [0,6)x[0,4)");
+                      "box #0 [0,6)x[0,5) (owner 0) reaches outside the global box [0,6)x[0,4)");
   REQUIRE_HALOX_ERROR(halox::box_list<2>(world, n, per, {ob{{{-1, 0}, {5, 4}}, 0}}),
                       "reaches outside");
   REQUIRE_HALOX_ERROR(halox::box_list<2>(world, {6, 0}, per, {}), "global extent 0 in dimension 1");

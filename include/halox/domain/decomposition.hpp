@@ -38,6 +38,26 @@ struct process_grid {
   friend constexpr bool operator==(const process_grid&, const process_grid&) = default;
 };
 
+/// How ranks are numbered over a process grid (cartesian's option).
+enum class rank_order {
+  /// Row-major: the last dimension varies fastest, as `MPI_Cart_create` numbers ranks (the
+  /// default). On a 3x2 grid rank 1 is at (0, 1).
+  last_fastest,
+  /// Column-major: the first dimension varies fastest ("x-fastest"), as Fortran codes and many
+  /// others number their chunks. On a 3x2 grid rank 1 is at (1, 0).
+  first_fastest,
+};
+
+inline const char* to_string(rank_order o) {
+  switch (o) {
+    case rank_order::last_fastest:
+      return "last dimension fastest";
+    case rank_order::first_fastest:
+      return "first dimension fastest";
+  }
+  return "not a rank_order";
+}
+
 namespace detail {
 
 template <int D>
