@@ -1,14 +1,11 @@
 #pragma once
 // Value types as data (halox/core/scalar.hpp) inside the library: dispatch to the C++ type of
-// an arithmetic kind, the GPU kernels' type codes, the combining functions of a reduction.
+// an arithmetic kind, the GPU kernels' type codes, the names of value types.
 
 #include <cstdint>
 #include <string>
 
-#include "halox/core/reduction.hpp"
 #include "halox/core/scalar.hpp"
-#include "program/ops.hpp"
-#include "halox/field/memory.hpp"
 
 namespace halox::detail {
 
@@ -54,14 +51,6 @@ constexpr bool arithmetic(scalar_kind k) {
 
 /// The GPU kernels' type code of `k` (see device_reduce): 0 where they cannot combine it.
 int device_type_code(scalar_kind k);
-
-/// How values of kind `k` combine under `r` (host function null for `replace`: a copy).
-combiner combiner_for(scalar_kind k, reduction r);
-
-/// Throws halox::error where field #k (`name`, of kind `kind` in `space`) cannot be combined
-/// with `op`: a non-arithmetic type, or a type the GPU kernels cannot combine.
-void check_reducible(reduction op, int k, const std::string& name, int rank, scalar_kind kind,
-                     memory_space space);
 
 /// A name of a value type that is the same on every rank of one program: the kind's name
 /// ("double", "int32", ...), or `other_name` for other types.

@@ -22,6 +22,7 @@
 #include "halox/domain/cartesian.hpp"
 #include "halox/exchange/make_exchange.hpp"
 #include "pack/strided_copy.hpp"
+#include "program/combine.hpp"
 #include "plan/plan_builder.hpp"
 
 namespace halox {

@@ -12,6 +12,7 @@
 #include "exchange/program_builder.hpp"
 #include "halox/comm/agree.hpp"
 #include "halox/exchange/unstructured_exchange.hpp"
+#include "program/combine.hpp"
 
 namespace halox {
 namespace detail {
