@@ -15,7 +15,9 @@
 #include "exchange/program_builder.hpp"
 #include "pack/strided_copy.hpp"
 
+#include "halox/field/memory.hpp"
 #include "program/direct_writes.hpp"
+#include "program/message_buffers.hpp"
 #include "program/placement.hpp"
 
 namespace {
@@ -78,8 +80,10 @@ copy_op step(std::byte* field, std::size_t elem, int comps, long x, bool pack) {
 }
 
 // The program of one rank of the pair: rank 0 packs its owned east columns, rank 1 unpacks into
-// its west halo; a step with no dimension between the two, as the compiler may emit.
-hd::exchange_program program(rank_fields& f, bool sender, bool combine = false) {
+// its west halo; a step with no dimension between the two, as the compiler may emit. Its steps
+// point into host buffers allocated here (`bufs`), as an exchange's set-up does.
+hd::exchange_program program(rank_fields& f, bool sender, hd::message_buffers& bufs,
+                             bool combine = false) {
   hd::program_builder b{halox::exchange_options{}};
   const auto side = sender ? hd::program_builder::send : hd::program_builder::recv;
   const long x = sender ? nx - w : -w;
@@ -90,7 +94,11 @@ hd::exchange_program program(rank_fields& f, bool sender, bool combine = false) 
   b.add(side, copy_op{}, 0);
   b.add(side, step(reinterpret_cast<std::byte*>(f.b.data()), 4, ncomp, x, sender),
         std::size_t(ny * w * ncomp) * 4);
-  return b.finish({halox::memory_space::host, halox::memory_space::host}, false);
+  hd::exchange_program layout =
+      b.finish({halox::memory_space::host, halox::memory_space::host}, false);
+  bufs.send = halox::detail::allocate(halox::memory_space::host, layout.send_bytes);
+  bufs.recv = halox::detail::allocate(halox::memory_space::host, layout.recv_bytes);
+  return hd::bind_steps(std::move(layout), bufs);
 }
 
 // Exported memory, as a transport sees it: the handle names the rank and the field.
@@ -143,7 +151,8 @@ void run_all(const std::vector<copy_op>& ops) {
 
 struct pair_setup {
   rank_fields f0, f1;
-  hd::exchange_program sender = program(f0, true), receiver = program(f1, false);
+  hd::message_buffers sent, received;
+  hd::exchange_program sender = program(f0, true, sent), receiver = program(f1, false, received);
   exports ex;
   pair_setup() {
     fill_owned(f0, 0);
@@ -151,9 +160,11 @@ struct pair_setup {
     ex.fields[0] = &f0;
     ex.fields[1] = &f1;
   }
-  hd::message_steps pack() const { return hd::host_message_steps(sender, step_kind::pack, 0); }
+  hd::message_steps pack() const {
+    return hd::host_message_steps(sender, step_kind::pack, 0, sent.send.get());
+  }
   hd::message_steps unpack() const {
-    return hd::host_message_steps(receiver, step_kind::unpack, 0);
+    return hd::host_message_steps(receiver, step_kind::unpack, 0, received.recv.get());
   }
 };
 
@@ -162,7 +173,7 @@ struct pair_setup {
 TEST_CASE("direct writes: the reference pack, message and unpack fill exactly the halo") {
   pair_setup s;
   for (const auto& op : s.sender.pack.copies) hd::run(op);
-  std::memcpy(s.receiver.recv_buf.get(), s.sender.send_buf.get(), s.sender.sends[0].bytes);
+  std::memcpy(s.received.recv.get(), s.sent.send.get(), s.sender.sends[0].bytes);
   for (const auto& op : s.receiver.unpack.copies) hd::run(op);
   check_receiver(s.f1);
 }
@@ -202,13 +213,13 @@ TEST_CASE("direct writes: placement runs the fused copies in place of the messag
   REQUIRE(where.fused_send[0].size() == 2);
   REQUIRE(where.fused_recv[0].size() == 2);
   SECTION("the sender's pack") {
-    const auto packed = hd::place_pack(s.sender, where);
+    const auto packed = hd::place_pack(s.sender, s.sent.send.get(), where);
     REQUIRE(packed.copies.size() == 3);
     CHECK(packed.copies[1].ndims == 0);  // the step with no dimension stays, copying nothing
     for (const auto& op : packed.copies) hd::run(op);
   }
   SECTION("the receiver's unpack") {
-    const auto unpacked = hd::place_unpack(s.receiver, where);
+    const auto unpacked = hd::place_unpack(s.receiver, s.received.recv.get(), where);
     REQUIRE(unpacked.copies.size() == 3);
     for (const auto& op : unpacked.copies) hd::run(op);
   }
@@ -247,8 +258,9 @@ TEST_CASE("direct writes: any disagreement leaves the message to its buffers") {
   CHECK(hd::describe_regions(s.unpack(), s.ex.find(1)).empty());
 
   rank_fields f;
-  const auto combining = program(f, false, true);
-  CHECK(hd::host_message_steps(combining, step_kind::unpack, 0).ops.empty());
+  hd::message_buffers bufs;
+  const auto combining = program(f, false, bufs, true);
+  CHECK(hd::host_message_steps(combining, step_kind::unpack, 0, bufs.recv.get()).ops.empty());
 }
 
 namespace {

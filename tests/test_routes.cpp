@@ -235,9 +235,9 @@ TEST_CASE("routes: ranks that allow different things agree on one table", "[rout
   hx::exchange_program p = all_to_all(world);
   p.has_device_fields = true;
   p.options.device_staging = me == 1 ? halox::staging::gpu_aware : halox::staging::automatic;
-  p.staged = me == 1 ? halox::staging::gpu_aware : halox::staging::host_staged;
+  const halox::staging staged = me == 1 ? halox::staging::gpu_aware : halox::staging::host_staged;
   p.options.peer_ipc_ranks = list_of(me);
-  const hx::route_table t = hx::route_table::agree(MPI_Comm(world), p);
+  const hx::route_table t = hx::route_table::agree(MPI_Comm(world), p, {staged, false, ""});
   check_both_sides(world, p, t);
   for (std::size_t m = 0; m < p.sends.size(); ++m) {
     const int q = p.sends[m].peer;
@@ -257,8 +257,9 @@ TEST_CASE("routes: forced NCCL that not every rank asks for fails on every rank"
   p.has_device_fields = true;
   const bool forced = world.rank() == 0;
   p.options.device_staging = forced ? halox::staging::nccl : halox::staging::host_staged;
-  p.staged = p.options.device_staging;
-  const std::string e = hxt::error_of([&] { (void)hx::route_table::agree(MPI_Comm(world), p); });
+  const hx::staging_choice wish{p.options.device_staging, false, ""};
+  const std::string e =
+      hxt::error_of([&] { (void)hx::route_table::agree(MPI_Comm(world), p, wish); });
   // Ranks of one node on one GPU (this program picks none: every rank on the first) are refused
   // for that first, as before the route table.
   const bool shared =
@@ -279,8 +280,9 @@ TEST_CASE("routes: forced NCCL that not every rank asks for fails on every rank"
   }
   // Automatic NCCL on some ranks only: no error, host staging by copies on those ranks.
   p.options.device_staging = halox::staging::automatic;
-  p.staged = forced ? halox::staging::nccl : halox::staging::host_staged;
-  const hx::route_table t = hx::route_table::agree(MPI_Comm(world), p);
+  const hx::staging_choice automatic{forced ? halox::staging::nccl : halox::staging::host_staged,
+                                     forced, ""};
+  const hx::route_table t = hx::route_table::agree(MPI_Comm(world), p, automatic);
   CHECK(t.nccl() == (world.size() == 1));
   check_both_sides(world, p, t);
 }

@@ -7,66 +7,45 @@
 #include "exchange/peer_agreement.hpp"
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
+#include "halox/field/memory.hpp"
 #include "mpi/check.hpp"
 #include "transport/staging_buffer.hpp"
 
 namespace halox::detail {
 
 namespace {
-constexpr std::string_view part = "exchange set-up";  // for MPI errors
 
-// The route table of this object (the one collective step that decides every message's route),
-// and the program's buffers following it: where automatic NCCL was refused (not every rank can
-// use it), the kernels keep the device buffers and one cudaMemcpyAsync per direction moves the
-// messages through pinned host memory for MPI (host staging by copies).
-route_table agree_routes(MPI_Comm comm, exchange_program& prog) {
-  route_table routes = route_table::agree(comm, prog);
-  if (prog.staged != staging::nccl || routes.nccl()) return routes;
-  prog.device_send = prog.send_buf;
-  prog.device_recv = prog.recv_buf;
-  prog.send_extent = extent_of(prog.sends);
-  prog.recv_extent = extent_of(prog.recvs);
-  prog.send_buf = allocate_pinned(prog.send_extent, "mapped", -1);
-  prog.recv_buf = allocate_pinned(prog.recv_extent, "mapped", -1);
-  prog.copy_staging = true;
-  prog.device_buffers = false;
-  prog.staged = staging::host_staged;
-  return routes;
-}
-
-// Collective whenever the program has device fields: where both sides of a message must cut it
-// alike (see chunks.hpp). Ranks that stage through host memory ask for their option; the
-// smallest wins, 0 (never cut) included; where no rank stages through host memory, nothing is
-// cut.
-std::size_t agree_on_chunk(MPI_Comm comm, const exchange_program& prog) {
-  if (!prog.has_device_fields) return 0;
-  constexpr auto none = ~0ULL;
-  unsigned long long mine = prog.device_buffers ? none : prog.options.staging_chunk_bytes, all = 0;
-  mpi::check(MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm), "MPI_Allreduce",
-             -1, part);
-  return all == none ? 0 : std::size_t(all);
-}
-
-// Shared memory for the messages the table sends that way; its run-time outcome (receivers
-// that could not map their sender's buffer, messages that go in one copy) settles the table.
-std::unique_ptr<shm_mailbox> attach_shm(MPI_Comm comm, const exchange_program& prog,
-                                        route_table& routes, std::string& problem) {
-  auto shm = shm_mailbox::attach(comm, prog, routes, problem);
-  routes.settle_shm(shm.get());
-  return shm;
+// The buffers of `prog`'s messages where the route table put them (`how` is null for host-only
+// exchanges: host memory).
+message_buffers allocate_buffers(const exchange_program& prog, const staging_choice* how,
+                                 int rank) {
+  message_buffers b;
+  auto buffer = [&](std::size_t bytes) {
+    if (how == nullptr) return allocate(memory_space::host, bytes);
+    return how->device_buffers ? allocate(memory_space::device, bytes)
+                               : allocate_pinned(bytes, "mapped", rank);
+  };
+  b.send = buffer(prog.send_bytes);
+  b.recv = buffer(prog.recv_bytes);
+  b.copy_staging = how != nullptr && how->copy_staging;
+  if (!b.copy_staging) return b;
+  b.device_send = allocate(memory_space::device, prog.send_bytes);
+  b.device_recv = allocate(memory_space::device, prog.recv_bytes);
+  return b;
 }
 
 // NCCL for the messages the table gives it, where every rank agreed on NCCL and some rank has
 // such a message or forced NCCL (automatic NCCL on one node with CUDA IPC everywhere makes no
 // communicator). Collective (every rank agreed on the same).
 std::unique_ptr<nccl_path> attach_nccl(MPI_Comm comm, const route_table& routes,
-                                       const exchange_program& prog, const peer_ipc* ipc) {
+                                       const exchange_program& prog, const message_buffers& bufs,
+                                       const peer_ipc* ipc) {
   if (!routes.nccl() || !(routes.votes().beyond_ipc || routes.votes().nccl_forced)) return nullptr;
   auto by_nccl = [](route r) { return r == route::nccl; };
   // Zero-copy pieces where NCCL carries every message (CUDA IPC places its own).
   return nccl_path::attach(comm, false, prog, routes.select(prog.sends, true, by_nccl),
-                           prog.send_buf.get(), routes.select(prog.recvs, false, by_nccl),
-                           prog.recv_buf.get(), ipc == nullptr);
+                           bufs.send.get(), routes.select(prog.recvs, false, by_nccl),
+                           bufs.recv.get(), ipc == nullptr);
 }
 
 std::vector<std::size_t> indices_of(const std::vector<message>& subset,
@@ -79,21 +58,42 @@ std::vector<std::size_t> indices_of(const std::vector<message>& subset,
 }
 }  // namespace
 
+// The one route decision of an exchange, in order: every peer plans the same messages; the
+// route table (locality, offers, votes, staging); the buffers, allocated once where the table
+// put the messages; the program's steps pointed into them; shared memory, whose outcome (one
+// copy, or MPI where a receiver cannot map its sender's buffer) the table takes. Nothing
+// changes the table or the program after this.
+exchange_core::routing exchange_core::decide_routes(MPI_Comm comm, exchange_program layout) {
+  check_peer_agreement(comm, layout);
+  routing r;
+  r.routes = route_table::agree(comm, layout);
+  int me = 0;
+  mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, "exchange set-up");
+  r.buffers = allocate_buffers(layout, r.routes.device_staging(), me);
+  r.prog = bind_steps(std::move(layout), r.buffers);
+  r.shm = shm_mailbox::attach(comm, r.prog, r.buffers, r.routes, r.problem);
+  r.routes.settle_shm(r.shm.get());
+  return r;
+}
+
 exchange_core::exchange_core(const boost::mpi::communicator& c, exchange_program p)
+    : exchange_core(c, decide_routes(MPI_Comm(c), std::move(p))) {}
+
+exchange_core::exchange_core(const boost::mpi::communicator& c, routing&& r)
     : comm_(c),
-      prog_(std::move(p)),
-      agreed_((check_peer_agreement(MPI_Comm(comm_), prog_), true)),
-      routes_(agree_routes(MPI_Comm(comm_), prog_)),
-      chunk_(agree_on_chunk(MPI_Comm(comm_), prog_)),
-      ipc_(peer_ipc::attach(MPI_Comm(comm_), prog_, routes_, transport_problem_)),
-      shm_(attach_shm(MPI_Comm(comm_), prog_, routes_, transport_problem_)),
-      nccl_(attach_nccl(MPI_Comm(comm_), routes_, prog_, ipc_.get())),
-      staging_copies_(prog_.copy_staging && !(ipc_ && ipc_->carries_all())),
+      routes_(std::move(r.routes)),
+      buffers_(std::move(r.buffers)),
+      prog_(std::move(r.prog)),
+      transport_problem_(std::move(r.problem)),
+      ipc_(peer_ipc::attach(MPI_Comm(comm_), prog_, buffers_, routes_, transport_problem_)),
+      shm_(std::move(r.shm)),
+      nccl_(attach_nccl(MPI_Comm(comm_), routes_, prog_, buffers_, ipc_.get())),
+      staging_copies_(buffers_.copy_staging && !(ipc_ && ipc_->carries_all())),
       mpi_send_list_(routes_.select(prog_.sends, true, through_mpi)),
       mpi_recv_list_(routes_.select(prog_.recvs, false, through_mpi)),
       channels_(MPI_Comm(comm_), mpi_send_list_,
-                shm_ && shm_->send_buffer() ? shm_->send_buffer() : prog_.send_buf.get(),
-                mpi_recv_list_, prog_.recv_buf.get(), chunk_),
+                shm_ && shm_->send_buffer() ? shm_->send_buffer() : buffers_.send.get(),
+                mpi_recv_list_, buffers_.recv.get(), routes_.chunk()),
       recv_message_(indices_of(mpi_recv_list_, prog_.recvs)),
       done_(prog_.recvs.size() + 1) {
   // Every rank leaves set-up together: a transport's size check fails on every rank.
@@ -106,18 +106,18 @@ exchange_core::exchange_core(const boost::mpi::communicator& c, exchange_program
   if (nccl_) nccl_->connect();
   // Host staging by copies with every message through MPI: in pieces, copies overlapping MPI.
   if (gpu_ && staging_copies_ && !ipc_ && !nccl_)
-    pipe_ = std::make_unique<staging_pipeline>(channels_, chunk_, prog_.device_send.get(),
-                                               prog_.send_buf.get(), prog_.device_recv.get(),
-                                               prog_.recv_buf.get(), rank());
+    pipe_ = std::make_unique<staging_pipeline>(
+        channels_, routes_.chunk(), buffers_.device_send.get(), buffers_.send.get(),
+        buffers_.device_recv.get(), buffers_.recv.get(), rank());
 }
 
 void exchange_core::place_steps() {
   for (int c = 0; c < 2; ++c) {
     const placement where = shm_ ? shm_->placed(prog_, c) : placement{};
-    host_pack_[c] = place_pack(prog_, where);
-    host_unpack_[c] = place_unpack(prog_, where);
+    host_pack_[c] = place_pack(prog_, buffers_.send.get(), where);
+    host_unpack_[c] = place_unpack(prog_, buffers_.recv.get(), where);
   }
-  if (!has_device_steps()) return;
+  if (!has_device_steps(prog_) && prog_.device_boundary.empty()) return;
   // Messages NCCL moves straight from or into the fields have no pack or unpack steps.
   placement direct;
   if (nccl_ && !ipc_) {
@@ -126,7 +126,8 @@ void exchange_core::place_steps() {
     for (const auto& m : prog_.recvs)
       direct.recv_direct.push_back(char(nccl_->recv_direct(m.peer)));
   }
-  const device_steps own = place_device(prog_, direct, prog_.send_buf.get(), prog_.recv_buf.get());
+  const device_steps own =
+      place_device(prog_, direct, buffers_.kernel_send(), buffers_.kernel_recv());
   const device_steps& first = ipc_ ? ipc_->steps(0) : own;
   // A rank's own periodic images are copied inside the pack kernel on every path. Under NCCL
   // a second stream for them (beside the messages, at the default priority) lost 2-3% of a
@@ -147,12 +148,6 @@ void exchange_core::describe_routes() {
   if (!ipc_) return;
   routes_.set_how(route::ipc, ipc_->path());
   routes_.set_how(route::ipc_signalled, ipc_->path());
-}
-
-bool exchange_core::has_device_steps() const {
-  return !prog_.device_pack.empty() || !prog_.device_unpack.empty() ||
-         !prog_.device_gather.empty() || !prog_.device_scatter.empty() ||
-         !prog_.device_local_ordered.empty() || !prog_.device_boundary.empty();
 }
 
 void exchange_core::pack(std::size_t m) const {
@@ -204,7 +199,7 @@ void exchange_core::launch_unpack() {
   if (pipe_)
     pipe_->join(gpu_->stream());
   else if (staging_copies_)
-    gpu_->copy(prog_.device_recv.get(), prog_.recv_buf.get(), prog_.recv_extent, rank());
+    gpu_->copy(buffers_.device_recv.get(), buffers_.recv.get(), prog_.recv_bytes, rank());
   gpu_->launch_unpack(rank(), generation_);
   if (rules_) rules_->launch_after_unpack(rank());  // boundary fills, on halox's stream
   unpack_pending_ = true;

@@ -18,6 +18,7 @@
 #include "boundary/device_boundary.hpp"
 #include "halox/core/stream.hpp"
 #include "pack/device_copy.hpp"
+#include "program/message_buffers.hpp"
 #include "program/program.hpp"
 #include "transport/mpi_channels.hpp"
 #include "transport/nccl_path.hpp"
@@ -40,15 +41,17 @@ class exchange_clock;
 /// exchange_clock) and the transports it uses.
 class exchange_core {
  public:
-  /// Collective: agreement with every peer, the route table (the locality decision), the
-  /// node-local transports, the MPI requests of the remaining messages, the GPU copier. Throws
-  /// (on every rank) when peers disagree or a transport found a message of the wrong size.
-  exchange_core(const boost::mpi::communicator& c, exchange_program p);
+  /// Collective: agreement with every peer, the route table (the one route decision, see
+  /// decide_routes), the buffers, the node-local transports, the MPI requests of the remaining
+  /// messages, the GPU copier. `layout`: the compiled program (program/program.hpp). Throws (on
+  /// every rank) when peers disagree or a transport found a message of the wrong size.
+  exchange_core(const boost::mpi::communicator& c, exchange_program layout);
 
   int rank() const { return comm_.rank(); }
   MPI_Comm communicator() const { return MPI_Comm(comm_); }
   const exchange_program& program() const { return prog_; }
   const route_table& routes() const { return routes_; }
+  const message_buffers& buffers() const { return buffers_; }
   /// The exchange running now, from 1 (the object counts start()s: next_exchange()).
   std::uint64_t generation() const { return generation_; }
   void next_exchange() { ++generation_; }
@@ -71,11 +74,22 @@ class exchange_core {
   friend class device_work;
   friend class exchange_clock;
 
+  /// What the route decision produces: the table, the buffers, the program pointed into them,
+  /// shared memory (the one transport whose outcome the table takes), a size mismatch found.
+  struct routing {
+    route_table routes;
+    message_buffers buffers;
+    exchange_program prog;
+    std::unique_ptr<shm_mailbox> shm;
+    std::string problem;
+  };
+  static routing decide_routes(MPI_Comm comm, exchange_program layout);
+  exchange_core(const boost::mpi::communicator& c, routing&& r);
+
   boost::mpi::communicator comm_;
-  exchange_program prog_;
-  bool agreed_;                       // every peer plans the same messages (checked first)
   route_table routes_;                // each message's route (and the locality it came from)
-  std::size_t chunk_;                 // MPI messages cut at this size (every rank agreed; 0: not)
+  message_buffers buffers_;           // allocated once, where the table put the messages
+  exchange_program prog_;             // its steps point into buffers_; never changed
   std::string transport_problem_;     // a size mismatch a transport found while setting up
   std::unique_ptr<peer_ipc> ipc_;     // null unless messages travel through CUDA IPC
   std::unique_ptr<shm_mailbox> shm_;  // null unless host messages travel through shared memory
@@ -103,7 +117,6 @@ class exchange_core {
   /// after `gpu_`: destroyed before the stream its launches use.
   std::unique_ptr<device_boundary> rules_;
 
-  bool has_device_steps() const;
   /// The host steps of this exchange (the copy it uses: generation mod 2).
   const exchange_program::steps& pack_steps() const { return host_pack_[generation_ % 2]; }
   const exchange_program::steps& unpack_steps() const { return host_unpack_[generation_ % 2]; }
@@ -203,9 +216,9 @@ class device_work {
   }
   /// Host staging by copies: the packed messages to the host buffer MPI sends from.
   void stage_out() {
-    const auto& p = c_.prog_;
+    const auto& b = c_.buffers_;
     if (c_.staging_copies_)
-      c_.gpu_->copy(p.send_buf.get(), p.device_send.get(), p.send_extent, c_.rank());
+      c_.gpu_->copy(b.send.get(), b.device_send.get(), c_.prog_.send_bytes, c_.rank());
   }
   void synchronize() { c_.gpu_->synchronize(c_.rank()); }
   void* stream() const { return c_.gpu_->stream(); }

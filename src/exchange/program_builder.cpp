@@ -1,12 +1,9 @@
 // The program builder's compiled half (see halox/exchange/program_builder.hpp).
 #include "exchange/program_builder.hpp"
 
-#include <algorithm>
 #include <utility>
 
 #include "halox/core/format.hpp"
-#include "transport/staging.hpp"
-#include "transport/staging_buffer.hpp"
 
 namespace halox::detail {
 
@@ -23,13 +20,13 @@ void program_builder::add(side s, const copy_op& op, std::size_t bytes, bool on_
   align(s, op.elem);
   if (on_device) {
     (s == send ? p_.device_pack : p_.device_unpack).push_back(op);
-    device_off_[s].push_back(offset_[s]);
+    at(s).device.push_back(offset_[s]);
     grow(s, bytes, 0, 0);
     return;
   }
   auto& st = s == send ? p_.pack : p_.unpack;
   st.copies.push_back(op);
-  copy_off_[s].push_back(offset_[s]);
+  at(s).copies.push_back(offset_[s]);
   grow(s, bytes, 1, 0);
 }
 
@@ -37,13 +34,13 @@ void program_builder::add(side s, const gather_op& op, std::size_t bytes, bool o
   align(s, op.elem);
   if (on_device) {
     (s == send ? p_.device_gather : p_.device_scatter).push_back(op);
-    device_gather_off_[s].push_back(offset_[s]);
+    at(s).device_gathers.push_back(offset_[s]);
     grow(s, bytes, 0, 0);
     return;
   }
   auto& st = s == send ? p_.pack : p_.unpack;
   st.gathers.push_back(op);
-  gather_off_[s].push_back(offset_[s]);
+  at(s).gathers.push_back(offset_[s]);
   grow(s, bytes, 0, 1);
 }
 
@@ -51,88 +48,10 @@ exchange_program program_builder::finish(const std::vector<memory_space>& spaces
   p_.ordered_unpack = p_.ordered_device_unpack = reverse;
   for (const auto s : spaces)
     (s == memory_space::device ? p_.has_device_fields : p_.has_host_fields) = true;
-  // With device steps the kernels write and read the messages in place: in device memory
-  // (gpu_aware with a CUDA-aware MPI) or mapped pinned host memory (host_staged).
-  const bool gpu = !p_.device_pack.empty() || !p_.device_unpack.empty() ||
-                   !p_.device_gather.empty() || !p_.device_scatter.empty() ||
-                   !p_.device_local_ordered.empty();
-  p_.path = gpu ? decide_staging() : std::string("host fields only: packed on the CPU");
-  allocate_buffers(gpu);
-  point_steps();
+  p_.send_bytes = offset_[send];
+  p_.recv_bytes = offset_[recv];
   summarize(spaces.size());
   return std::move(p_);
-}
-
-std::string program_builder::decide_staging() {
-  const bool host_steps = !p_.pack.copies.empty() || !p_.pack.gathers.empty() ||
-                          !p_.unpack.copies.empty() || !p_.unpack.gathers.empty();
-  auto choice = detail::choose_staging(p_.options.device_staging, p_.has_host_fields);
-  // NCCL is confirmed (or undone) by every rank at the object's set-up (the route table).
-  p_.staged = choice.policy;
-  if (choice.device_buffers && host_steps) {  // the CPU packs host fields into the buffers
-    choice.device_buffers = false;
-    choice.why += "; host fields share the messages: buffers in mapped pinned memory";
-  }
-  // host_staged by copies: the kernels pack into device memory and cudaMemcpyAsync moves the
-  // messages through pinned host memory, in pieces overlapping the MPI transfers
-  // (transport/staging_pipeline.hpp). Chosen for messages over one chunk, or by
-  // host_staging_copies; only without host fields (they pack into the host buffer).
-  const std::size_t chunk = p_.options.staging_chunk_bytes;
-  std::size_t largest = 0;
-  for (const auto* list : {&p_.sends, &p_.recvs})
-    for (const auto& m : *list) largest = std::max(largest, m.bytes);
-  const bool large = chunk > 0 && largest > chunk;
-  if (choice.policy == staging::host_staged && !host_steps &&
-      (p_.options.host_staging_copies || large)) {
-    p_.copy_staging = true;
-    choice.why = large ? detail::format(
-                             "pack into device memory, cudaMemcpyAsync through pinned host "
-                             "memory in pieces of up to {} B overlapping MPI",
-                             chunk)
-                       : std::string(
-                             "pack into device memory, cudaMemcpyAsync through pinned host "
-                             "memory (host_staging_copies)");
-  }
-  p_.device_buffers = choice.device_buffers;
-  return detail::format("{} ({})", to_string(choice.policy), choice.why);
-}
-
-void program_builder::allocate_buffers(bool gpu) {
-  auto buffer = [&](std::size_t bytes) {
-    if (!gpu) return allocate(memory_space::host, bytes);
-    return p_.device_buffers ? allocate(memory_space::device, bytes)
-                             : allocate_pinned(bytes, "mapped", -1);
-  };
-  p_.send_buf = buffer(offset_[send]);
-  p_.recv_buf = buffer(offset_[recv]);
-  if (!p_.copy_staging) return;
-  p_.device_send = allocate(memory_space::device, offset_[send]);
-  p_.device_recv = allocate(memory_space::device, offset_[recv]);
-  p_.send_extent = offset_[send];
-  p_.recv_extent = offset_[recv];
-}
-
-void program_builder::point_steps() {
-  // Where the kernels find the messages: the message buffers, or their device copies.
-  std::byte* dsend = p_.copy_staging ? p_.device_send.get() : p_.send_buf.get();
-  std::byte* drecv = p_.copy_staging ? p_.device_recv.get() : p_.recv_buf.get();
-  // Device pack steps are the first device_off_[send].size() entries (local copies follow).
-  for (std::size_t k = 0; k < device_off_[send].size(); ++k)
-    p_.device_pack[k].dst = dsend + device_off_[send][k];
-  for (std::size_t k = 0; k < device_off_[recv].size(); ++k)
-    p_.device_unpack[k].src = drecv + device_off_[recv][k];
-  for (std::size_t k = 0; k < p_.device_gather.size(); ++k)
-    p_.device_gather[k].buf = dsend + device_gather_off_[send][k];
-  for (std::size_t k = 0; k < p_.device_scatter.size(); ++k)
-    p_.device_scatter[k].buf = drecv + device_gather_off_[recv][k];
-  for (std::size_t k = 0; k < p_.pack.copies.size(); ++k)
-    p_.pack.copies[k].dst = p_.send_buf.get() + copy_off_[send][k];
-  for (std::size_t k = 0; k < p_.unpack.copies.size(); ++k)
-    p_.unpack.copies[k].src = p_.recv_buf.get() + copy_off_[recv][k];
-  for (std::size_t k = 0; k < p_.pack.gathers.size(); ++k)
-    p_.pack.gathers[k].buf = p_.send_buf.get() + gather_off_[send][k];
-  for (std::size_t k = 0; k < p_.unpack.gathers.size(); ++k)
-    p_.unpack.gathers[k].buf = p_.recv_buf.get() + gather_off_[recv][k];
 }
 
 void program_builder::summarize(std::size_t field_count) {

@@ -1,11 +1,11 @@
 #pragma once
 /// @file
-/// Lays out messages and collects the copy steps of an exchange program; the buffers are
-/// allocated once at the end and every step is pointed into them. The typed templates
-/// (make_exchange) only feed it steps; it is compiled in src/exchange/program_builder.cpp.
+/// Lays out messages and collects the copy steps of an exchange program: where each message
+/// and each step's buffer side lies in the message buffers, not the buffers themselves (they
+/// are allocated once the route table has decided how the messages travel, see
+/// program/message_buffers.hpp). The exchange compiler (structured and unstructured) feeds it.
 
 #include <cstddef>
-#include <string>
 #include <vector>
 
 #include "program/program.hpp"
@@ -27,23 +27,19 @@ class program_builder {
   void add(side s, const gather_op& op, std::size_t bytes, bool on_device = false);
   exchange_program& program() { return p_; }
 
-  /// Allocates both buffers, points every step at its place, and writes the summary.
-  /// `spaces`: where each field lives; `reverse`: a halo-to-owner exchange, whose unpacking
-  /// runs in peer order after every message arrived (deterministic combining).
+  /// The program's layout, with its summary. `spaces`: where each field lives; `reverse`: a
+  /// halo-to-owner exchange, whose unpacking runs in peer order after every message arrived
+  /// (deterministic combining).
   exchange_program finish(const std::vector<memory_space>& spaces, bool reverse);
 
  private:
   void align(side s, std::size_t elem);
   void grow(side s, std::size_t bytes, std::size_t copies, std::size_t gathers);
-  /// How device messages travel (the staging policy and its variant), for describe().
-  std::string decide_staging();
-  void allocate_buffers(bool gpu);
-  void point_steps();
   void summarize(std::size_t field_count);
 
   exchange_program p_;
   std::size_t offset_[2] = {0, 0};
-  std::vector<std::size_t> copy_off_[2], gather_off_[2], device_off_[2], device_gather_off_[2];
+  step_offsets& at(side s) { return s == send ? p_.send_offsets : p_.recv_offsets; }
 };
 
 }  // namespace halox::detail

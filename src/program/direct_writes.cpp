@@ -63,12 +63,13 @@ copy_op fused(const copy_op& op, step_kind k, const direct_region& r, std::byte*
 
 }  // namespace
 
-message_steps host_message_steps(const exchange_program& prog, step_kind kind, std::size_t m) {
+message_steps host_message_steps(const exchange_program& prog, step_kind kind, std::size_t m,
+                                 const std::byte* buf) {
   const bool pack = is_pack(kind);
   const exchange_program::steps& st = pack ? prog.pack : prog.unpack;
   const exchange_program::op_range& r = (pack ? prog.pack_range : prog.unpack_range)[m];
   const message& msg = (pack ? prog.sends : prog.recvs)[m];
-  message_steps s{kind, (pack ? prog.send_buf : prog.recv_buf).get() + msg.offset, {}};
+  message_steps s{kind, buf + msg.offset, {}};
   if (r.gn != 0) return s;
   for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k)
     if (!add_step(s, st.copies[k])) return message_steps{kind, s.at, {}};

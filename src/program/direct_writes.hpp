@@ -59,8 +59,10 @@ struct message_steps {
   std::vector<const copy_op*> ops;
 };
 
-/// The host steps of send (pack) or receive (unpack) message `m` of `prog`, in its buffers.
-message_steps host_message_steps(const exchange_program& prog, step_kind kind, std::size_t m);
+/// The host steps of send (pack) or receive (unpack) message `m` of `prog`, in the buffer `buf`
+/// its host steps point into (message_buffers' send or recv).
+message_steps host_message_steps(const exchange_program& prog, step_kind kind, std::size_t m,
+                                 const std::byte* buf);
 /// The device steps of message `m` of the buffer at `buf` (the buffer the program's device steps
 /// point into: the device copies under copy staging).
 message_steps device_message_steps(const exchange_program& prog, step_kind kind,

@@ -106,17 +106,19 @@ bool in_message(const void* p, const std::byte* buf, const message& m) {
   return buf != nullptr && b >= buf + m.offset && b < buf + m.offset + m.bytes;
 }
 
-exchange_program::steps place_pack(const exchange_program& prog, const placement& where) {
+exchange_program::steps place_pack(const exchange_program& prog, const std::byte* buf,
+                                   const placement& where) {
   return place_host(
-      prog.pack, prog.pack_range, prog.sends, prog.send_buf.get(), where.send_at, where.fused_send,
+      prog.pack, prog.pack_range, prog.sends, buf, where.send_at, where.fused_send,
       [](copy_op& op) -> std::byte*& { return op.dst; },
       [](gather_op& g) -> std::byte*& { return g.buf; });
 }
 
-exchange_program::steps place_unpack(const exchange_program& prog, const placement& where) {
+exchange_program::steps place_unpack(const exchange_program& prog, const std::byte* buf,
+                                     const placement& where) {
   return place_host(
-      prog.unpack, prog.unpack_range, prog.recvs, prog.recv_buf.get(), where.recv_at,
-      where.fused_recv, [](copy_op& op) -> const std::byte*& { return op.src; },
+      prog.unpack, prog.unpack_range, prog.recvs, buf, where.recv_at, where.fused_recv,
+      [](copy_op& op) -> const std::byte*& { return op.src; },
       [](gather_op& g) -> std::byte*& { return g.buf; });
 }
 

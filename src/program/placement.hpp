@@ -42,9 +42,12 @@ bool flaggable(const exchange_program& prog, bool pack, const std::byte* buf, co
 /// Whether `p` points into message `m` of the buffer at `buf`.
 bool in_message(const void* p, const std::byte* buf, const message& m);
 
-/// The host steps of the program (prog.pack, prog.unpack) as `where` puts the messages.
-exchange_program::steps place_pack(const exchange_program& prog, const placement& where);
-exchange_program::steps place_unpack(const exchange_program& prog, const placement& where);
+/// The host steps of the program (prog.pack, prog.unpack) as `where` puts the messages;
+/// `buf`: the buffer the program's steps point into (message_buffers' send or recv).
+exchange_program::steps place_pack(const exchange_program& prog, const std::byte* buf,
+                                   const placement& where);
+exchange_program::steps place_unpack(const exchange_program& prog, const std::byte* buf,
+                                     const placement& where);
 
 /// The device steps of one exchange: what the fused pack and unpack launches run.
 struct device_steps {

@@ -36,8 +36,18 @@ inline std::size_t extent_of(const std::vector<message>& msgs) {
 /// "field #0", ...): each rank compares it with its peers' at set-up.
 using declaration = std::vector<std::pair<std::string, std::string>>;
 
+/// Where each step's buffer side starts in its message buffer (bytes from the buffer's start),
+/// in the order of the step lists: the program builder records them, bind_steps() points the
+/// steps there once the buffers exist (program/message_buffers.hpp).
+struct step_offsets {
+  std::vector<std::size_t> copies, gathers;         ///< host steps (pack or unpack)
+  std::vector<std::size_t> device, device_gathers;  ///< device steps (the first ones of the list)
+};
+
 /// A prepared exchange, independent of dimension and value types: messages, the copies that
-/// pack, unpack and copy locally, and the buffers they point into.
+/// pack, unpack and copy locally, and where in the message buffers each copy reads or writes.
+/// It is layout only: how the messages travel is the route table's decision
+/// (transport/routes.hpp), and the buffers are allocated after it (program/message_buffers.hpp).
 struct exchange_program {
   /// Copies of one kind: strided regions (structured) and index lists (unstructured).
   struct steps {
@@ -60,28 +70,19 @@ struct exchange_program {
   /// local copies and unpack steps run one launch each, in the fixed order (deterministic).
   std::vector<copy_op> device_local_ordered;
   bool ordered_device_unpack = false;
-  bool device_buffers = false;  ///< message buffers in device memory (gpu_aware, nccl)
-  /// How this rank stages device messages outside CUDA IPC (choose_staging: gpu_aware,
-  /// host_staged or nccl). NCCL, forced or automatic, needs every rank: the route table
-  /// (src/transport/routes.hpp) confirms it at set-up, or falls back to host staging by copies.
-  staging staged = staging::host_staged;
-  /// host_staged by copies: kernels use device_send/device_recv, copied to/from the host
-  /// buffers with cudaMemcpyAsync (`send_extent`/`recv_extent` bytes).
-  bool copy_staging = false;
-  std::shared_ptr<std::byte> device_send, device_recv;
-  std::size_t send_extent = 0, recv_extent = 0;
   bool has_device_fields = false;  ///< the same on every rank: same field list everywhere
   bool has_host_fields = false;
   std::vector<std::vector<index>> index_lists;  ///< what gather steps point into
+  /// The bytes of the send and receive buffers (every message, cache-line aligned) and where
+  /// each step's buffer side lies in them.
+  std::size_t send_bytes = 0, recv_bytes = 0;
+  step_offsets send_offsets, recv_offsets;
   /// Unpack in peer order after every message arrived (reverse exchanges: deterministic sums).
   bool ordered_unpack = false;
-  std::shared_ptr<std::byte> send_buf, recv_buf;  ///< 64-byte aligned host memory
-  std::vector<std::shared_ptr<void>> fields;      ///< keeps the fields' memory alive
-  declaration declared;                           ///< compared with every peer's at set-up
+  std::vector<std::shared_ptr<void>> fields;  ///< keeps the fields' memory alive
+  declaration declared;                       ///< compared with every peer's at set-up
   exchange_options options;  ///< transport choices, the environment applied (same on no rank pair)
   std::string summary;       ///< what describe() prints first
-  std::string path;          ///< how messages travel, for describe() (as compiled, before the
-                             ///< node-local transports take some of them)
   /// Host work run after every completed exchange, in order (physical boundary fills of host
   /// fields, see boundary/boundary.hpp). Prepared at set-up; running them allocates nothing.
   std::vector<std::function<void()>> after_exchange;
@@ -89,5 +90,11 @@ struct exchange_program {
   /// the unpack, and callbacks (see src/boundary/device_boundary.hpp).
   device_rules device_boundary;
 };
+
+/// Whether the fused kernels have work: device fields with messages or local copies.
+inline bool has_device_steps(const exchange_program& p) {
+  return !p.device_pack.empty() || !p.device_unpack.empty() || !p.device_gather.empty() ||
+         !p.device_scatter.empty() || !p.device_local_ordered.empty();
+}
 
 }  // namespace halox::detail

@@ -134,8 +134,8 @@ namespace {
 // the program's device steps, the control messages.
 class ipc_setup {
  public:
-  ipc_setup(MPI_Comm comm, const exchange_program& prog, const route_table& routes,
-            peer_ipc::impl& p)
+  ipc_setup(MPI_Comm comm, const exchange_program& prog, const message_buffers& bufs,
+            const route_table& routes, peer_ipc::impl& p)
       : comm_(comm), prog_(prog), p_(p), me_(p.rank) {
     for (std::size_t k = 0; k < prog.sends.size(); ++k)
       if (by_ipc(routes.send(k))) sends_.push_back(k);
@@ -144,8 +144,8 @@ class ipc_setup {
     for (std::size_t k : sends_) p.send_peers.push_back(prog.sends[k].peer);
     for (std::size_t k : recvs_) p.recv_peers.push_back(prog.recvs[k].peer);
     // The buffers the program's device steps point into (device copies under copy staging).
-    old_recv_ = prog.copy_staging ? prog.device_recv.get() : prog.recv_buf.get();
-    old_send_ = prog.copy_staging ? prog.device_send.get() : prog.send_buf.get();
+    old_recv_ = bufs.kernel_recv();
+    old_send_ = bufs.kernel_send();
     recv_size_ = extent_of(prog.recvs);
   }
 
@@ -465,7 +465,8 @@ class ipc_setup {
 }  // namespace
 
 std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, const exchange_program& prog,
-                                           const route_table& routes, std::string& problem) {
+                                           const message_buffers& bufs, const route_table& routes,
+                                           std::string& problem) {
   // Only ranks with a message over CUDA IPC set it up (the route table paired them).
   if (!routes.any(route::ipc) && !routes.any(route::ipc_signalled)) return nullptr;
   int me = 0;
@@ -475,7 +476,7 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, const exchange_program
   p->rank = me;
   p->device_signalled = routes.any(route::ipc_signalled);
   p->carries_all = routes.all_ipc();
-  ipc_setup s(comm, prog, routes, *p);
+  ipc_setup s(comm, prog, bufs, routes, *p);
   s.make_buffers();
   s.swap_handles(problem);
   s.order_waits();

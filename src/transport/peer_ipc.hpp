@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include "pack/device_copy.hpp"
+#include "program/message_buffers.hpp"
 #include "program/placement.hpp"
 #include "program/program.hpp"
 
@@ -26,12 +27,13 @@ class peer_ipc {
   /// Sets up the messages the route table sends through CUDA IPC (route ipc or ipc_signalled:
   /// both ranks of each pair agreed, see transport/routes.hpp). Those messages arrive in a
   /// device buffer whose IPC handle goes to their senders once; steps() places the program's
-  /// device steps accordingly; the other messages keep going through MPI or NCCL. Returns null
-  /// when no message of this rank uses CUDA IPC. Collective over the ranks with such messages
-  /// (pairwise). A message whose size differs between the sender's and the receiver's plan
-  /// sets `problem`, for the caller to raise on every rank once set-up is complete.
+  /// device steps (pointing into `bufs`) accordingly; the other messages keep going through MPI or
+  /// NCCL. Returns null when no message of this rank uses CUDA IPC. Collective over the ranks with
+  /// such messages (pairwise). A message whose size differs between the sender's and the receiver's
+  /// plan sets `problem`, for the caller to raise on every rank once set-up is complete.
   static std::unique_ptr<peer_ipc> attach(MPI_Comm comm, const exchange_program& prog,
-                                          const route_table& routes, std::string& problem);
+                                          const message_buffers& bufs, const route_table& routes,
+                                          std::string& problem);
   ~peer_ipc();
   peer_ipc(const peer_ipc&) = delete;
   peer_ipc& operator=(const peer_ipc&) = delete;

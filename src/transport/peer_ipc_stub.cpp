@@ -7,7 +7,8 @@ void peer_ipc::unfinished(std::vector<int>&, std::vector<int>&) const {}
 
 struct peer_ipc::impl {};
 
-std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, const exchange_program&, const route_table&,
+std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, const exchange_program&,
+                                           const message_buffers&, const route_table&,
                                            std::string&) {
   return nullptr;
 }

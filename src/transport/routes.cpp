@@ -8,6 +8,7 @@
 
 #include "halox/comm/agree.hpp"
 #include "halox/core/error.hpp"
+#include "halox/core/format.hpp"
 #include "mpi/check.hpp"
 #include "transport/nccl_comm.hpp"
 #include "transport/shm_mailbox.hpp"
@@ -55,12 +56,12 @@ bool listed(const std::optional<std::vector<int>>& ranks, int rank) {
   return !ranks || std::find(ranks->begin(), ranks->end(), rank) != ranks->end();
 }
 
-route_wishes route_wishes::of(const exchange_program& prog) {
+route_wishes route_wishes::of(const exchange_program& prog, staging staged) {
   route_wishes w;
   w.device_fields = prog.has_device_fields;
   w.host_fields = prog.has_host_fields;
   w.asked = prog.options.device_staging;
-  w.staged = prog.staged;
+  w.staged = staged;
   w.host_shared_memory = prog.options.host_shared_memory;
   w.ipc_device_signals = prog.options.ipc_device_signals;
   w.ordered_device_unpack = prog.ordered_device_unpack;
@@ -107,6 +108,50 @@ route decide(const route_wishes& w, unsigned agreed, const route_votes& v) {
   // error on every rank before any route is taken).
   if (w.staged == staging::gpu_aware) return route::gpu_aware;
   return route::host_staged;
+}
+
+namespace {
+bool has_host_steps(const exchange_program& p) {
+  return !p.pack.copies.empty() || !p.pack.gathers.empty() || !p.unpack.copies.empty() ||
+         !p.unpack.gathers.empty();
+}
+}  // namespace
+
+staging_choice decide_staging(const exchange_program& prog, staging_choice wish, bool nccl) {
+  staging_choice c = std::move(wish);
+  const bool host_steps = has_host_steps(prog);
+  if (c.policy == staging::nccl && !nccl) {  // automatic NCCL that not every rank can use
+    c = {staging::host_staged, false,
+         "automatic: not every rank can use NCCL; pack into device memory, cudaMemcpyAsync "
+         "through pinned host memory"};
+    c.copy_staging = true;
+    return c;
+  }
+  if (c.device_buffers && host_steps) {  // the CPU packs host fields into the buffers
+    c.device_buffers = false;
+    c.why += "; host fields share the messages: buffers in mapped pinned memory";
+  }
+  // host_staged by copies: the kernels pack into device memory and cudaMemcpyAsync moves the
+  // messages through pinned host memory, in pieces overlapping the MPI transfers
+  // (transport/staging_pipeline.hpp). Chosen for messages over one chunk, or by
+  // host_staging_copies; only without host fields (they pack into the host buffer).
+  const std::size_t chunk = prog.options.staging_chunk_bytes;
+  std::size_t largest = 0;
+  for (const auto* list : {&prog.sends, &prog.recvs})
+    for (const auto& m : *list) largest = std::max(largest, m.bytes);
+  const bool large = chunk > 0 && largest > chunk;
+  if (c.policy == staging::host_staged && !host_steps &&
+      (prog.options.host_staging_copies || large)) {
+    c.copy_staging = true;
+    c.why = large ? format(
+                        "pack into device memory, cudaMemcpyAsync through pinned host memory in "
+                        "pieces of up to {} B overlapping MPI",
+                        chunk)
+                  : std::string(
+                        "pack into device memory, cudaMemcpyAsync through pinned host memory "
+                        "(host_staging_copies)");
+  }
+  return c;
 }
 
 route_table::route_table(std::vector<route> sends, std::vector<route> recvs, const route_votes& v)
@@ -248,8 +293,27 @@ void vote_ipc(MPI_Comm comm, const route_wishes& w, const locality& here,
 
 }  // namespace
 
+namespace {
+// Collective with device fields: where both sides of a message must cut it alike (see
+// chunks.hpp). Ranks that stage through host memory ask for their option; the smallest wins, 0
+// (never cut) included; where no rank stages through host memory, nothing is cut.
+std::size_t agree_on_chunk(MPI_Comm comm, const staging_choice* how, std::size_t option, int me) {
+  constexpr auto none = ~0ULL;
+  unsigned long long mine = how == nullptr || how->device_buffers ? none : option, all = 0;
+  mpi::check(MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm),
+             "MPI_Allreduce(staging chunk)", me, part);
+  return all == none ? 0 : std::size_t(all);
+}
+}  // namespace
+
 route_table route_table::agree(MPI_Comm comm, const exchange_program& prog) {
-  const route_wishes w = route_wishes::of(prog);
+  if (!has_device_steps(prog))
+    return agree(comm, prog, {staging::host_staged, false, "host fields only"});
+  return agree(comm, prog, choose_staging(prog.options.device_staging, prog.has_host_fields));
+}
+
+route_table route_table::agree(MPI_Comm comm, const exchange_program& prog, staging_choice wish) {
+  const route_wishes w = route_wishes::of(prog, wish.policy);
   const int me = rank_of(comm);
   route_table t;
   t.here_ = locality::discover(comm, w.node_size, w.device_fields ? current_gpu_bus_id() : "");
@@ -258,12 +322,14 @@ route_table route_table::agree(MPI_Comm comm, const exchange_program& prog) {
   if (w.device_fields && !w.host_fields) vote_ipc(comm, w, t.here_, prog, agreed, t.votes_, me);
   for (const auto& m : prog.sends) t.sends_.push_back(decide(w, agreed.at(m.peer), t.votes_));
   for (const auto& m : prog.recvs) t.recvs_.push_back(decide(w, agreed.at(m.peer), t.votes_));
+  if (has_device_steps(prog)) t.staging_ = decide_staging(prog, std::move(wish), t.nccl());
+  if (w.device_fields)  // the same on every rank (the peers agreed on their fields)
+    t.chunk_ = agree_on_chunk(comm, t.device_staging(), prog.options.staging_chunk_bytes, me);
+  const std::string how = t.staging_
+                              ? format("{} ({})", to_string(t.staging_->policy), t.staging_->why)
+                              : std::string("host fields only: packed on the CPU");
   for (const route r : {route::mpi, route::gpu_aware, route::host_staged, route::nccl})
-    t.set_how(r, prog.path);
-  if (w.staged == staging::nccl && !t.nccl())
-    t.set_how(route::host_staged,
-              "host_staged (automatic: not every rank can use NCCL; pack into device memory, "
-              "cudaMemcpyAsync through pinned host memory)");
+    t.set_how(r, how);
   return t;
 }
 

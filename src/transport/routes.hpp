@@ -6,9 +6,14 @@
 /// route per message that both ranks of the message agree on. The transports (CUDA IPC, shared
 /// memory, NCCL, the MPI channels) carry out what the table says, and describe() reads it.
 ///
-/// Two outcomes are known only once a transport tries (a receiver may be forbidden to open its
-/// sender's memory; a message's fields may allow one copy): shared memory reports them and the
-/// table takes them in settle_shm(), the one place a route changes after the step.
+/// The step also settles where device messages are staged (the staging policy, host staging by
+/// copies where automatic NCCL is refused, the size MPI messages are cut at), which is what the
+/// message buffers are allocated for (program/message_buffers.hpp); the program itself is
+/// layout only and never changed.
+///
+/// Two outcomes are known only once shared memory tries (a receiver may be forbidden to open its
+/// sender's memory; a message's fields may allow one copy): the exchange's set-up takes them into
+/// the table with settle_shm() before anything reads it (exchange_core.cpp, decide_routes).
 
 #include <array>
 #include <cstdint>
@@ -22,6 +27,7 @@
 #include "halox/core/options.hpp"
 #include "program/program.hpp"
 #include "transport/locality.hpp"
+#include "transport/staging.hpp"
 
 namespace halox::detail {
 
@@ -56,8 +62,8 @@ struct route_wishes {
   bool host_shared_memory = true, ipc_device_signals = true, ordered_device_unpack = false;
   std::optional<std::vector<int>> ipc_ranks, shm_ranks;
   int node_size = 0;  ///< exchange_options::node_size, for the locality decision
-  /// An exchange's wishes.
-  static route_wishes of(const exchange_program& prog);
+  /// An exchange's wishes; `staged`: choose_staging's policy for its device messages.
+  static route_wishes of(const exchange_program& prog, staging staged);
 };
 
 /// Where a peer is, seen from this rank.
@@ -86,6 +92,12 @@ struct route_votes {
 bool votes_nccl(const route_wishes& w);
 bool votes_signals(const route_wishes& w, bool all_ipc, bool shares_gpu);
 
+/// Where device messages are staged, from this rank's wish (choose_staging) and whether every
+/// rank agreed on NCCL: host fields in the messages keep the buffers in mapped pinned memory;
+/// host staging by copies for messages over one staging chunk, for host_staging_copies, and
+/// where automatic NCCL was refused. Pure.
+staging_choice decide_staging(const exchange_program& prog, staging_choice wish, bool nccl);
+
 /// The decision: a message's route from the node-local routes both ranks offered (`agreed`)
 /// and the votes. Pure: the same inputs give the same route on both ranks of the message.
 route decide(const route_wishes& w, unsigned agreed, const route_votes& v);
@@ -100,6 +112,8 @@ class route_table {
   /// with device fields), the decision per message. Throws halox::error on every rank where
   /// staging 'nccl' is forced and cannot be used.
   static route_table agree(MPI_Comm comm, const exchange_program& prog);
+  /// The same, with this rank's staging wish given (tests: automatic NCCL on some ranks only).
+  static route_table agree(MPI_Comm comm, const exchange_program& prog, staging_choice wish);
   /// The set-up step for a chain (collective): NCCL for its messages to `peers` where every
   /// rank asks for it (`want`), else pinned staging (`device`) or MPI; throws on every rank
   /// where some rank asks and NCCL cannot be used. The locality decision runs only where some
@@ -113,6 +127,10 @@ class route_table {
   route recv(std::size_t m) const { return recvs_[m]; }
   const route_votes& votes() const { return votes_; }
   const locality& here() const { return here_; }
+  /// Where device messages are staged outside CUDA IPC (null without device steps), and the
+  /// size MPI messages are cut at (0: not; every rank agreed).
+  const staging_choice* device_staging() const { return staging_ ? &*staging_ : nullptr; }
+  std::size_t chunk() const { return chunk_; }
   /// Every rank agreed that NCCL carries the device messages CUDA IPC does not.
   bool nccl() const { return votes_.nccl_usable(); }
   /// Whether some message of this rank takes `r`; whether every one does (true without any).
@@ -143,6 +161,8 @@ class route_table {
  private:
   std::vector<route> sends_, recvs_;
   route_votes votes_;
+  std::optional<staging_choice> staging_;
+  std::size_t chunk_ = 0;
   locality here_;
   std::map<int, std::string> fallback_;
   std::array<std::string, route_count> how_;

@@ -234,11 +234,11 @@ void swap_counted_lists(MPI_Comm comm, int me, const std::vector<std::vector<T>>
 // Sender, send message m: its pack steps fused with the receiver's halo regions (the
 // receiver's field mapped here) into `direct.fused_send[m]`; returns its owned regions, for the
 // receiver to copy from (empty, and nothing fused, where the message keeps two copies).
-std::vector<direct_region> fuse_send(const exchange_program& prog, std::size_t m,
-                                     const std::vector<direct_region>& halo, const map_export& map,
-                                     placement& direct) {
+std::vector<direct_region> fuse_send(const exchange_program& prog, const std::byte* buf,
+                                     std::size_t m, const std::vector<direct_region>& halo,
+                                     const map_export& map, placement& direct) {
   if (halo.empty()) return {};
-  const message_steps steps = host_message_steps(prog, step_kind::pack, m);
+  const message_steps steps = host_message_steps(prog, step_kind::pack, m, buf);
   std::vector<direct_region> owned = describe_regions(steps, find_field_block);
   if (owned.empty()) return {};
   std::vector<copy_op> push = fuse_regions(steps, halo, map);
@@ -250,7 +250,8 @@ std::vector<direct_region> fuse_send(const exchange_program& prog, std::size_t m
 // Receivers: the same copies as they run them, their unpack steps fused with the senders' owned
 // regions (`owned[k]`, the senders' fields mapped here), into `direct.fused_recv`; one yes (1)
 // per shared receive message that goes direct.
-std::vector<int> fuse_recvs(const exchange_program& prog, const shared_messages& sh,
+std::vector<int> fuse_recvs(const exchange_program& prog, const std::byte* buf,
+                            const shared_messages& sh,
                             const std::vector<std::vector<direct_region>>& owned,
                             const map_export& map, placement& direct) {
   direct.fused_recv.assign(prog.recvs.size(), {});
@@ -259,7 +260,7 @@ std::vector<int> fuse_recvs(const exchange_program& prog, const shared_messages&
   for (std::size_t k = 0; k < sh.recvs.size(); ++k) {
     const std::size_t m = sh.recv_at[k];
     std::vector<copy_op> pull =
-        fuse_regions(host_message_steps(prog, step_kind::unpack, m), owned[k], map);
+        fuse_regions(host_message_steps(prog, step_kind::unpack, m, buf), owned[k], map);
     if (pull.empty()) continue;
     direct.fused_recv[m] = std::move(pull);
     direct.recv_direct[m] = 1;
@@ -275,7 +276,8 @@ std::vector<int> fuse_recvs(const exchange_program& prog, const shared_messages&
 // message bytes and describe their owned regions back, receivers fuse the other way and say
 // yes. Only messages that go through shared memory take part (both ranks of each pair know
 // which those are).
-void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog, int me) {
+void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog,
+                            const message_buffers& bufs, int me) {
   const shared_messages sh = shared_in(*this, prog);
   const bool allowed = prog.options.shm_into_fields && !prog.ordered_unpack;
   auto wanted = [&](const message& m) {
@@ -286,8 +288,9 @@ void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog, int me)
   std::vector<std::vector<direct_region>> halo_out(sh.recvs.size()), halo_in;
   for (std::size_t k = 0; k < sh.recvs.size(); ++k)
     if (wanted(sh.recvs[k]))
-      halo_out[k] = describe_regions(host_message_steps(prog, step_kind::unpack, sh.recv_at[k]),
-                                     find_field_block);
+      halo_out[k] = describe_regions(
+          host_message_steps(prog, step_kind::unpack, sh.recv_at[k], bufs.recv.get()),
+          find_field_block);
   swap_counted_lists(comm, me, halo_out, sh.recvs, halo_in, sh.sends, tag_regions,
                      "MPI_Waitall(regions)");
 
@@ -295,11 +298,11 @@ void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog, int me)
   std::vector<std::vector<direct_region>> owned_out(sh.sends.size()), owned_in;
   for (std::size_t k = 0; k < sh.sends.size(); ++k)
     if (wanted(sh.sends[k]))
-      owned_out[k] = fuse_send(prog, sh.send_at[k], halo_in[k], map, direct_);
+      owned_out[k] = fuse_send(prog, bufs.send.get(), sh.send_at[k], halo_in[k], map, direct_);
   swap_counted_lists(comm, me, owned_out, sh.sends, owned_in, sh.recvs, tag_sources,
                      "MPI_Waitall(sources)");
 
-  std::vector<int> yes_out = fuse_recvs(prog, sh, owned_in, map, direct_);
+  std::vector<int> yes_out = fuse_recvs(prog, bufs.recv.get(), sh, owned_in, map, direct_);
   std::vector<int> yes_in(sh.sends.size(), 0);
   direct_recvs_ = std::size_t(std::count(yes_out.begin(), yes_out.end(), 1));
   swap_per_message(comm, me, yes_out, sh.recvs, yes_in, sh.sends, tag_direct,
@@ -317,7 +320,6 @@ void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog, int me)
     }
   }
 }
-
 
 // The receiver's side of one offer: maps the sender's buffer (or says why not: the plans
 // disagree, or the system forbids opening another process's descriptors) and returns the reply.
@@ -370,8 +372,8 @@ void shm_mailbox::take_reply(std::size_t k, bool offered, int reply, const messa
         "both declare the same domain, stencil and fields in the same order?",
         me, m.bytes, m.peer);
   if (reply < reply_size)
-    fallback_[m.peer] = fmt::format("rank {} could not open this rank's buffer: {}", m.peer,
-                                    std::strerror(-reply));
+    fallback_[m.peer] =
+        fmt::format("rank {} could not open this rank's buffer: {}", m.peer, std::strerror(-reply));
   if (!(offered && reply == reply_shared)) {
     mpi_sends_.push_back(m);
     return;
@@ -395,6 +397,7 @@ void shm_mailbox::unshared(std::size_t ns, std::size_t nr) {
 }
 
 std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_program& prog,
+                                                 const message_buffers& bufs,
                                                  const route_table& routes, std::string& problem) {
   // The same on every rank (the peers agreed on their fields): decides who joins the set-up.
   // The route table says which messages try shared memory (both ranks of each agreed).
@@ -439,7 +442,7 @@ std::unique_ptr<shm_mailbox> shm_mailbox::attach(MPI_Comm comm, const exchange_p
     else
       ++box->shared_recvs_;
   const bool any = box->mpi_sends_.size() < ns || box->shared_recvs_ > 0;
-  if (any) box->go_direct(comm, prog, me);
+  if (any) box->go_direct(comm, prog, bufs, me);
   if (!any && box->fallback_.empty()) return nullptr;
   // The send buffer lives in the segment (MPI messages are sent from there too); shared
   // messages are unpacked straight out of their senders' buffers.

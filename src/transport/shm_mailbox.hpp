@@ -36,6 +36,7 @@
 #include <mpi.h>
 
 #include "program/direct_writes.hpp"
+#include "program/message_buffers.hpp"
 #include "program/placement.hpp"
 #include "program/program.hpp"
 
@@ -45,18 +46,20 @@ class route_table;
 
 class shm_mailbox {
  public:
-  /// Sets up shared-memory messages for a host-only exchange (no device fields): the messages
+  /// Sets up shared-memory messages for a host-only exchange (no device fields; `bufs`: the
+  /// buffers its steps point into): the messages
   /// the route table sends through shared memory (both ranks of the pair allow it, see
   /// routes.hpp), where the receiver can map the sender's buffer (else the pair falls back to
-  /// MPI: the table takes that outcome in route_table::settle_shm). The send buffer then lives in
-  /// shared memory (every message, MPI ones too, see send_buffer()) and shared-memory messages are
-  /// unpacked straight out of the senders' buffers (see placed()). Returns null when no message of
-  /// this rank goes through shared memory and no pair fell back. Collective over `comm` whenever
-  /// the program has no device fields. A message whose size differs between the two plans goes
-  /// neither way: `problem` then says so, for the caller to raise on every rank once set-up is
-  /// complete.
+  /// MPI: the set-up's route decision takes that outcome into the table, route_table::settle_shm).
+  /// The send buffer then lives in shared memory (every message, MPI ones too, see send_buffer())
+  /// and shared-memory messages are unpacked straight out of the senders' buffers (see placed()).
+  /// Returns null when no message of this rank goes through shared memory and no pair fell back.
+  /// Collective over `comm` whenever the program has no device fields. A message whose size differs
+  /// between the two plans goes neither way: `problem` then says so, for the caller to raise on
+  /// every rank once set-up is complete.
   static std::unique_ptr<shm_mailbox> attach(MPI_Comm comm, const exchange_program& prog,
-                                             const route_table& routes, std::string& problem);
+                                             const message_buffers& bufs, const route_table& routes,
+                                             std::string& problem);
   ~shm_mailbox();
   shm_mailbox(const shm_mailbox&) = delete;
   shm_mailbox& operator=(const shm_mailbox&) = delete;
@@ -129,7 +132,7 @@ class shm_mailbox {
   void take_reply(std::size_t k, bool offered, int reply, const message& m, std::byte* segment,
                   int me, std::string& problem);
   void unshared(std::size_t ns, std::size_t nr);
-  void go_direct(MPI_Comm comm, const exchange_program& prog, int me);
+  void go_direct(MPI_Comm comm, const exchange_program& prog, const message_buffers& bufs, int me);
   std::byte* map_peer_field(const export_handle& block);
   std::unique_ptr<impl> p_;
   std::vector<int> send_slot_, recv_slot_;  // -1: through MPI

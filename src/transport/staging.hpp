@@ -18,9 +18,12 @@ bool mpi_cuda_aware() noexcept;
 /// messages); otherwise mapped pinned host memory (which any MPI can read, so a forced
 /// gpu_aware still runs, for testing).
 struct staging_choice {
-  staging policy;       ///< resolved: gpu_aware or host_staged
+  staging policy;       ///< resolved: gpu_aware, host_staged or nccl
   bool device_buffers;  ///< buffers in device memory (else mapped pinned host memory)
   std::string why;
+  /// host_staged by copies: the kernels pack into device memory and cudaMemcpyAsync moves the
+  /// messages through pinned host memory (set by the route table, see routes.hpp).
+  bool copy_staging = false;
 };
 staging_choice choose_staging(staging s, bool host_fields);
 }  // namespace detail
