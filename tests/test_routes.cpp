@@ -128,6 +128,43 @@ TEST_CASE("routes: the decision, one case per route", "[routes]") {
   CHECK(hx::decide(automatic, 0, all) == route::host_staged);
 }
 
+TEST_CASE("routes: where device messages are staged", "[routes]") {
+  using halox::staging;
+  hx::exchange_program p;  // one message each way, 4 KiB, device steps only
+  p.sends = {{1, 0, 4096}};
+  p.recvs = {{1, 0, 4096}};
+  const hx::staging_choice pinned{staging::host_staged, false, "pinned"};
+  const hx::staging_choice aware{staging::gpu_aware, true, "aware"};
+  const hx::staging_choice nccl{staging::nccl, true, "nccl"};
+  // As wished where nothing says otherwise.
+  auto c = hx::decide_staging(p, pinned, false);
+  CHECK((c.policy == staging::host_staged && !c.device_buffers && !c.copy_staging));
+  c = hx::decide_staging(p, nccl, true);
+  CHECK((c.policy == staging::nccl && c.device_buffers && !c.copy_staging));
+  // Automatic NCCL refused by some rank: host staging by copies, whatever the sizes.
+  c = hx::decide_staging(p, nccl, false);
+  CHECK((c.policy == staging::host_staged && !c.device_buffers && c.copy_staging));
+  CHECK(c.why.find("not every rank can use NCCL") != std::string::npos);
+  // Messages over one chunk, or host_staging_copies: by copies (host_staged only).
+  p.options.staging_chunk_bytes = 1024;
+  c = hx::decide_staging(p, pinned, false);
+  CHECK(c.copy_staging);
+  CHECK(c.why.find("pieces of up to 1024 B") != std::string::npos);
+  CHECK_FALSE(hx::decide_staging(p, aware, false).copy_staging);
+  p.options.staging_chunk_bytes = 0;
+  CHECK_FALSE(hx::decide_staging(p, pinned, false).copy_staging);
+  p.options.host_staging_copies = true;
+  CHECK(hx::decide_staging(p, pinned, false).copy_staging);
+  // Host fields pack on the CPU into the same messages: mapped pinned buffers, never by copies.
+  std::byte field[64] = {};
+  hx::copy_op host_step{};
+  host_step.src = field;
+  p.pack.copies.push_back(host_step);
+  c = hx::decide_staging(p, aware, false);
+  CHECK((c.policy == staging::gpu_aware && !c.device_buffers && !c.copy_staging));
+  CHECK_FALSE(hx::decide_staging(p, pinned, false).copy_staging);
+}
+
 TEST_CASE("routes: names and families", "[routes]") {
   const std::vector<std::pair<route, std::string>> names = {{route::mpi, "mpi"},
                                                             {route::shm, "shm"},
