@@ -75,6 +75,10 @@ double model(const halox::extents<D>& g, int c, int ncomp, const box<D>& o,
         from[d] = s == 0 ? -1 - g[d] : 2 * n[d] - 1 - g[d];
         return (r.signs.empty() ? 1.0 : r.signs[std::size_t(c)]) *
                model<D>(from, c, ncomp, o, st, n, per, rules);
+      case halox::boundary_kind::mirror:
+        from[d] = s == 0 ? -g[d] : 2 * (n[d] - 1) - g[d];
+        return (r.signs.empty() ? 1.0 : r.signs[std::size_t(c)]) *
+               model<D>(from, c, ncomp, o, st, n, per, rules);
       default:
         break;
     }
@@ -100,6 +104,9 @@ halox::boundary<double, D> to_boundary(const rules_t<D>& rules) {
         break;
       case halox::boundary_kind::reflect:
         bc.reflect(fc, r.signs);
+        break;
+      case halox::boundary_kind::mirror:
+        bc.mirror(fc, r.signs);
         break;
       case halox::boundary_kind::callback:
         bc.callback(fc, [](const halox::boundary_face<double, D>& bf) {
@@ -220,6 +227,19 @@ TEST_CASE("boundary rules: every kind, 2-D and 3-D, every grid and periodicity, 
                               << " stencil #" << si);
         run_case<2>(dom, st2[si], 2, rules);
       }
+      // mirror reads one cell further in than reflect: a block one cell thick needs as wide a
+      // halo inside as beyond the face, so symmetric stencils here (the error: below).
+      rules_t<2> mirrors;
+      for (int d = 0; d < 2; ++d)
+        if (!per[d]) {
+          mirrors[{d, 0}] = {K::mirror, 0, {3.0, -1.0}};
+          mirrors[{d, 1}] = d == 0 ? model_rule{K::mirror, 0, {}} : kinds[(m + 2) % 4];
+        }
+      for (std::size_t si = 1; si < st2.size(); ++si) {
+        INFO("mirror: periodic mask " << m << " grid " << grid.dims[0] << "x" << grid.dims[1]
+                                      << " stencil #" << si);
+        run_case<2>(dom, st2[si], 2, mirrors);
+      }
       // Faces without rules stay untouched (halo cells next to them keep the sentinel).
       rules_t<2> partial;
       if (!per[0]) partial[{0, 1}] = {K::zero_gradient, 0, {}};
@@ -234,6 +254,9 @@ TEST_CASE("boundary rules: every kind, 2-D and 3-D, every grid and periodicity, 
   rules[{2, 0}] = {K::zero_gradient, 0, {}};
   rules[{2, 1}] = {K::callback, 0, {}};
   run_case<3>(dom, halox::stencil<3>::box(1), 1, rules);
+  rules[{0, 1}] = {K::mirror, 0, {}};
+  rules[{2, 0}] = {K::mirror, 0, {-1.0}};
+  run_case<3>(dom, halox::stencil<3>::box({2, 1, 1}, {1, 1, 2}), 1, rules);
 }
 
 TEST_CASE("boundary rules on a box list with several blocks per rank") {
@@ -251,6 +274,93 @@ TEST_CASE("boundary rules on a box list with several blocks per rank") {
   rules[{1, 0}] = {K::constant, 9, {}};
   rules[{1, 1}] = {K::reflect, 0, {}};
   run_case<2>(dom, halox::stencil<2>::box({2, 1}, {3, 2}), 1, rules);
+  rules[{0, 0}] = {K::mirror, 0, {-1.0}};
+  rules[{1, 1}] = {K::mirror, 0, {}};
+  run_case<2>(dom, halox::stencil<2>::box({2, 1}, {3, 2}), 1, rules);
+}
+
+TEST_CASE("boundary rules: mirror about the boundary cell's centre and reflect, by hand, 1-D") {
+  mpi::communicator world;
+  // Cells 0..3 hold 10..13; three halo cells a side. Low: mirror (cell -k holds cell k, the
+  // boundary cell not repeated); high: reflect (cell 3 + k holds cell 4 - k, a mirror at the
+  // face). Then the other way round, negated.
+  constexpr auto st = halox::stencil<1>::box(3);
+  const double mirror_low[10] = {13, 12, 11, 10, 11, 12, 13, 13, 12, 11};
+  const double reflect_low[10] = {-12, -11, -10, 10, 11, 12, 13, -12, -11, -10};
+  for (const auto& grid : hxt::all_grids<1>(world.size(), {4}))
+    for (bool swap : {false, true}) {
+      const halox::cartesian<1> dom(world, {4}, halox::periodic<1>{}, grid);
+      auto f = dom.make_field<double>(st);
+      halox::boundary<double, 1> bc;
+      if (swap)
+        bc.reflect({0, halox::side::low}, {-1.0}).mirror({0, halox::side::high}, {-1.0});
+      else
+        bc.mirror({0, halox::side::low}).reflect({0, halox::side::high});
+      auto ex = halox::make_exchange(dom, halox::halo(st, f, bc));
+      hxt::for_cells<1>(f.allocated_box(), [&](const auto& g) { f.at(g) = -1; });
+      hxt::for_cells<1>(f.owned_box(), [&](const auto& g) { f.at(g) = double(10 + g[0]); });
+      ex.exchange();
+      long long bad = 0;
+      hxt::for_cells<1>(f.allocated_box(), [&](const auto& g) {
+        const double want = (swap ? reflect_low : mirror_low)[g[0] + 3];
+        if (f.at(g) != want) {
+          ++bad;
+          UNSCOPED_INFO("ranks " << grid.dims[0] << (swap ? " reflect/mirror" : " mirror/reflect")
+                                 << " cell " << g[0] << ": got " << f.at(g) << ", want " << want);
+        }
+      });
+      CHECK(bad == 0);
+      REQUIRE(mpi::all_reduce(world, bad, std::plus<long long>()) == 0);
+    }
+}
+
+namespace {
+// What point g of a face(0) field on n cells holds after the rules of the staggered test:
+// along x (staggered, points 0..n0) mirror and reflect alike are about the wall point; along y
+// (cells) mirror at the high face is about cell n1 - 1, reflect at the low face about the face.
+double staggered_model(halox::extents<2> g, const halox::extents<2>& n) {
+  const idx px = n[0] + 1;  // points along x
+  if (g[1] < 0) return staggered_model({g[0], -1 - g[1]}, n);
+  if (g[1] >= n[1]) return -staggered_model({g[0], 2 * (n[1] - 1) - g[1]}, n);
+  if (g[0] < 0) return 2 * staggered_model({-g[0], g[1]}, n);
+  if (g[0] >= px) return staggered_model({2 * (px - 1) - g[0], g[1]}, n);
+  return double(1000 + 100 * g[0] + g[1]);
+}
+}  // namespace
+
+TEST_CASE("boundary rules: mirror on a staggered field, along and across its stagger") {
+  mpi::communicator world;
+  // u on x-faces: f(i, n1 - 1 + k) = -f(i, n1 - 1 - k) at the y-high wall (the issue's flux
+  // rule), reflect at the y-low wall; at the x walls mirror (sign 2) or reflect: both about the
+  // wall point, so they give the same values.
+  constexpr auto st = halox::stencil<2>::box(2);
+  const halox::extents<2> n{6, 5};
+  for (const auto& grid : hxt::all_grids<2>(world.size(), n))
+    for (bool x_mirror : {true, false}) {
+      INFO("grid " << grid.dims[0] << "x" << grid.dims[1] << " x walls "
+                   << (x_mirror ? "mirror" : "reflect"));
+      const halox::cartesian<2> dom(world, n, halox::periodic<2>{}, grid);
+      auto f = dom.make_field<double>(st, halox::host, halox::centering::face(0));
+      halox::boundary<double, 2> bc;
+      bc.reflect({1, halox::side::low}).mirror({1, halox::side::high}, {-1.0});
+      if (x_mirror)
+        bc.mirror({0, halox::side::low}, {2.0}).mirror({0, halox::side::high});
+      else
+        bc.reflect({0, halox::side::low}, {2.0}).reflect({0, halox::side::high});
+      auto ex = halox::make_exchange(dom, halox::halo(st, f, bc));
+      hxt::for_cells<2>(f.allocated_box(), [&](const auto& g) { f.at(g) = -7; });
+      hxt::for_cells<2>(f.owned_points(),
+                        [&](const auto& g) { f.at(g) = double(1000 + 100 * g[0] + g[1]); });
+      ex.exchange();
+      hxt::result r;
+      hxt::for_cells<2>(f.allocated_box(), [&](const auto& g) {
+        const double want = staggered_model(g, n), got = f.at(g);
+        if (got != want && ++r.bad <= 8)
+          r.report += "point " + hxt::str<2>(g) + ": got " + std::to_string(got) + ", want " +
+                      std::to_string(want) + "\n";
+      });
+      REQUIRE_OK(r);
+    }
 }
 
 TEST_CASE("boundary rules: errors on every rank before anything is written") {
@@ -280,6 +390,10 @@ TEST_CASE("boundary rules: errors on every rank before anything is written") {
     expect(
         error_of([&] { halox::make_exchange(dom, halox::halo(st, f, signs)); }),
         "reflect on the high face of dimension 1 has 2 sign(s) but the field has 1 component(s)");
+    halox::boundary<double, 2> msigns;
+    msigns.mirror({1, halox::side::low}, {1.0, -1.0, 2.0});
+    expect(error_of([&] { halox::make_exchange(dom, halox::halo(st, f, msigns)); }),
+           "mirror on the low face of dimension 1 has 3 sign(s) but the field has 1 component(s)");
     halox::boundary<double, 2> dim;
     dim.zero_gradient({2, halox::side::high});
     expect(error_of([&] { halox::make_exchange(dom, halox::halo(st, f, dim)); }),
@@ -301,6 +415,25 @@ TEST_CASE("boundary rules: errors on every rank before anything is written") {
            "box");
     CHECK(hxt::snapshot(f) == before);
   }
+}
+
+TEST_CASE("boundary rules: a mirror reading beyond what the exchange fills, on every rank") {
+  // mirror reads one cell further in than reflect: width 2 on a domain 2 cells wide reaches
+  // outside it. Refused before anything is written.
+  mpi::communicator world;
+  const halox::cartesian<2> dom(world, {2, 4 * world.size()}, halox::periodic<2>{},
+                                halox::process_grid<2>{{1, world.size()}});
+  constexpr auto two = halox::stencil<2>::star({2, 1}, {1, 1});
+  auto f = dom.make_field<double>(two);
+  hxt::fill(dom, f, {0, 0});
+  const auto before = hxt::snapshot(f);
+  halox::boundary<double, 2> m;
+  m.mirror({0, halox::side::low});
+  const std::string msg = hxt::error_of([&] { halox::make_exchange(dom, halox::halo(two, f, m)); });
+  INFO(msg);
+  CHECK(msg.find("mirror on the low face of dimension 0 reads cells 1..2 along it, outside the "
+                 "global box") != std::string::npos);
+  CHECK(hxt::snapshot(f) == before);
 }
 
 TEST_CASE("boundary rules on a device field in a build without CUDA: an error on every rank") {

@@ -185,6 +185,12 @@ halox_status halox_field_boundary_zero_gradient(halox_field* f, int dim, halox_s
 /* A mirror at the face, component c multiplied by signs[c] (signs NULL, count 0: all +1). */
 halox_status halox_field_boundary_reflect(halox_field* f, int dim, halox_side side,
                                           const void* signs, int count);
+/* A mirror about the boundary cell's centre: the halo cell k beyond the face holds the cell k
+ * inside the boundary cell (at the high face of n cells, n-1+k holds n-1-k), component c
+ * multiplied by signs[c]. Along a staggered dimension the same as reflect (about the boundary
+ * point). */
+halox_status halox_field_boundary_mirror(halox_field* f, int dim, halox_side side,
+                                         const void* signs, int count);
 /* fn(user, block, lo, hi, stream) fills the halo cells lo <= x < hi (global indices) itself;
  * stream is NULL for host fields, else the cudaStream_t to order its work on. */
 typedef void (*halox_boundary_fn)(void* user, int block, const int64_t* lo, const int64_t* hi,

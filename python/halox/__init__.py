@@ -126,6 +126,14 @@ class Boundary:
         times ``signs[c]`` (no signs: as it is)."""
         return self._add(face, "reflect", None if signs is None else list(signs))
 
+    def mirror(self, face, signs=None):
+        """The halo cell k cells beyond ``face`` holds the cell k inside the boundary cell (a
+        mirror about the boundary cell's centre, which is not repeated: at the high face of n
+        cells, cell n - 1 + k holds cell n - 1 - k), component c times ``signs[c]``. Along a
+        staggered dimension the same as :meth:`reflect` (about the boundary point). numpy.pad's
+        "reflect" mode; :meth:`reflect` is its "symmetric"."""
+        return self._add(face, "mirror", None if signs is None else list(signs))
+
     def callback(self, face, fn):
         """``fn(face)`` fills the cells itself (a :class:`BoundaryFace`), once per block."""
         return self._add(face, "callback", fn)

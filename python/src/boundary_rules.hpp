@@ -97,6 +97,8 @@ boundary<T, D> boundary_from(const py::list& rules,
       bc.zero_gradient(fc);
     } else if (kind == "reflect") {
       bc.reflect(fc, payload.is_none() ? std::vector<T>{} : payload.cast<std::vector<T>>());
+    } else if (kind == "mirror") {
+      bc.mirror(fc, payload.is_none() ? std::vector<T>{} : payload.cast<std::vector<T>>());
     } else if (kind == "callback") {
       if (!PyCallable_Check(payload.ptr()))
         throw error(detail::format("the callback for face ({}, {}) is not callable", fc.dim,

@@ -1,5 +1,5 @@
-"""Per-field halos and physical boundary rules (constant, zero gradient, reflect with signs, a
-Python callback), checked against a serial model: one global array with its halo, filled by
+"""Per-field halos and physical boundary rules (constant, zero gradient, reflect and mirror with
+signs, a Python callback), checked against a serial model: one global array with its halo, filled by
 periodic wrapping and then by the rules in dimension order, low face before high, as
 docs/staggered.md defines them. Box stencils fill every halo direction, so each block's
 allocated cells are exactly that array's."""
@@ -46,9 +46,13 @@ def global_model(extents, periodic, st, ncomp, rules, fid):
                     src = list(sl)
                     src[d] = at(0 if side == "low" else n - 1)
                     G[tuple(sl)] = G[tuple(src)]
-                elif kind == "reflect":
+                elif kind in ("reflect", "mirror"):
+                    # reflect: about the face; mirror: about the boundary cell's centre.
                     src = list(sl)
-                    src[d] = at(-1 - k if side == "low" else 2 * n - 1 - k)
+                    if kind == "reflect":
+                        src[d] = at(-1 - k if side == "low" else 2 * n - 1 - k)
+                    else:
+                        src[d] = at(-k if side == "low" else 2 * (n - 1) - k)
                     signs = np.ones(ncomp) if payload is None else np.asarray(payload)
                     G[tuple(sl)] = G[tuple(src)] * signs
                 elif kind == "callback":
@@ -80,12 +84,18 @@ CASES = [
     ((10, 8), (True, False), [
         ((2, 1), (1, 2), 2, {(1, "low"): ("reflect", [1.0, -1.0]), (1, "high"): ("constant", 5.0)}),
         ((1, 1), (1, 1), 1, {(1, "low"): ("zero_gradient", None), (1, "high"): ("callback", None)}),
+        ((2, 2), (2, 2), 2, {(1, "low"): ("mirror", [1.0, -1.0]), (1, "high"): ("mirror", None)}),
     ]),
     ((6, 5, 4), (False, False, False), [
         ((1, 2, 1), (2, 1, 1), 1, {(0, "low"): ("constant", -3.0), (0, "high"): ("zero_gradient", None),
                                    (1, "low"): ("reflect", None), (1, "high"): ("callback", None),
                                    (2, "low"): ("zero_gradient", None), (2, "high"): ("reflect", [-2.0])}),
         ((1, 1, 1), (1, 1, 1), 3, {(2, "low"): ("constant", 2.5), (0, "high"): ("reflect", [1.0, -1.0, 0.5])}),
+        # mirror reads one cell further in than reflect: equal widths on both sides of a mirrored
+        # dimension, so that a block one cell thick still holds what its mirror reads.
+        ((1, 2, 1), (1, 2, 1), 1, {(0, "low"): ("mirror", [-1.0]), (0, "high"): ("reflect", None),
+                                   (1, "low"): ("mirror", None), (1, "high"): ("zero_gradient", None),
+                                   (2, "low"): ("constant", 4.0), (2, "high"): ("mirror", [2.0])}),
     ]),
 ]
 
@@ -172,3 +182,28 @@ def test_callback_exception_reaches_python_and_object_stays_usable(comm):
         check(comm, np.all(u[:, 0] == 42.0), "the next exchange runs the callback again")
     else:
         check(comm, True)
+
+
+def test_mirror_and_reflect_by_hand_1d(comm):
+    # Cells 0..3 hold 10..13, three halo cells a side. mirror: cell -k holds cell k (the boundary
+    # cell not repeated, numpy.pad's "reflect"); reflect: cell 3 + k holds cell 4 - k (numpy.pad's
+    # "symmetric"). Then the other way round, negated.
+    tables = {
+        False: [13, 12, 11, 10, 11, 12, 13, 13, 12, 11],
+        True: [-12, -11, -10, 10, 11, 12, 13, -12, -11, -10],
+    }
+    st = halox.Stencil.box(1, 3)
+    for swap, table in tables.items():
+        dom = halox.Cartesian(comm, (4,), periodic=(False,))
+        u = dom.make_field(st)
+        if swap:
+            bc = halox.Boundary().reflect((0, "low"), [-1.0]).mirror((0, "high"), [-1.0])
+        else:
+            bc = halox.Boundary().mirror((0, "low")).reflect((0, "high"))
+        ex = halox.make_exchange(dom, halox.halo(st, u, bc))
+        lo, hi = dom.local_box.lo[0], dom.local_box.hi[0]
+        u[:] = -1.0
+        u[3:3 + hi - lo] = 10.0 + np.arange(lo, hi)
+        ex.exchange()
+        want = np.asarray(table[lo:hi + 6], dtype=float)
+        check(comm, np.array_equal(u, want), f"swap={swap} cells {lo - 3}..{hi + 2}: {u} want {want}")

@@ -86,6 +86,10 @@ CASES = {
         lambda dom, st, u, comm: lambda: halox.make_exchange(
             dom, halox.halo(st, u, halox.Boundary().reflect((1, "low"), [1.0, -1.0]))),
         None, "has 2 sign(s) but the field has 1 component(s)"),
+    "mirror signs for the wrong component count": (
+        lambda dom, st, u, comm: lambda: halox.make_exchange(
+            dom, halox.halo(st, u, halox.Boundary().mirror((1, "high"), [1.0, -1.0, 2.0]))),
+        None, "mirror on the high face of dimension 1 has 3 sign(s) but the field has 1"),
     "a sum over complex values": (
         lambda dom, st, u, comm: lambda: halox.make_reverse_exchange(
             dom, st, "sum", dom.make_field(st, "complex64")),

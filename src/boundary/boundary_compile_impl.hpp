@@ -106,6 +106,18 @@ fill_op device_fill(const host_fill<D>& op, int dim, scalar_kind kind,
   return f;
 }
 
+/// The name of a rule that reads cells, for messages.
+inline const char* kind_name(boundary_kind k) {
+  switch (k) {
+    case boundary_kind::reflect:
+      return "reflect";
+    case boundary_kind::mirror:
+      return "mirror";
+    default:
+      return "zero gradient";
+  }
+}
+
 /// The rule of each face of field #k, labelled `label` (the last rule given for a face wins;
 /// null where a face has none), each checked against the field and the domain (`per` its
 /// periodicity). Throws halox::error naming the rank, the field and the face.
@@ -128,21 +140,23 @@ std::array<std::array<const face_rule<D>*, 2>, D> face_rules(const std::vector<f
         r.kind != boundary_kind::constant || r.value.size() == f.elem_bytes,
         "rank {}: {}: constant on the {} face of dimension {} has {} byte(s), the value type {}",
         rank, label, to_string(fc.at), fc.dim, r.value.size(), f.elem_bytes);
-    if (r.kind == boundary_kind::reflect) {
+    if (r.kind == boundary_kind::reflect || r.kind == boundary_kind::mirror) {
+      const char* name = kind_name(r.kind);
       require(r.sign_count == 0 || int(r.sign_count) == f.components,
-              "rank {}: {}: reflect on the {} face of dimension {} has {} sign(s) but the field "
+              "rank {}: {}: {} on the {} face of dimension {} has {} sign(s) but the field "
               "has {} component(s)",
-              rank, label, to_string(fc.at), fc.dim, r.sign_count, f.components);
+              rank, label, name, to_string(fc.at), fc.dim, r.sign_count, f.components);
       require(r.signs.size() == r.sign_count * f.elem_bytes,
-              "rank {}: {}: reflect on the {} face of dimension {} has {} byte(s) of signs, not "
+              "rank {}: {}: {} on the {} face of dimension {} has {} byte(s) of signs, not "
               "{} value(s) of {} byte(s)",
-              rank, label, to_string(fc.at), fc.dim, r.signs.size(), r.sign_count, f.elem_bytes);
+              rank, label, name, to_string(fc.at), fc.dim, r.signs.size(), r.sign_count,
+              f.elem_bytes);
       require(r.sign_count == 0 || arithmetic(f.kind),
-              "rank {}: {}: reflect with signs needs an arithmetic value type", rank, label);
+              "rank {}: {}: {} with signs needs an arithmetic value type", rank, label, name);
       require(r.sign_count == 0 || !on_device || device_type_code(f.kind) != 0,
-              "rank {}: {}: reflect with signs on a device field supports double, float and "
+              "rank {}: {}: {} with signs on a device field supports double, float and "
               "32/64-bit integers",
-              rank, label);
+              rank, label, name);
     }
     require(r.kind != boundary_kind::callback || bool(r.fn),
             "rank {}: {}: empty callback on the {} face of dimension {}", rank, label,
@@ -185,9 +199,11 @@ host_fill<D> compile_fill(const face_rule<D>& r, const field_state<D>& f, int b,
   if (r.kind == boundary_kind::zero_gradient) {
     from[d] = first = last = s == 0 ? 0 : n[d] - 1;
   } else {
-    // Cells mirror about the face (g -> -1 - g); points about the boundary point on
-    // it (g -> -g), which the rule leaves as it is.
-    const index cell_mirror = f.points.stagger[std::size_t(d)] ? 0 : 1;
+    // reflect: cells mirror about the face (g -> -1 - g). mirror: cells about the boundary
+    // cell's centre (g -> -g). Both: points about the boundary point on the face (g -> -g),
+    // which the rule leaves as it is.
+    const index cell_mirror =
+        r.kind == boundary_kind::reflect && !f.points.stagger[std::size_t(d)] ? 1 : 0;
     auto mirror = [&](index g) {
       return s == 0 ? -cell_mirror - g : 2 * n[d] - 2 + cell_mirror - g;
     };
@@ -200,9 +216,8 @@ host_fill<D> compile_fill(const face_rule<D>& r, const field_state<D>& f, int b,
       "rank {}: {}: {} on the {} face of dimension {} reads cells {}..{} along it, "
       "outside the global box or beyond block {}'s owned box {} and stencil halo "
       "{}/{}; use a narrower halo on that face or larger boxes",
-      rank, label, r.kind == boundary_kind::reflect ? "reflect" : "zero gradient",
-      to_string(s == 0 ? side::low : side::high), d, first, last, b, to_string(m.owned), st.lo[d],
-      st.hi[d]);
+      rank, label, kind_name(r.kind), to_string(s == 0 ? side::low : side::high), d, first, last, b,
+      to_string(m.owned), st.lo[d], st.hi[d]);
   op.src = m.data + m.offset(from, 0) * elem;
   for (int i = 0; i < D; ++i) op.src_stride[i] = m.stride[i] * elem;
   op.src_stride[d] = r.kind == boundary_kind::zero_gradient ? 0 : -m.stride[d] * elem;

@@ -39,6 +39,19 @@ void copy_values(std::vector<std::byte>& to, const void* from, std::size_t count
   to.assign(p, p + count * type_size(t));
 }
 
+/// A reflect or mirror rule (`call` names the C function) with `count` signs at `signs`.
+halox_status add_mirror_rule(const char* call, boundary_kind kind, halox_field* f, int dim,
+                             halox_side side, const void* signs, int count) {
+  return guard([&] {
+    auto& x = field_of(f, call);
+    boundary_spec r{dim, side, int(kind), {}, {}, count, nullptr, nullptr};
+    if (count < 0 || (count > 0 && !signs))
+      return mark(x, detail::format("{}: {} signs at NULL", call, count));
+    if (count > 0) copy_values(r.signs, signs, std::size_t(count), x.type);
+    x.rules.push_back(std::move(r));
+  });
+}
+
 }  // namespace
 }  // namespace halox::capi
 
@@ -218,14 +231,14 @@ halox_status halox_field_boundary_zero_gradient(halox_field* f, int dim, halox_s
 
 halox_status halox_field_boundary_reflect(halox_field* f, int dim, halox_side side,
                                           const void* signs, int count) {
-  return guard([&] {
-    auto& x = field_of(f, "halox_field_boundary_reflect");
-    boundary_spec r{dim, side, int(boundary_kind::reflect), {}, {}, count, nullptr, nullptr};
-    if (count < 0 || (count > 0 && !signs))
-      return mark(x, detail::format("halox_field_boundary_reflect: {} signs at NULL", count));
-    if (count > 0) copy_values(r.signs, signs, std::size_t(count), x.type);
-    x.rules.push_back(std::move(r));
-  });
+  return add_mirror_rule("halox_field_boundary_reflect", boundary_kind::reflect, f, dim, side,
+                         signs, count);
+}
+
+halox_status halox_field_boundary_mirror(halox_field* f, int dim, halox_side side,
+                                         const void* signs, int count) {
+  return add_mirror_rule("halox_field_boundary_mirror", boundary_kind::mirror, f, dim, side, signs,
+                         count);
 }
 
 halox_status halox_field_boundary_callback(halox_field* f, int dim, halox_side side,

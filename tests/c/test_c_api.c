@@ -1,8 +1,9 @@
 /* The C interface at any rank count: every halo cell of two fields of different types (row- and
  * column-major, per-field stencils) checked against the global coordinates encoded in the
  * data, on 2-D and 3-D domains, periodic and not, with exchange and with start/test/wait; a
- * reverse exchange's sum; bad input on every rank rejected with its status and message, and
- * the user's arrays left as they were. */
+ * reverse exchange's sum; boundary rules (mirror about the boundary cell's centre, reflect about
+ * the face) against a model of them; bad input on every rank rejected with its status and message,
+ * and the user's arrays left as they were. */
 #include <halox/halox.h>
 
 #include <stdio.h>
@@ -220,6 +221,74 @@ static void test_reverse(void) {
   free(a);
 }
 
+/* What halo cell g of a bounded 2-D field holds after the boundary rules of test_mirror:
+ * x low: mirror, negated; x high: reflect; y low and high: mirror. The rule of the highest
+ * dimension beyond its face has the last word and reads what the lower ones wrote. */
+static double mirrored(const int64_t* g, const int64_t* n) {
+  int64_t from[2] = {g[0], g[1]};
+  if (g[1] < 0 || g[1] >= n[1]) {
+    from[1] = g[1] < 0 ? -g[1] : 2 * (n[1] - 1) - g[1];
+    return mirrored(from, n);
+  }
+  if (g[0] < 0) {
+    from[0] = -g[0];
+    return -mirrored(from, n);
+  }
+  if (g[0] >= n[0]) {
+    from[0] = 2 * n[0] - 1 - g[0];
+    return mirrored(from, n);
+  }
+  return code(g, 2);
+}
+
+static void test_mirror(void) {
+  const int64_t global[2] = {9, 7};
+  const int periodic[2] = {0, 0}, two[2] = {2, 2};
+  const double minus = -1;
+  halox_domain* dom = NULL;
+  OK(halox_cartesian_create(MPI_COMM_WORLD, 2, global, periodic, NULL, &dom));
+  array_shape s;
+  shape_of(dom, 2, two, 0, &s);
+  double* u = malloc(sizeof(double) * (size_t)volume(&s));
+  fill(&s, u, NULL);
+  halox_stencil* st = NULL;
+  halox_field* f = NULL;
+  halox_exchange* ex = NULL;
+  OK(halox_stencil_box(2, two, two, &st));
+  OK(halox_field_wrap(dom, HALOX_FLOAT64, u, s.ext, two, two, &f));
+  OK(halox_field_boundary_mirror(f, 0, HALOX_LOW, &minus, 1));
+  OK(halox_field_boundary_reflect(f, 0, HALOX_HIGH, NULL, 0));
+  OK(halox_field_boundary_mirror(f, 1, HALOX_LOW, NULL, 0));
+  OK(halox_field_boundary_mirror(f, 1, HALOX_HIGH, NULL, 0));
+  OK(halox_exchange_create(dom, st, &f, 1, NULL, &ex));
+  OK(halox_exchange_run(ex));
+  int64_t g[3] = {0, 0, 0};
+  int bad = 0;
+  for (int64_t k = 0; k < volume(&s); ++k) {
+    cell(&s, k, g);
+    const double want = mirrored(g, global), got = u[offset(&s, g)];
+    if (got != want && bad++ < 3)
+      CHECK(0, "mirror: cell (%ld,%ld) holds %.0f, expected %.0f", (long)g[0], (long)g[1], got,
+            want);
+  }
+  /* A mirror with two signs on a one-component field: refused on every rank. */
+  halox_field* f2 = NULL;
+  const double signs[2] = {1, -1};
+  OK(halox_field_wrap(dom, HALOX_FLOAT64, u, s.ext, two, two, &f2));
+  OK(halox_field_boundary_mirror(f2, 1, HALOX_HIGH, signs, 2));
+  halox_exchange* ex2 = NULL;
+  CHECK(halox_exchange_create(dom, st, &f2, 1, NULL, &ex2) == HALOX_ERROR,
+        "mirror with 2 signs: not HALOX_ERROR");
+  CHECK(strstr(halox_last_error(), "mirror on the high face of dimension 1 has 2 sign(s)"), "%s",
+        halox_last_error());
+  OK(halox_field_destroy(f2));
+  OK(halox_exchange_destroy(ex));
+  OK(halox_field_destroy(f));
+  OK(halox_stencil_destroy(st));
+  OK(halox_domain_destroy(dom));
+  free(u);
+}
+
 /* Builds an exchange of one double field that must fail on every rank with HALOX_ERROR and a
  * message containing `needle`, leaving the array as it was. */
 static void expect_rejected(halox_domain* dom, const halox_stencil* st, const int64_t* ext,
@@ -337,6 +406,7 @@ int main(int argc, char** argv) {
   for (int dim = 2; dim <= 3; ++dim)
     for (int periodic = 0; periodic <= 1; ++periodic) test_forward(dim, periodic, dim == 3);
   test_reverse();
+  test_mirror();
   test_bad_input();
   test_blocks();
   int total = 0;

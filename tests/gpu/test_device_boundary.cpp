@@ -2,8 +2,9 @@
 // device field after its exchange must hold the same bits as a host field with the same data
 // and rules after its own exchange (the host rules are checked against hand-computed values
 // and a model in tests/test_boundary.cpp): the three built-ins on every face, corners
-// included, 2-D and 3-D, several value types, every way to run an exchange; callbacks on the
-// stream they are given; the errors. Skips (exit 77) where no GPU is usable.
+// included, 2-D and 3-D, several value types, every way to run an exchange; mirror on cell and
+// face fields; callbacks on the stream they are given; the errors. Skips (exit 77) where no GPU is
+// usable.
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
@@ -114,12 +115,13 @@ void run_device(halox::halo_exchange& ex, mode m, cudaStream_t s, const halox::f
 // the first exchange's results. Returns how many boundary elements the host rules changed.
 template <class T, int D, class Dom>
 void compare(const Dom& dom, const halox::stencil<D>& st, int ncomp,
-             const halox::boundary<T, D>& bc, mode m) {
-  INFO(to_string(m) << ", " << ncomp << " component(s)");
+             const halox::boundary<T, D>& bc, mode m,
+             halox::centering at = halox::centering::cell()) {
+  INFO(to_string(m) << ", " << ncomp << " component(s), " << to_string(at));
   const auto n = dom.global_box().hi;
-  auto h = dom.template make_field<T>(st, halox::host, ncomp);
-  auto d = dom.template make_field<T>(st, halox::device, ncomp);
-  auto back = dom.template make_field<T>(st, halox::host, ncomp);
+  auto h = dom.template make_field<T>(st, halox::host, at, ncomp);
+  auto d = dom.template make_field<T>(st, halox::device, at, ncomp);
+  auto back = dom.template make_field<T>(st, halox::host, at, ncomp);
   auto exh = halox::make_exchange(dom, halox::halo(st, h, bc));
   auto exd = halox::make_exchange(dom, halox::halo(st, d, bc));
   stream s;
@@ -238,6 +240,31 @@ TEST_CASE("device boundary rules: 3-D, value types, planar components, as the ho
         compare<hxt::triple, 3>(dom, st, 1, builtins<hxt::triple, 3>(per, variant, 1, false), m);
       }
     }
+  }
+}
+
+TEST_CASE("device boundary rules: mirror about the boundary cell's centre, cells and faces") {
+  // The kernels take the mirror's fills as they take reflect's (a source walking backwards):
+  // mirror on every non-periodic face, with reflect and zero gradient meeting it at corners,
+  // on cell fields and on face fields along and across their stagger.
+  boost::mpi::communicator world;
+  const auto st = halox::stencil<2>::box(2);
+  for (int pm = 0; pm < 3; ++pm) {
+    const auto per = periodic_mask<2>(pm);
+    const halox::cartesian<2> dom(world, {13, 10}, per);
+    halox::boundary<double, 2> bc;
+    if (!per[0]) bc.mirror({0, side::low}, {-1.0, 1.0}).reflect({0, side::high}, {1.0, -1.0});
+    if (!per[1]) bc.zero_gradient({1, side::low}).mirror({1, side::high}, {2.0, -1.0});
+    halox::boundary<float, 2> bf;
+    if (!per[0]) bf.mirror({0, side::low}).mirror({0, side::high}, {-1.0f});
+    if (!per[1]) bf.mirror({1, side::low}, {-1.0f}).reflect({1, side::high});
+    INFO("periodic mask " << pm);
+    for (const mode m : {mode::blocking, mode::scheduled})
+      for (const auto at :
+           {halox::centering::cell(), halox::centering::face(0), halox::centering::face(1)}) {
+        compare<double, 2>(dom, st, 2, bc, m, at);
+        compare<float, 2>(dom, st, 1, bf, m, at);
+      }
   }
 }
 

@@ -2,7 +2,8 @@
 /// @file
 /// Physical boundary rules: what fills the halo cells beyond a non-periodic face of the global
 /// box after each exchange (a constant, zero gradient, a reflection with a sign per component,
-/// or your callback), and their compilation into fills run by the exchange object.
+/// a mirror about the boundary cell's centre, or your callback), and their compilation into fills
+/// run by the exchange object.
 
 #include <cstddef>
 #include <functional>
@@ -47,7 +48,9 @@ struct boundary_face {
 };
 
 /// The kinds of rule a face can have.
-enum class boundary_kind { none, constant, zero_gradient, reflect, callback };
+/// (`mirror` comes last so that the values of the others, which the C interface passes as ints,
+/// stay as they were.)
+enum class boundary_kind { none, constant, zero_gradient, reflect, callback, mirror };
 
 /// The physical boundary rules of one field, one per face (faces without one are left alone):
 /// ```
@@ -56,7 +59,16 @@ enum class boundary_kind { none, constant, zero_gradient, reflect, callback };
 ///     .zero_gradient({0, halox::side::high})          // outflow: copies of the last owned cell
 ///     .reflect({1, halox::side::low}, {+1.0, -1.0})   // wall: mirrored, v component negated
 ///     .callback({1, halox::side::high}, my_fill);     // anything else
+/// halox::boundary<double, 2> flux_bc;
+/// flux_bc.mirror({0, halox::side::high});             // f(n-1+k) = f(n-1-k): about cell n-1
 /// ```
+/// reflect and mirror differ in where the mirror lies (docs/staggered.md): along a cell-centred
+/// dimension reflect mirrors about the face (at the low face halo cell −k holds cell k − 1;
+/// cells `a b c` at the high face continue `| c b a`), mirror about the centre of the boundary
+/// cell (halo cell −k holds cell k; `a b c` continue `| b a`, the boundary cell not repeated).
+/// Along a staggered dimension both mirror about the boundary point on the face (point −k
+/// holds point k).
+///
 /// Pass it with the field's stencil to make_exchange: `halox::halo(st, u, bc)`. After every
 /// exchange (at `wait()`, or the `test()` that completes it) the rules run in dimension order,
 /// low face before high, so where two boundaries meet the higher dimension's rule has the last
@@ -70,7 +82,7 @@ class boundary {
   struct rule {
     boundary_kind kind = boundary_kind::none;
     T value{};
-    std::vector<T> signs;  ///< reflect: one factor per component (empty: all +1)
+    std::vector<T> signs;  ///< reflect, mirror: one factor per component (empty: all +1)
     callback_type fn;
   };
 
@@ -86,6 +98,14 @@ class boundary {
   /// No signs: every component mirrored as it is.
   boundary& reflect(face fc, std::vector<T> signs = {}) {
     return set(fc, rule{boundary_kind::reflect, {}, std::move(signs), {}});
+  }
+  /// The halo cell k cells beyond `fc` holds the cell k cells inside the boundary cell (a
+  /// mirror about the boundary cell's centre, which is not repeated: at the high face of n
+  /// cells, cell n − 1 + k holds cell n − 1 − k), component c multiplied by `signs[c]`. Along a
+  /// dimension the field is staggered along, the same as reflect (about the boundary point).
+  /// As numpy.pad's "reflect" and scipy.ndimage's "mirror" modes; reflect is their "symmetric".
+  boundary& mirror(face fc, std::vector<T> signs = {}) {
+    return set(fc, rule{boundary_kind::mirror, {}, std::move(signs), {}});
   }
   /// `fn(face)` fills the cells itself, once per block that has cells beyond `fc`.
   boundary& callback(face fc, callback_type fn) {
@@ -121,8 +141,9 @@ struct face_rule {
   halox::face face;
   boundary_kind kind = boundary_kind::none;
   std::vector<std::byte> value;  ///< constant: the value's bytes
-  std::vector<std::byte> signs;  ///< reflect: one value per component, as bytes (empty: all +1)
-  std::size_t sign_count = 0;    ///< reflect: how many values `signs` holds
+  std::vector<std::byte> signs;  ///< reflect, mirror: one value per component, as bytes (empty:
+                                 ///< all +1)
+  std::size_t sign_count = 0;    ///< reflect, mirror: how many values `signs` holds
   /// callback: called with the block, the halo cells to fill and the stream (see boundary_face).
   std::function<void(int block, const box<D>& cells, stream_t stream)> fn;
 };
