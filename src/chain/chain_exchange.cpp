@@ -2,7 +2,7 @@
 // and the call/reject protocol its sizes carry, gathers and their context windows, and the
 // set-up agreement. One round = sizes to both neighbours, then the data; a carrier moves them
 // (chain_round.hpp: the MPI channels and transfers on a duplicated communicator, with pinned
-// staging for device payloads, chain_mpi.cpp; or the NCCL path on the chain's stream,
+// staging for device payloads, chain_mpi.cpp; or the NCCL carrier on the chain's stream,
 // chain_nccl.cpp).
 #include "halox/chain/chain_exchange.hpp"
 

@@ -1,7 +1,7 @@
 // A chain's rounds over NCCL (staging nccl): the sizes as one group between device buffers on
 // the chain's stream, read back through pinned memory, then the data as a second group
 // straight between the payloads and the device receive buffers. Both groups go through the
-// exchanges' NCCL path object (transport/nccl_path.hpp), made variable: its calls are set per
+// exchanges' NCCL carrier (transport/nccl_carrier.hpp), made variable: its calls are set per
 // group, over the shared communicator.
 #include <cstring>
 #include <memory>
@@ -10,8 +10,8 @@
 #include "chain/chain_device.hpp"
 #include "chain/chain_round.hpp"
 #include "halox/comm/agree.hpp"
+#include "transport/nccl_carrier.hpp"
 #include "transport/nccl_comm.hpp"
-#include "transport/nccl_path.hpp"
 #include "transport/staging_buffer.hpp"
 
 namespace halox::detail {
@@ -20,9 +20,9 @@ namespace {
 
 constexpr const char* staging_name = "chain staging";
 
-class nccl_carrier final : public chain_carrier {
+class nccl_chain_carrier final : public chain_carrier {
  public:
-  nccl_carrier(chain_round& r, const boost::mpi::communicator& comm, chain_stream& gpu)
+  nccl_chain_carrier(chain_round& r, const boost::mpi::communicator& comm, chain_stream& gpu)
       : r_(r),
         gpu_(gpu),
         sizes_host_(staging_buffer::place::pinned, staging_name, comm.rank()),
@@ -37,8 +37,8 @@ class nccl_carrier final : public chain_carrier {
       sizes_dev_.reserve(4 * chain_head_bytes);
     });
     // Collective: fails on every rank together. Two calls each way at most per group.
-    path_ = std::make_unique<nccl_path>(nccl_comm::shared(MPI_Comm(comm)), peers, 2);
-    path_->connect();
+    nccl_ = std::make_unique<nccl_carrier>(nccl_comm::shared(MPI_Comm(comm)), peers, 2);
+    nccl_->connect();
   }
 
   void start(stream_t after) override;
@@ -55,12 +55,12 @@ class nccl_carrier final : public chain_carrier {
       gpu_.signal(before);  // the user's stream waits; the host does not
     else if (!settle(block))
       return false;
-    path_->check_async();
+    nccl_->check_async();
     return true;
   }
 
   std::byte* received(int s) const override { return recv_dev_[s].get(); }
-  const nccl_comm* nccl() const override { return &path_->comm(); }
+  const nccl_comm* nccl() const override { return &nccl_->comm(); }
 
  private:
   // The heads in pinned memory: [send left, send right, recv left, recv right].
@@ -71,7 +71,7 @@ class nccl_carrier final : public chain_carrier {
   // asynchronous errors meanwhile, so that a failed peer is an error, not a hang.
   bool settle(bool block) {
     while (!gpu_.done()) {
-      path_->check_async();
+      nccl_->check_async();
       if (!block) return false;
     }
     return true;
@@ -80,7 +80,7 @@ class nccl_carrier final : public chain_carrier {
 
   chain_round& r_;
   chain_stream& gpu_;
-  std::unique_ptr<nccl_path> path_;        // both groups of a round, calls set per group
+  std::unique_ptr<nccl_carrier> nccl_;     // both groups of a round, calls set per group
   staging_buffer sizes_host_, sizes_dev_;  // pinned and device heads
   staging_buffer recv_dev_[2];             // the delivered data
   bool sizes_pending_ = false;             // this round's size group is enqueued, not yet read
@@ -88,7 +88,7 @@ class nccl_carrier final : public chain_carrier {
 
 // The sizes go device to device as a group, after the work on `after`; their copy back to
 // pinned memory is read once the stream has passed it (progress).
-void nccl_carrier::start(stream_t after) {
+void nccl_chain_carrier::start(stream_t after) {
   nccl_call sends[2], recvs[2];
   std::size_t ns = 0, nr = 0;
   std::byte* dev = sizes_dev_.get();
@@ -103,8 +103,8 @@ void nccl_carrier::start(stream_t after) {
   if (after) gpu_.wait_for(after);
   if (ns + nr == 0) return;
   gpu_.copy(dev, head_at(0), 2 * chain_head_bytes);
-  path_->assign(sends, ns, recvs, nr);
-  path_->enqueue(gpu_.get());
+  nccl_->assign(sends, ns, recvs, nr);
+  nccl_->enqueue(gpu_.get());
   gpu_.copy(head_at(2), dev + 2 * chain_head_bytes, 2 * chain_head_bytes);
   gpu_.record();
   sizes_pending_ = true;
@@ -112,7 +112,7 @@ void nccl_carrier::start(stream_t after) {
 
 // Once the sizes are in: the data group, receiving straight into the device buffers. Pairs
 // whose calls differ send nothing either way (both sides know).
-void nccl_carrier::post_data() {
+void nccl_chain_carrier::post_data() {
   for (int s = 0; s < 2; ++s) {
     auto& d = r_.side[s];
     if (!d.active) continue;
@@ -131,8 +131,8 @@ void nccl_carrier::post_data() {
     if (d.active && d.recv_count > 0)
       recvs[nr++] = {d.peer, recv_dev_[s].get(), d.recv_count * r_.elem};
   }
-  path_->assign(sends, ns, recvs, nr);
-  path_->enqueue(gpu_.get());
+  nccl_->assign(sends, ns, recvs, nr);
+  nccl_->enqueue(gpu_.get());
   gpu_.record();  // for the polls of test()
 }
 
@@ -141,7 +141,7 @@ void nccl_carrier::post_data() {
 std::unique_ptr<chain_carrier> make_nccl_carrier(chain_round& r,
                                                  const boost::mpi::communicator& comm,
                                                  chain_stream& gpu) {
-  return std::make_unique<nccl_carrier>(r, comm, gpu);
+  return std::make_unique<nccl_chain_carrier>(r, comm, gpu);
 }
 
 }  // namespace halox::detail

@@ -3,7 +3,7 @@
 // fills in what each side sends and reads each arrived size; a carrier (chain_mpi.cpp,
 // chain_nccl.cpp) moves the sizes first, then the data of exactly the announced sizes, on the
 // exchanges' own carriers in src/transport (mpi_channels for the sizes and mpi_transfers for the
-// data; nccl_path for both), the way an exchange_path drives them for an exchange.
+// data; nccl_carrier for both), the way an exchange_mode drives them for an exchange.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -59,7 +59,7 @@ class chain_round {
   virtual ~chain_round() = default;
 };
 
-// Carries a chain's rounds over one transport, as exchange_path carries an exchange's: start()
+// Carries a chain's rounds over one transport, as exchange_mode carries an exchange's: start()
 // posts the round, progress() moves it on. Both sides' heads travel in every round on each
 // active side, the data only where sends_data() and recv_count say so.
 class chain_carrier {

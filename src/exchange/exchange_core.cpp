@@ -37,15 +37,15 @@ message_buffers allocate_buffers(const exchange_program& prog, const staging_cho
 // NCCL for the messages the table gives it, where every rank agreed on NCCL and some rank has
 // such a message or forced NCCL (automatic NCCL on one node with CUDA IPC everywhere makes no
 // communicator). Collective (every rank agreed on the same).
-std::unique_ptr<nccl_path> attach_nccl(MPI_Comm comm, const route_table& routes,
-                                       const exchange_program& prog, const message_buffers& bufs,
-                                       const peer_ipc* ipc) {
+std::unique_ptr<nccl_carrier> attach_nccl(MPI_Comm comm, const route_table& routes,
+                                          const exchange_program& prog, const message_buffers& bufs,
+                                          const peer_ipc* ipc) {
   if (!routes.nccl() || !(routes.votes().beyond_ipc || routes.votes().nccl_forced)) return nullptr;
   auto by_nccl = [](route r) { return r == route::nccl; };
   // Zero-copy pieces where NCCL carries every message (CUDA IPC places its own).
-  return nccl_path::attach(comm, false, prog, routes.select(prog.sends, true, by_nccl),
-                           bufs.send.get(), routes.select(prog.recvs, false, by_nccl),
-                           bufs.recv.get(), ipc == nullptr);
+  return nccl_carrier::attach(comm, false, prog, routes.select(prog.sends, true, by_nccl),
+                              bufs.send.get(), routes.select(prog.recvs, false, by_nccl),
+                              bufs.recv.get(), ipc == nullptr);
 }
 
 std::vector<std::size_t> indices_of(const std::vector<message>& subset,
@@ -146,8 +146,8 @@ void exchange_core::place_steps() {
 
 void exchange_core::describe_routes() {
   if (!ipc_) return;
-  routes_.set_how(route::ipc, ipc_->path());
-  routes_.set_how(route::ipc_signalled, ipc_->path());
+  routes_.set_how(route::ipc, ipc_->how());
+  routes_.set_how(route::ipc_signalled, ipc_->how());
 }
 
 void exchange_core::pack(std::size_t m) const {
@@ -240,17 +240,17 @@ void exchange_core::unfinished(std::vector<std::string>& out) const {
                p));
 }
 
-std::unique_ptr<exchange_path> make_path(exchange_core& c) {
-  if (!c.copier()) return make_host_path(c);
-  if (c.routes().any(route::ipc_signalled)) return make_ipc_signalled_path(c);
-  if (c.routes().any(route::ipc)) return make_ipc_handshake_path(c);
-  if (c.nccl()) return make_device_nccl_path(c);
+std::unique_ptr<exchange_mode> make_mode(exchange_core& c) {
+  if (!c.copier()) return make_host_mode(c);
+  if (c.routes().any(route::ipc_signalled)) return make_ipc_signalled_mode(c);
+  if (c.routes().any(route::ipc)) return make_ipc_handshake_mode(c);
+  if (c.nccl()) return make_device_nccl_mode(c);
   // Device fields and local copies alone (one rank along every periodic dimension); boundary
   // rules follow the unpack on halox's stream, so not with them.
   const auto& p = c.program();
   if (p.sends.empty() && p.recvs.empty() && p.local_ops.empty() && !c.shm() && !c.boundary())
-    return make_device_local_path(c);
-  return make_device_path(c);
+    return make_device_local_mode(c);
+  return make_device_mode(c);
 }
 
 }  // namespace halox::detail

@@ -1,10 +1,10 @@
 #pragma once
 // What every transport mode of a communication object shares (the program, the communicator,
 // the transports set up for it, the MPI channels, the GPU copier), and the interface of a
-// mode: one `exchange_path` per object, chosen once at construction (see make_path).
+// mode: one `exchange_mode` per object, chosen once at construction (see make_mode).
 //
 // Private to src/exchange: the public halo_exchange holds an exchange_state (halo_exchange.cpp),
-// which owns a core and its path and adds what is the same for every mode (errors end the
+// which owns a core and its mode and adds what is the same for every mode (errors end the
 // object, one exchange in flight, generations for handles).
 
 #include <cstddef>
@@ -21,7 +21,7 @@
 #include "program/message_buffers.hpp"
 #include "program/program.hpp"
 #include "transport/mpi_channels.hpp"
-#include "transport/nccl_path.hpp"
+#include "transport/nccl_carrier.hpp"
 #include "transport/peer_ipc.hpp"
 #include "transport/routes.hpp"
 #include "transport/shm_mailbox.hpp"
@@ -36,7 +36,7 @@ class exchange_clock;
 
 /// What every mode shares, set up once: the program, the route table, the transports, the MPI
 /// channels, the GPU copier. Its data is private: the exchange object reads what describe() and
-/// its checks need through the accessors below, and each path (one per mode) runs exchanges
+/// its checks need through the accessors below, and each mode runs exchanges
 /// through the narrow views declared after this class (mpi_messages, host_steps, device_work,
 /// exchange_clock) and the transports it uses.
 class exchange_core {
@@ -59,7 +59,7 @@ class exchange_core {
   /// The transports and engines set up for this object (null where it has none).
   peer_ipc* ipc() const { return ipc_.get(); }
   shm_mailbox* shm() const { return shm_.get(); }
-  nccl_path* nccl() const { return nccl_.get(); }
+  nccl_carrier* nccl() const { return nccl_.get(); }
   staging_pipeline* pipeline() const { return pipe_.get(); }
   device_copier* copier() const { return gpu_.get(); }
   device_boundary* boundary() const { return rules_.get(); }
@@ -87,13 +87,13 @@ class exchange_core {
   exchange_core(const boost::mpi::communicator& c, routing&& r);
 
   boost::mpi::communicator comm_;
-  route_table routes_;                // each message's route (and the locality it came from)
-  message_buffers buffers_;           // allocated once, where the table put the messages
-  exchange_program prog_;             // its steps point into buffers_; never changed
-  std::string transport_problem_;     // a size mismatch a transport found while setting up
-  std::unique_ptr<peer_ipc> ipc_;     // null unless messages travel through CUDA IPC
-  std::unique_ptr<shm_mailbox> shm_;  // null unless host messages travel through shared memory
-  std::unique_ptr<nccl_path> nccl_;   // staging nccl: the messages CUDA IPC does not carry
+  route_table routes_;                  // each message's route (and the locality it came from)
+  message_buffers buffers_;             // allocated once, where the table put the messages
+  exchange_program prog_;               // its steps point into buffers_; never changed
+  std::string transport_problem_;       // a size mismatch a transport found while setting up
+  std::unique_ptr<peer_ipc> ipc_;       // null unless messages travel through CUDA IPC
+  std::unique_ptr<shm_mailbox> shm_;    // null unless host messages travel through shared memory
+  std::unique_ptr<nccl_carrier> nccl_;  // staging nccl: the messages CUDA IPC does not carry
   /// The program's host steps placed where the transports put the messages, for exchanges
   /// that use copy 0 and copy 1 (g mod 2) of double buffers (shared memory).
   exchange_program::steps host_pack_[2], host_unpack_[2];
@@ -145,7 +145,7 @@ class exchange_core {
   void describe_routes();
 };
 
-/// A path's view of the messages that go through MPI (the channels, in the program's order).
+/// A mode's view of the messages that go through MPI (the channels, in the program's order).
 class mpi_messages {
  public:
   explicit mpi_messages(exchange_core& c) : c_(c) {}
@@ -169,7 +169,7 @@ class mpi_messages {
   exchange_core& c_;
 };
 
-/// A path's view of the program's host steps, in the copy of the buffers this exchange uses.
+/// A mode's view of the program's host steps, in the copy of the buffers this exchange uses.
 class host_steps {
  public:
   explicit host_steps(exchange_core& c) : c_(c) {}
@@ -195,7 +195,7 @@ class host_steps {
   exchange_core& c_;
 };
 
-/// A path's view of the device side: the GPU copier on halox's stream, the staging copies and
+/// A mode's view of the device side: the GPU copier on halox's stream, the staging copies and
 /// the unpack that may still read the receive buffer.
 class device_work {
  public:
@@ -223,7 +223,7 @@ class device_work {
   void synchronize() { c_.gpu_->synchronize(c_.rank()); }
   void* stream() const { return c_.gpu_->stream(); }
   /// NCCL's group for this exchange, on halox's stream.
-  void enqueue(nccl_path& n) { n.enqueue(c_.gpu_->stream(), c_.gpu_->capture()); }
+  void enqueue(nccl_carrier& n) { n.enqueue(c_.gpu_->stream(), c_.gpu_->capture()); }
   void finish_unpack(stream_t before) { c_.finish_unpack(before); }
   bool unpack_ready() { return c_.unpack_ready(); }
   /// Device signals (CUDA IPC) and graph replays that count exchanges on the device.
@@ -238,7 +238,7 @@ class device_work {
   exchange_core& c_;
 };
 
-/// A path's view of the exchange running now.
+/// A mode's view of the exchange running now.
 class exchange_clock {
  public:
   explicit exchange_clock(exchange_core& c) : c_(c) {}
@@ -258,12 +258,12 @@ class exchange_clock {
 /// (already counted), wait() completes it, test() polls it; `after`/`before` are the user's
 /// streams of a scheduled exchange (null for start()/wait()). None of them waits for a peer's
 /// progress in start(). A mode holds the views of the core it uses, and its transports.
-class exchange_path {
+class exchange_mode {
  public:
-  explicit exchange_path(exchange_core& c) : clock_(c) {}
-  virtual ~exchange_path() = default;
-  exchange_path(const exchange_path&) = delete;
-  exchange_path& operator=(const exchange_path&) = delete;
+  explicit exchange_mode(exchange_core& c) : clock_(c) {}
+  virtual ~exchange_mode() = default;
+  exchange_mode(const exchange_mode&) = delete;
+  exchange_mode& operator=(const exchange_mode&) = delete;
 
   virtual void start(stream_t after) = 0;
   virtual void wait(stream_t before) = 0;
@@ -282,7 +282,7 @@ class exchange_path {
   /// wait for peers give up by themselves (device signals).
   virtual bool waits_on_host(stream_t) const { return true; }
   /// For a wait that gave up: what this rank still waits for, one item per wait (see
-  /// exchange_core::unfinished, which paths extend).
+  /// exchange_core::unfinished, which modes extend).
   virtual void waiting_for(const exchange_core& c, std::vector<std::string>& out) const {
     c.unfinished(out);
   }
@@ -295,13 +295,13 @@ class exchange_path {
 /// device fields through MPI (with any host fields), device local copies only, CUDA IPC with an
 /// MPI handshake (NCCL for the other peers under staging nccl), CUDA IPC ordered by device
 /// signals, device fields through NCCL.
-std::unique_ptr<exchange_path> make_path(exchange_core& c);
+std::unique_ptr<exchange_mode> make_mode(exchange_core& c);
 
-std::unique_ptr<exchange_path> make_host_path(exchange_core& c);
-std::unique_ptr<exchange_path> make_device_path(exchange_core& c);
-std::unique_ptr<exchange_path> make_device_local_path(exchange_core& c);
-std::unique_ptr<exchange_path> make_ipc_handshake_path(exchange_core& c);
-std::unique_ptr<exchange_path> make_ipc_signalled_path(exchange_core& c);
-std::unique_ptr<exchange_path> make_device_nccl_path(exchange_core& c);
+std::unique_ptr<exchange_mode> make_host_mode(exchange_core& c);
+std::unique_ptr<exchange_mode> make_device_mode(exchange_core& c);
+std::unique_ptr<exchange_mode> make_device_local_mode(exchange_core& c);
+std::unique_ptr<exchange_mode> make_ipc_handshake_mode(exchange_core& c);
+std::unique_ptr<exchange_mode> make_ipc_signalled_mode(exchange_core& c);
+std::unique_ptr<exchange_mode> make_device_nccl_mode(exchange_core& c);
 
 }  // namespace halox::detail

@@ -25,7 +25,7 @@ namespace halox {
 namespace detail {
 
 // What every mode shares: one exchange in flight at a time, generations for handles, and an
-// error that ends the object. The mode itself is the path (exchange_core.hpp).
+// error that ends the object. The mode is an exchange_mode (exchange_core.hpp).
 struct exchange_state {
   tick born = now();  // (first: set-up's time counts from here)
   // Taken from the program before the core takes it (members initialise in this order).
@@ -36,12 +36,12 @@ struct exchange_state {
   std::optional<nvtx_range> setup_range{std::in_place, nvtx,
                                         nvtx_phase::setup};  // (to set-up's end)
   exchange_core core;
-  std::unique_ptr<exchange_path> path;
+  std::unique_ptr<exchange_mode> mode;
   bool in_flight = false;
   bool rules = true;    // false: completing exchanges runs no boundary rule (user callbacks)
   std::string failure;  // why an exchange of this object failed; then unusable
 
-  // Whether every rank's path can be captured in a CUDA graph (collective, at set-up), and why
+  // Whether every rank's mode can be captured in a CUDA graph (collective, at set-up), and why
   // not on this rank.
   bool capturable = false;
   const char* blocker = nullptr;
@@ -56,9 +56,9 @@ struct exchange_state {
         timeout(p.options.wait_timeout),
         nvtx(label, p.options.nvtx),
         core(c, std::move(p)),
-        path(make_path(core)) {
+        mode(make_mode(core)) {
     if (core.copier()) core.copier()->use_nvtx(&nvtx);
-    blocker = path->capture_blocker();
+    blocker = mode->capture_blocker();
     int mine = blocker == nullptr ? 1 : 0, all = 0;
     mpi::check(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, core.communicator()),
                "MPI_Allreduce", core.rank(), "exchange set-up: CUDA graph capture");
@@ -100,12 +100,12 @@ struct exchange_state {
               "graphs capture exchanges of local copies, CUDA IPC with device signals and NCCL "
               "(docs/graphs.md)",
               core.rank(), why_not_capturable());
-      path->captured();
+      mode->captured();
     }
     guarded([&] {
       core.next_exchange();
       in_flight = true;
-      path->start(after);
+      mode->start(after);
     });
     if (!captured) sample_gpu_time();  // (a query inside a capture would invalidate it)
     start_time.add(seconds_since(t0));
@@ -117,12 +117,12 @@ struct exchange_state {
     guarded([&] {
       // A host wait first asks without blocking whether the exchange is already complete:
       // the overlap the caller achieved (stats()).
-      if (before == nullptr && path->test()) {
+      if (before == nullptr && mode->test()) {
         ++waits_complete;
         return;
       }
-      if (timeout > 0 && path->waits_on_host(before)) return wait_bounded();
-      path->wait(before);
+      if (timeout > 0 && mode->waits_on_host(before)) return wait_bounded();
+      mode->wait(before);
     });
     in_flight = false;
     finish(before);
@@ -132,14 +132,14 @@ struct exchange_state {
   // complete (then nothing is left for the stream to wait for) or the time is up.
   void wait_bounded() {
     const tick t0 = now();
-    while (!path->test()) {
+    while (!mode->test()) {
       if (seconds_since(t0) > timeout) gave_up();
       std::this_thread::yield();
     }
   }
   [[noreturn]] void gave_up() const {
     std::vector<std::string> items;
-    path->waiting_for(core, items);
+    mode->waiting_for(core, items);
     std::sort(items.begin(), items.end());
     items.erase(std::unique(items.begin(), items.end()), items.end());
     fail(
@@ -158,7 +158,7 @@ struct exchange_state {
   bool test() {
     if (!in_flight) return true;
     bool complete = false;
-    guarded([&] { complete = path->test(); });
+    guarded([&] { complete = mode->test(); });
     if (complete) in_flight = false, finish(nullptr);
     return complete;
   }
@@ -183,7 +183,7 @@ struct exchange_state {
       const std::string what = e.what();
       failure = what.rfind("halox: ", 0) == 0 ? what.substr(7) : what;
       in_flight = false;
-      path->abandon();
+      mode->abandon();
       throw;
     }
   }
@@ -320,7 +320,7 @@ std::string halo_exchange::describe() const {
   const auto& c = live().core;
   const auto& p = c.program();
   std::string out = fmt::format("rank {}: {}; {}; mode: {}", c.rank(), p.summary,
-                                c.routes().here().describe(), s_->path->name());
+                                c.routes().here().describe(), s_->mode->name());
   if (c.copier())
     out += s_->capturable ? "; CUDA graphs: capturable"
                           : "; CUDA graphs: not capturable (" + s_->why_not_capturable() + ")";

@@ -1,5 +1,5 @@
 #pragma once
-// The one check for NCCL calls (nccl_comm.cu, nccl_path.cu): a failed call becomes halox::error
+// The one check for NCCL calls (nccl_comm.cu, nccl_carrier.cu): a failed call becomes halox::error
 // naming the call, NCCL's error string, its last error message, the rank and the peer.
 #include <nccl.h>
 

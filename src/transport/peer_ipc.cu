@@ -513,7 +513,7 @@ const std::vector<int>& peer_ipc::send_peers() const {
 const std::vector<int>& peer_ipc::recv_peers() const {
   return p_->recv_peers;
 }
-const std::string& peer_ipc::path() const {
+const std::string& peer_ipc::how() const {
   return p_->path;
 }
 

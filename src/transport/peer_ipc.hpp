@@ -63,7 +63,7 @@ class peer_ipc {
   /// The peers this rank sends to (receives from) through CUDA IPC, and how, for describe().
   const std::vector<int>& send_peers() const;
   const std::vector<int>& recv_peers() const;
-  const std::string& path() const;
+  const std::string& how() const;
 
   /// Receiver's side, at the start of exchange g (after the unpack of g-1 has run): posts the
   /// data-ready receives of g and tells every sender that the copy of the receive buffer for

@@ -39,7 +39,7 @@ const std::vector<int>& peer_ipc::send_peers() const {
 const std::vector<int>& peer_ipc::recv_peers() const {
   return send_peers();
 }
-const std::string& peer_ipc::path() const {
+const std::string& peer_ipc::how() const {
   static const std::string none;
   return none;
 }

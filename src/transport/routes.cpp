@@ -184,7 +184,7 @@ void route_table::settle_shm(const shm_mailbox* shm) {
     settle(sends_[m], shm && shm->send_shared(m), shm && shm->send_direct(m));
   for (std::size_t m = 0; m < recvs_.size(); ++m)
     settle(recvs_[m], shm && shm->recv_shared(m), shm && shm->recv_direct(m));
-  if (shm) how_[std::size_t(route::shm)] = how_[std::size_t(route::shm_direct)] = shm->path();
+  if (shm) how_[std::size_t(route::shm)] = how_[std::size_t(route::shm_direct)] = shm->how();
 }
 
 }  // namespace halox::detail

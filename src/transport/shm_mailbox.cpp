@@ -465,7 +465,7 @@ placement shm_mailbox::placed(const exchange_program& prog, int copy) const {
   return where;
 }
 
-std::string shm_mailbox::path() const {
+std::string shm_mailbox::how() const {
   const std::size_t shared = (send_slot_.size() - mpi_sends_.size()) + shared_recvs_;
   const std::size_t direct = direct_sends_ + direct_recvs_;
   const char* how =

@@ -6,7 +6,7 @@
 ///   see allocate_shareable): each rank maps the other's field memory, and the message is
 ///   copied straight from the sender's owned cells into the receiver's halo by whichever rank
 ///   gets to it first once both have started the exchange (`ready`, `started`, `claim`,
-///   `copied` counters in the sender's segment; see host_path.cpp for who copies when). The
+///   `copied` counters in the sender's segment; see host_mode.cpp for who copies when). The
 ///   copies are matched as CUDA IPC's are (program/direct_writes.hpp) and run as the message's
 ///   placed pack or unpack steps;
 /// - **two copies** otherwise: the sender packs into a send buffer that lives in shared memory
@@ -83,7 +83,7 @@ class shm_mailbox {
   /// message of this rank goes through shared memory.
   std::byte* send_buffer() const { return send_data_; }
   /// How shared-memory messages travel, for describe().
-  std::string path() const;
+  std::string how() const;
   /// Why messages to or from a node-local peer went through MPI after all (the receiver could
   /// not map its sender's buffer), by peer.
   const std::map<int, std::string>& fallbacks() const { return fallback_; }

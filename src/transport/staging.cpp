@@ -8,7 +8,7 @@
 #endif
 
 #include "halox/core/error.hpp"
-#include "transport/nccl_path.hpp"
+#include "transport/nccl_carrier.hpp"
 
 namespace halox {
 

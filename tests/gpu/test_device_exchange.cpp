@@ -17,7 +17,7 @@
 #include "exchange/peer_agreement.hpp"
 #include "gpu_setup.hpp"
 #include "kernels.hpp"
-#include "transport/nccl_path.hpp"
+#include "transport/nccl_carrier.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 #include "gpu_setup.hpp"
 #include "kernels.hpp"
-#include "transport/nccl_path.hpp"
+#include "transport/nccl_carrier.hpp"
 
 namespace {
 

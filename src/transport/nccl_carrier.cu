@@ -1,4 +1,4 @@
-// Device messages through NCCL (see transport/nccl_path.hpp).
+// Device messages through NCCL (see transport/nccl_carrier.hpp).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -11,8 +11,8 @@
 #include "gpu/ipc_export.hpp"
 #include "halox/core/error.hpp"
 #include "mpi/check.hpp"
+#include "transport/nccl_carrier.hpp"
 #include "transport/nccl_check.hpp"
-#include "transport/nccl_path.hpp"
 #include "transport/nccl_pieces.hpp"
 
 namespace halox::detail {
@@ -122,12 +122,12 @@ std::vector<nccl_call> calls_of(const nccl_cut& cut, bool direct,
 
 }  // namespace
 
-std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm comm, bool gpu_shared,
-                                             const exchange_program& prog,
-                                             const std::vector<message>& sends,
-                                             const std::byte* send_buf,
-                                             const std::vector<message>& recvs, std::byte* recv_buf,
-                                             bool zero_copy) {
+std::unique_ptr<nccl_carrier> nccl_carrier::attach(MPI_Comm comm, bool gpu_shared,
+                                                   const exchange_program& prog,
+                                                   const std::vector<message>& sends,
+                                                   const std::byte* send_buf,
+                                                   const std::vector<message>& recvs,
+                                                   std::byte* recv_buf, bool zero_copy) {
   int me = 0;
   mpi::check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", -1, "NCCL transport");
   require(!gpu_shared,
@@ -136,18 +136,18 @@ std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm comm, bool gpu_shared,
           "staging policy",
           me);
   // The exchange's buffers hold its messages (the program sized them so).
-  auto path = std::make_unique<nccl_path>(nccl_comm::shared(comm), sends, recvs, send_buf,
-                                          extent_of(sends), recv_buf, extent_of(recvs));
+  auto carrier = std::make_unique<nccl_carrier>(nccl_comm::shared(comm), sends, recvs, send_buf,
+                                                extent_of(sends), recv_buf, extent_of(recvs));
   if (!zero_copy) {
-    path->register_large(comm, prog.options.nccl_register);
-    return path;
+    carrier->register_large(comm, prog.options.nccl_register);
+    return carrier;
   }
   const sides s = swap_sides(comm, prog, sends, send_buf, recvs, recv_buf, me);
   auto* sbuf = const_cast<std::byte*>(send_buf);
   for (std::size_t k = 0; k < sends.size(); ++k) {
     if (sends[k].bytes == 0) continue;
     const nccl_cut cut = cut_message(s.mine_send[k], s.theirs_recv[k], sends[k].bytes);
-    path->recut(
+    carrier->recut(
         true, sends[k].peer,
         calls_of(cut, cut.sender_direct, s.steps_send[k], sends[k].peer, sbuf + sends[k].offset),
         cut.sender_direct);
@@ -155,20 +155,20 @@ std::unique_ptr<nccl_path> nccl_path::attach(MPI_Comm comm, bool gpu_shared,
   for (std::size_t k = 0; k < recvs.size(); ++k) {
     if (recvs[k].bytes == 0) continue;
     const nccl_cut cut = cut_message(s.theirs_send[k], s.mine_recv[k], recvs[k].bytes);
-    path->recut(false, recvs[k].peer,
-                calls_of(cut, cut.receiver_direct, s.steps_recv[k], recvs[k].peer,
-                         recv_buf + recvs[k].offset),
-                cut.receiver_direct);
+    carrier->recut(false, recvs[k].peer,
+                   calls_of(cut, cut.receiver_direct, s.steps_recv[k], recvs[k].peer,
+                            recv_buf + recvs[k].offset),
+                   cut.receiver_direct);
   }
-  path->register_large(comm, prog.options.nccl_register);
-  return path;
+  carrier->register_large(comm, prog.options.nccl_register);
+  return carrier;
 }
 
-nccl_path::nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<message>& sends,
-                     const std::vector<message>& recvs, const void* send_buf,
-                     std::size_t send_bytes, void* recv_buf, std::size_t recv_bytes)
+nccl_carrier::nccl_carrier(std::shared_ptr<nccl_comm> comm, const std::vector<message>& sends,
+                           const std::vector<message>& recvs, const void* send_buf,
+                           std::size_t send_bytes, void* recv_buf, std::size_t recv_bytes)
     : comm_(std::move(comm)) {
-  require(comm_ != nullptr, "an NCCL path needs an NCCL communicator");
+  require(comm_ != nullptr, "an NCCL carrier needs an NCCL communicator");
   comm_->require_usable();
   const int me = comm_->rank(), n = comm_->size();
   // ncclSend only reads its buffer; one call type serves both directions.
@@ -198,15 +198,15 @@ nccl_path::nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<message>
   prepare(recvs, recv_base, recv_bytes, "receive", recvs_, recv_routes_);
 }
 
-nccl_path::nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<int>& peers,
-                     std::size_t capacity)
+nccl_carrier::nccl_carrier(std::shared_ptr<nccl_comm> comm, const std::vector<int>& peers,
+                           std::size_t capacity)
     : comm_(std::move(comm)), capacity_(capacity) {
-  require(comm_ != nullptr, "an NCCL path needs an NCCL communicator");
+  require(comm_ != nullptr, "an NCCL carrier needs an NCCL communicator");
   comm_->require_usable();
   for (const int p : peers) {
     require(p >= 0 && p < comm_->size(),
-            "rank {}: NCCL path to peer {}, outside the communicator of {} ranks", comm_->rank(), p,
-            comm_->size());
+            "rank {}: NCCL carrier to peer {}, outside the communicator of {} ranks", comm_->rank(),
+            p, comm_->size());
     send_routes_.push_back({p, 0, 0, false});
     recv_routes_.push_back({p, 0, 0, false});
   }
@@ -214,20 +214,21 @@ nccl_path::nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<int>& pe
   recvs_.reserve(capacity);
 }
 
-void nccl_path::assign(const nccl_call* sends, std::size_t n_sends, const nccl_call* recvs,
-                       std::size_t n_recvs) {
+void nccl_carrier::assign(const nccl_call* sends, std::size_t n_sends, const nccl_call* recvs,
+                          std::size_t n_recvs) {
   const int me = comm_->rank();
-  require(n_sends <= capacity_ && n_recvs <= capacity_,
-          "rank {}: internal error: {} NCCL sends and {} receives in one group of a path made for "
-          "{}",
-          me, n_sends, n_recvs, capacity_);
+  require(
+      n_sends <= capacity_ && n_recvs <= capacity_,
+      "rank {}: internal error: {} NCCL sends and {} receives in one group of a carrier made for "
+      "{}",
+      me, n_sends, n_recvs, capacity_);
   auto fill = [&](std::vector<nccl_call>& out, const nccl_call* in, std::size_t n,
                   const std::vector<route>& routes) {
     out.clear();  // keeps the capacity reserved at set-up
     for (std::size_t k = 0; k < n; ++k) {
       require(find(routes, in[k].peer) != nullptr,
-              "rank {}: internal error: NCCL call to or from rank {}, not a peer of this path", me,
-              in[k].peer);
+              "rank {}: internal error: NCCL call to or from rank {}, not a peer of this carrier",
+              me, in[k].peer);
       out.push_back(in[k]);
     }
   };
@@ -235,13 +236,13 @@ void nccl_path::assign(const nccl_call* sends, std::size_t n_sends, const nccl_c
   fill(recvs_, recvs, n_recvs, recv_routes_);
 }
 
-const nccl_path::route* nccl_path::find(const std::vector<route>& routes, int peer) {
+const nccl_carrier::route* nccl_carrier::find(const std::vector<route>& routes, int peer) {
   for (const auto& r : routes)
     if (r.peer == peer) return &r;
   return nullptr;
 }
 
-void nccl_path::recut(bool send, int peer, std::vector<nccl_call> calls, bool direct) {
+void nccl_carrier::recut(bool send, int peer, std::vector<nccl_call> calls, bool direct) {
   auto& list = send ? sends_ : recvs_;
   auto& routes = send ? send_routes_ : recv_routes_;
   auto it =
@@ -265,16 +266,16 @@ void nccl_path::recut(bool send, int peer, std::vector<nccl_call> calls, bool di
     if (r.first > first) r.first = std::size_t(std::ptrdiff_t(r.first) + grow);
 }
 
-bool nccl_path::send_direct(int peer) const {
+bool nccl_carrier::send_direct(int peer) const {
   const route* r = find(send_routes_, peer);
   return r != nullptr && r->direct;
 }
-bool nccl_path::recv_direct(int peer) const {
+bool nccl_carrier::recv_direct(int peer) const {
   const route* r = find(recv_routes_, peer);
   return r != nullptr && r->direct;
 }
 
-std::string nccl_path::note(bool send, int peer) const {
+std::string nccl_carrier::note(bool send, int peer) const {
   const route* r = find(send ? send_routes_ : recv_routes_, peer);
   if (r == nullptr) return {};
   const std::string reg =
@@ -288,7 +289,7 @@ std::string nccl_path::note(bool send, int peer) const {
          reg;
 }
 
-void nccl_path::register_large(MPI_Comm comm, bool want) {
+void nccl_carrier::register_large(MPI_Comm comm, bool want) {
   const int me = comm_->rank();
   // This side of each message: 1 where its large calls (if any) can be registered.
   auto can = [&](const std::vector<nccl_call>& calls, const route& r) {
@@ -334,31 +335,31 @@ void nccl_path::register_large(MPI_Comm comm, bool want) {
   }
 }
 
-nccl_path::~nccl_path() {
+nccl_carrier::~nccl_carrier() {
   if (comm_ && comm_->get() != nullptr)
     for (void* h : registered_) (void)ncclCommDeregister(comm_->get(), h);
 }
 
-void nccl_path::connect() {
+void nccl_carrier::connect() {
   std::vector<int> peers;
   for (const auto& r : send_routes_) peers.push_back(r.peer);
   for (const auto& r : recv_routes_) peers.push_back(r.peer);
   comm_->connect(peers);
 }
 
-void nccl_path::enqueue(void* stream, unsigned long long capture) {
+void nccl_carrier::enqueue(void* stream, unsigned long long capture) {
   comm_->enqueue_group(stream, sends_.data(), sends_.size(), recvs_.data(), recvs_.size(), capture);
 }
 
-void nccl_path::check_async() {
+void nccl_carrier::check_async() {
   comm_->check_async();
 }
 
-void nccl_path::abort(const std::string& why) {
+void nccl_carrier::abort(const std::string& why) {
   comm_->abort(why);
 }
 
-std::string nccl_path::describe() const {
+std::string nccl_carrier::describe() const {
   int v = 0;
   (void)ncclGetVersion(&v);
   // Less the process's own reference, which keeps it until MPI_Finalize (nccl_comm.hpp).

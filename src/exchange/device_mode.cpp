@@ -22,10 +22,10 @@ namespace halox::detail {
 
 namespace {
 
-class device_path : public exchange_path {
+class device_mode : public exchange_mode {
  public:
-  explicit device_path(exchange_core& c)
-      : exchange_path(c), mpi_(c), host_(c), dev_(c), pipe_(c.pipeline()) {}
+  explicit device_mode(exchange_core& c)
+      : exchange_mode(c), mpi_(c), host_(c), dev_(c), pipe_(c.pipeline()) {}
   const char* name() const override { return "device (MPI)"; }
   const char* capture_blocker() const override {
     return "its messages go through MPI (gpu_aware or host_staged): the host waits for the pack "
@@ -81,9 +81,9 @@ class device_path : public exchange_path {
 // Device fields and local copies alone (one rank along every periodic dimension): a scheduled
 // exchange runs its copies on the user's stream itself, with no stream hops; start()/wait()
 // go through halox's stream as the MPI mode does (with no message).
-class device_local_path final : public device_path {
+class device_local_mode final : public device_mode {
  public:
-  using device_path::device_path;
+  using device_mode::device_mode;
   const char* name() const override { return "device (local copies)"; }
   // A scheduled wait makes the user's stream wait for copies on it: nothing to poll (and a
   // query would invalidate a capture); no peer is ever waited for.
@@ -92,17 +92,17 @@ class device_local_path final : public device_path {
 
   void start(stream_t after) override {
     on_user_stream_ = after != nullptr;
-    if (!on_user_stream_) return device_path::start(after);
+    if (!on_user_stream_) return device_mode::start(after);
     dev_.launch_local(after);
     clock_.begin();
   }
   void wait(stream_t before) override {
-    if (!on_user_stream_) return device_path::wait(before);
+    if (!on_user_stream_) return device_mode::wait(before);
     dev_.wait_local(before);
     on_user_stream_ = false;
   }
   bool test() override {
-    if (!on_user_stream_) return device_path::test();
+    if (!on_user_stream_) return device_mode::test();
     if (!dev_.ready()) return false;
     on_user_stream_ = false;
     return true;
@@ -117,14 +117,14 @@ class device_local_path final : public device_path {
 // kernel, the NCCL group and the unpack kernel follow each other on halox's stream, so neither
 // start() nor a scheduled wait waits for anything on the host; buffers are reused in stream
 // order.
-class device_nccl_path final : public exchange_path {
+class device_nccl_mode final : public exchange_mode {
  public:
-  explicit device_nccl_path(exchange_core& c)
-      : exchange_path(c), dev_(c), nccl_(*c.nccl()), timeout_(c.program().options.wait_timeout) {}
+  explicit device_nccl_mode(exchange_core& c)
+      : exchange_mode(c), dev_(c), nccl_(*c.nccl()), timeout_(c.program().options.wait_timeout) {}
   // With a timeout, an exchange still running on the GPU at destruction (a scheduled one whose
   // peer never came) gets that long before the communicator is aborted: NCCL's kernels never
   // give up by themselves, and the copier's destructor waits for halox's stream.
-  ~device_nccl_path() override {
+  ~device_nccl_mode() override {
     if (timeout_ <= 0) return;
     try {
       const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
@@ -186,20 +186,20 @@ class device_nccl_path final : public exchange_path {
 
  private:
   device_work dev_;
-  nccl_path& nccl_;
+  nccl_carrier& nccl_;
   const double timeout_;
 };
 
 }  // namespace
 
-std::unique_ptr<exchange_path> make_device_path(exchange_core& c) {
-  return std::make_unique<device_path>(c);
+std::unique_ptr<exchange_mode> make_device_mode(exchange_core& c) {
+  return std::make_unique<device_mode>(c);
 }
-std::unique_ptr<exchange_path> make_device_nccl_path(exchange_core& c) {
-  return std::make_unique<device_nccl_path>(c);
+std::unique_ptr<exchange_mode> make_device_nccl_mode(exchange_core& c) {
+  return std::make_unique<device_nccl_mode>(c);
 }
-std::unique_ptr<exchange_path> make_device_local_path(exchange_core& c) {
-  return std::make_unique<device_local_path>(c);
+std::unique_ptr<exchange_mode> make_device_local_mode(exchange_core& c) {
+  return std::make_unique<device_local_mode>(c);
 }
 
 }  // namespace halox::detail

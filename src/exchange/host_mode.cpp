@@ -21,10 +21,10 @@ namespace halox::detail {
 
 namespace {
 
-class host_path final : public exchange_path {
+class host_mode final : public exchange_mode {
  public:
-  explicit host_path(exchange_core& c)
-      : exchange_path(c),
+  explicit host_mode(exchange_core& c)
+      : exchange_mode(c),
         mpi_(c),
         host_(c),
         shm_(c.shm()),
@@ -245,8 +245,8 @@ class host_path final : public exchange_path {
 
 }  // namespace
 
-std::unique_ptr<exchange_path> make_host_path(exchange_core& c) {
-  return std::make_unique<host_path>(c);
+std::unique_ptr<exchange_mode> make_host_mode(exchange_core& c) {
+  return std::make_unique<host_mode>(c);
 }
 
 }  // namespace halox::detail

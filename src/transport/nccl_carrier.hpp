@@ -26,7 +26,7 @@ namespace halox::detail {
 /// must have the same size (halox's peers agree on sizes at set-up); empty messages are dropped
 /// on both sides. A message may travel as several calls (zero-copy pieces), cut alike on both
 /// sides. connect() makes NCCL's connections at set-up.
-class nccl_path {
+class nccl_carrier {
  public:
   /// Collective over `comm` (every rank calls it, whether or not it has messages): the shared
   /// NCCL communicator for `comm` (nccl_comm::shared) and this rank's messages over the device
@@ -37,47 +37,48 @@ class nccl_path {
   /// dropped (send_direct / recv_direct). Throws halox::error (on every rank) when NCCL fails to
   /// set up, or when two ranks of `comm` on one node share a GPU (`gpu_shared`, which NCCL does
   /// not allow).
-  static std::unique_ptr<nccl_path> attach(MPI_Comm comm, bool gpu_shared,
-                                           const exchange_program& prog,
-                                           const std::vector<message>& sends,
-                                           const std::byte* send_buf,
-                                           const std::vector<message>& recvs, std::byte* recv_buf,
-                                           bool zero_copy);
+  static std::unique_ptr<nccl_carrier> attach(MPI_Comm comm, bool gpu_shared,
+                                              const exchange_program& prog,
+                                              const std::vector<message>& sends,
+                                              const std::byte* send_buf,
+                                              const std::vector<message>& recvs,
+                                              std::byte* recv_buf, bool zero_copy);
 
   /// Local: checks every message (peer inside the communicator, range inside its buffer of
   /// `send_bytes`/`recv_bytes`) and that a buffer with messages is memory the communicator's GPU
   /// can reach (its device memory, managed or pinned host memory), then prepares the calls:
   /// enqueue() allocates nothing. Throws halox::error naming the message, the peer and the rank.
-  nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<message>& sends,
-            const std::vector<message>& recvs, const void* send_buf, std::size_t send_bytes,
-            void* recv_buf, std::size_t recv_bytes);
-  /// A path whose calls change from one group to the next (a chain's rounds, whose sizes are
+  nccl_carrier(std::shared_ptr<nccl_comm> comm, const std::vector<message>& sends,
+               const std::vector<message>& recvs, const void* send_buf, std::size_t send_bytes,
+               void* recv_buf, std::size_t recv_bytes);
+  /// A carrier whose calls change from one group to the next (a chain's rounds, whose sizes are
   /// known only when they are posted): its messages go to and come from `peers`, at most
   /// `capacity` sends and as many receives per group, each group's calls set by assign()
   /// before its enqueue(). connect() connects `peers`.
-  nccl_path(std::shared_ptr<nccl_comm> comm, const std::vector<int>& peers, std::size_t capacity);
-  /// Variable paths: the calls of the next group (their memory on the communicator's GPU; the
+  nccl_carrier(std::shared_ptr<nccl_comm> comm, const std::vector<int>& peers,
+               std::size_t capacity);
+  /// Variable carriers: the calls of the next group (their memory on the communicator's GPU; the
   /// caller checked it). Allocates nothing. Throws halox::error on more calls than the capacity
-  /// or a peer the path was not made for.
+  /// or a peer the carrier was not made for.
   void assign(const nccl_call* sends, std::size_t n_sends, const nccl_call* recvs,
               std::size_t n_recvs);
   /// Pairwise collective at set-up (attach calls it with exchange_options::nccl_register):
-  /// registers this path's calls of at least nccl_register_min_bytes with NCCL where this rank
+  /// registers this carrier's calls of at least nccl_register_min_bytes with NCCL where this rank
   /// and the message's peer both `want` it and both sides' memory CUDA IPC can export.
   void register_large(MPI_Comm comm, bool want);
   /// Deregisters what register_large registered.
-  ~nccl_path();
-  nccl_path(const nccl_path&) = delete;
-  nccl_path& operator=(const nccl_path&) = delete;
-  nccl_path(nccl_path&&) = default;
+  ~nccl_carrier();
+  nccl_carrier(const nccl_carrier&) = delete;
+  nccl_carrier& operator=(const nccl_carrier&) = delete;
+  nccl_carrier(nccl_carrier&&) = default;
 
   /// Enqueues this rank's sends and receives on `stream` (a `cudaStream_t` of the
   /// communicator's GPU) as one group (nccl_comm::enqueue_group): the data has moved once the
   /// stream reaches that point. Throws halox::error naming the NCCL call, its error, the rank and
   /// the peer. `capture`: as nccl_comm::enqueue_group's.
   void enqueue(void* stream, unsigned long long capture = nccl_comm::unknown_capture);
-  /// Connects NCCL to every peer of this path now (nccl_comm::connect): pairwise collective,
-  /// called at set-up by every rank with a path, in the same order.
+  /// Connects NCCL to every peer of this carrier now (nccl_comm::connect): pairwise collective,
+  /// called at set-up by every rank with a carrier, in the same order.
   void connect();
   /// Whether this rank's side of its message to (from) `peer` uses the fields' memory itself
   /// (zero-copy): its pack (unpack) steps for that message are not run.
@@ -104,7 +105,7 @@ class nccl_path {
   void recut(bool send, int peer, std::vector<nccl_call> calls, bool direct);
 
  private:
-  // One message of this path: its peer, its calls (sends_/recvs_[first, first + count)), and
+  // One message of this carrier: its peer, its calls (sends_/recvs_[first, first + count)), and
   // whether this side uses the fields' memory.
   struct route {
     int peer = 0;
@@ -118,7 +119,7 @@ class nccl_path {
   std::vector<nccl_call> sends_, recvs_;
   std::vector<route> send_routes_, recv_routes_;
   std::vector<void*> registered_;  // ncclCommRegister handles of the calls' memory
-  std::size_t capacity_ = 0;       // variable paths: calls per group and direction (else 0)
+  std::size_t capacity_ = 0;       // variable carriers: calls per group and direction (else 0)
 };
 
 /// With exchange_options::nccl_register (HALOX_NCCL_REGISTER=1) on both ranks of a message, its

@@ -1,5 +1,5 @@
 // GPU + NCCL: the shared NCCL communicator (one per group of ranks, kept until MPI_Finalize)
-// and nccl_path (messages between device buffers as one NCCL group). Ranks exchange with both
+// and nccl_carrier (messages between device buffers as one NCCL group). Ranks exchange with both
 // ring neighbours; every received element encodes its sender, message, round and index and
 // is checked on the receiver. Skips (exit 77) without a GPU, and when this node has more ranks
 // than GPUs: NCCL refuses two ranks of one communicator on one GPU.
@@ -17,11 +17,11 @@
 #include <mpi.h>
 
 #include "gpu_setup.hpp"
-#include "transport/nccl_path.hpp"
+#include "transport/nccl_carrier.hpp"
 
 using halox::detail::message;
+using halox::detail::nccl_carrier;
 using halox::detail::nccl_comm;
-using halox::detail::nccl_path;
 
 namespace {
 
@@ -158,13 +158,13 @@ struct ring {
     }
     return bad;
   }
-  nccl_path path(std::shared_ptr<nccl_comm> c) const {
-    return nccl_path(std::move(c), sends, recvs, send.p, send.bytes, recv.p, recv.bytes);
+  nccl_carrier path(std::shared_ptr<nccl_comm> c) const {
+    return nccl_carrier(std::move(c), sends, recvs, send.p, send.bytes, recv.p, recv.bytes);
   }
 };
 
 // Rounds of exchanges through `p` on `stream`, each checked after the stream finished.
-void run_rounds(const ring& r, nccl_path& p, cudaStream_t stream, int rounds) {
+void run_rounds(const ring& r, nccl_carrier& p, cudaStream_t stream, int rounds) {
   for (int round = 0; round < rounds; ++round) {
     r.fill(round);
     p.enqueue(stream);
@@ -176,7 +176,7 @@ void run_rounds(const ring& r, nccl_path& p, cudaStream_t stream, int rounds) {
 
 }  // namespace
 
-TEST_CASE("nccl_path: ring exchange between device buffers", "[nccl]") {
+TEST_CASE("nccl_carrier: ring exchange between device buffers", "[nccl]") {
   REQUIRE(halox::detail::nccl_built());
   const int me = world_rank(), n = world_size();
   auto c = nccl_comm::shared(MPI_COMM_WORLD);
@@ -187,7 +187,7 @@ TEST_CASE("nccl_path: ring exchange between device buffers", "[nccl]") {
   REQUIRE(c->device() == dev);
 
   ring r(1, me, n);
-  nccl_path p = r.path(c);
+  nccl_carrier p = r.path(c);
   CHECK(p.send_count() == 2);  // the empty message is dropped
   CHECK(p.recv_count() == 2);
   stream_holder s;
@@ -215,10 +215,10 @@ TEST_CASE("nccl_comm: users over the same ranks share one NCCL communicator", "[
     REQUIRE(MPI_Comm_dup(MPI_COMM_WORLD, &d1) == MPI_SUCCESS);
     REQUIRE(MPI_Comm_dup(MPI_COMM_WORLD, &d2) == MPI_SUCCESS);
     ring ra(2, me, n), rb(3, me, n);
-    auto pa =
-        nccl_path::attach(d1, false, no_program, ra.sends, ra.send.p, ra.recvs, ra.recv.p, false);
-    auto pb =
-        nccl_path::attach(d2, false, no_program, rb.sends, rb.send.p, rb.recvs, rb.recv.p, false);
+    auto pa = nccl_carrier::attach(d1, false, no_program, ra.sends, ra.send.p, ra.recvs, ra.recv.p,
+                                   false);
+    auto pb = nccl_carrier::attach(d2, false, no_program, rb.sends, rb.send.p, rb.recvs, rb.recv.p,
+                                   false);
     CHECK(&pa->comm() == a.get());
     CHECK(&pb->comm() == a.get());
     CHECK(nccl_comm::created_count() == created0);
@@ -256,7 +256,7 @@ TEST_CASE("nccl_comm: users over the same ranks share one NCCL communicator", "[
   CHECK(nccl_comm::created_count() == created0);
   CHECK(nccl_comm::live_count() == live0);
   ring r(5, me, n);
-  nccl_path p = r.path(again);
+  nccl_carrier p = r.path(again);
   stream_holder s;
   run_rounds(r, p, s.s, 2);
 }
@@ -272,7 +272,7 @@ TEST_CASE("nccl_comm: ranks that released their users at different times reuse t
   CHECK(second.get() == was);
   CHECK(nccl_comm::created_count() == created0);
   ring r(6, me, n);
-  nccl_path p = r.path(second);
+  nccl_carrier p = r.path(second);
   stream_holder s;
   run_rounds(r, p, s.s, 1);
 }
@@ -291,19 +291,19 @@ TEST_CASE("nccl_comm: the same ranks in another order get their own", "[nccl]") 
   CHECK(c->size() == n);
   // Ranks as the reversed communicator numbers them.
   ring r(4, n - 1 - me, n);
-  nccl_path p = r.path(c);
+  nccl_carrier p = r.path(c);
   stream_holder s;
   run_rounds(r, p, s.s, 2);
   REQUIRE(MPI_Comm_free(&reversed) == MPI_SUCCESS);
 }
 
-TEST_CASE("nccl_path: bad messages are errors before anything is sent", "[nccl]") {
+TEST_CASE("nccl_carrier: bad messages are errors before anything is sent", "[nccl]") {
   const int me = world_rank(), n = world_size();
   auto c = nccl_comm::shared(MPI_COMM_WORLD);
   device_buffer buf(64);
   const std::vector<message> none;
   auto path_with = [&](std::vector<message> sends, std::vector<message> recvs) {
-    nccl_path p(c, sends, recvs, buf.p, buf.bytes, buf.p, buf.bytes);
+    nccl_carrier p(c, sends, recvs, buf.p, buf.bytes, buf.p, buf.bytes);
   };
   auto message_of = [&](auto&& f) -> std::string {
     try {
@@ -333,27 +333,27 @@ TEST_CASE("nccl_path: bad messages are errors before anything is sent", "[nccl]"
   // Host memory is not a device buffer.
   std::vector<std::byte> host(64);
   what = message_of([&] {
-    nccl_path p(c, {{0, 0, 8}}, {{0, 0, 8}}, host.data(), host.size(), buf.p, buf.bytes);
+    nccl_carrier p(c, {{0, 0, 8}}, {{0, 0, 8}}, host.data(), host.size(), buf.p, buf.bytes);
   });
   CHECK_THAT(what, Catch::Contains("send buffer is neither device memory"));
 
   // The exchange's entry point refuses ranks sharing a GPU (every rank: locality is agreed).
   what = message_of([&] {
-    nccl_path::attach(MPI_COMM_WORLD, true, no_program, none, nullptr, none, nullptr, false);
+    nccl_carrier::attach(MPI_COMM_WORLD, true, no_program, none, nullptr, none, nullptr, false);
   });
   CHECK_THAT(what, Catch::Contains(rank) && Catch::Contains("share a GPU"));
 
   // A valid path still works after the rejected ones (nothing was enqueued).
   ring r(5, me, n);
-  nccl_path p = r.path(c);
+  nccl_carrier p = r.path(c);
   stream_holder s;
   run_rounds(r, p, s.s, 1);
 }
 
-// A chain's use: a variable path whose calls change size every group (nccl_path::assign), each
+// A chain's use: a variable path whose calls change size every group (nccl_carrier::assign), each
 // message's size a function of its sender, direction and round, so that a call matched with
 // the wrong receive or left at an old size shows.
-TEST_CASE("nccl_path: variable calls set per group", "[nccl]") {
+TEST_CASE("nccl_carrier: variable calls set per group", "[nccl]") {
   const int me = world_rank(), n = world_size();
   const int right = (me + 1) % n, left = (me + n - 1) % n;
   auto elems = [](int sender, int dir, int round) {
@@ -362,7 +362,7 @@ TEST_CASE("nccl_path: variable calls set per group", "[nccl]") {
   constexpr std::size_t most = 50 + 40 * 4;
   constexpr std::size_t b = sizeof(value);
   auto c = nccl_comm::shared(MPI_COMM_WORLD);
-  nccl_path p(c, {right, left}, 2);
+  nccl_carrier p(c, {right, left}, 2);
   p.connect();
   device_buffer out(2 * most * b), in(2 * most * b);
   stream_holder s;

@@ -21,10 +21,10 @@ namespace {
 // two exchanges behind: then the pack waits for wait()/test(), so start() never waits for a
 // peer's progress. wait() waits for the senders' data-ready and the MPI messages, and unpacks as
 // the MPI mode does.
-class ipc_handshake_path final : public exchange_path {
+class ipc_handshake_mode final : public exchange_mode {
  public:
-  explicit ipc_handshake_path(exchange_core& c)
-      : exchange_path(c),
+  explicit ipc_handshake_mode(exchange_core& c)
+      : exchange_mode(c),
         mpi_(c),
         host_(c),
         dev_(c),
@@ -102,7 +102,7 @@ class ipc_handshake_path final : public exchange_path {
   host_steps host_;
   device_work dev_;
   peer_ipc& ipc_;
-  nccl_path* const nccl_;  // staging nccl: the peers CUDA IPC does not reach, or null
+  nccl_carrier* const nccl_;  // staging nccl: the peers CUDA IPC does not reach, or null
   const bool receivers_reply_;
   bool packed_ = false;  // this exchange's pack has run
 };
@@ -110,9 +110,9 @@ class ipc_handshake_path final : public exchange_path {
 // Every message of every rank through CUDA IPC, no two ranks on one GPU: the kernels order the
 // exchange among themselves with flags in GPU memory (see device_signals). The host enqueues
 // the pack and the unpack and waits for nothing but, for a blocking wait, the unpack.
-class ipc_signalled_path final : public exchange_path {
+class ipc_signalled_mode final : public exchange_mode {
  public:
-  explicit ipc_signalled_path(exchange_core& c) : exchange_path(c), dev_(c) {
+  explicit ipc_signalled_mode(exchange_core& c) : exchange_mode(c), dev_(c) {
     dev_.use_signals(c.ipc()->signals());
   }
   const char* name() const override { return "CUDA IPC (device signals)"; }
@@ -140,11 +140,11 @@ class ipc_signalled_path final : public exchange_path {
 
 }  // namespace
 
-std::unique_ptr<exchange_path> make_ipc_handshake_path(exchange_core& c) {
-  return std::make_unique<ipc_handshake_path>(c);
+std::unique_ptr<exchange_mode> make_ipc_handshake_mode(exchange_core& c) {
+  return std::make_unique<ipc_handshake_mode>(c);
 }
-std::unique_ptr<exchange_path> make_ipc_signalled_path(exchange_core& c) {
-  return std::make_unique<ipc_signalled_path>(c);
+std::unique_ptr<exchange_mode> make_ipc_signalled_mode(exchange_core& c) {
+  return std::make_unique<ipc_signalled_mode>(c);
 }
 
 }  // namespace halox::detail
