@@ -74,6 +74,36 @@ TEST_CASE("routes: what a rank offers a peer", "[routes]") {
   CHECK(hx::offer_to(d, 0, 1, local()) == 0);
 }
 
+TEST_CASE("routes: why a rank offers no CUDA IPC, in words", "[routes]") {
+  const hx::peer_site remote{};
+  auto d = device_wishes(halox::staging::automatic, halox::staging::host_staged);
+  CHECK(hx::why_no_ipc(d, 0, 1, local()) == 0u);
+  CHECK(hx::why_no_ipc(d, 0, 1, local(true, false)) == 0u);   // the same GPU
+  CHECK(hx::why_no_ipc(d, 0, 1, remote) == 0u);               // another node: not a question
+  CHECK(hx::why_no_ipc(host_wishes(), 0, 1, local()) == 0u);  // no device fields
+  hx::peer_site hidden = local(false, false);
+  hidden.gpu_visible = false;
+  CHECK(hx::why_no_ipc(d, 0, 1, hidden) == hx::no_ipc_not_visible);
+  CHECK(hx::why_no_ipc(d, 0, 1, local(false, false)) == hx::no_ipc_no_access);
+  d.ipc_ranks = std::vector<int>{0};
+  CHECK(hx::why_no_ipc(d, 0, 1, local()) == hx::no_ipc_unlisted);
+  d.asked = halox::staging::gpu_aware;
+  CHECK(hx::why_no_ipc(d, 0, 1, local()) == hx::no_ipc_policy);
+  d.host_fields = true;
+  CHECK(hx::why_no_ipc(d, 0, 1, local()) == hx::no_ipc_host_fields);
+
+  CHECK(hx::no_ipc_text(hx::no_ipc_not_visible, 0, 1, "0000:19:00.0") ==
+        "not CUDA IPC: rank 1's GPU 0000:19:00.0 is not visible to rank 0 (CUDA_VISIBLE_DEVICES "
+        "or a container hides it), so halox cannot check peer access between the two GPUs; "
+        "leave every GPU of the node visible to every rank and select one per rank with "
+        "cudaSetDevice");
+  CHECK(hx::no_ipc_text(hx::no_ipc_no_access, 2, 3, "0000:1a:00.0") ==
+        "not CUDA IPC: CUDA says rank 2's GPU cannot access rank 3's GPU 0000:1a:00.0");
+  CHECK(hx::no_ipc_text(hx::no_ipc_unlisted, 1, 0, "") ==
+        "not CUDA IPC: rank 1's exchange_options::peer_ipc_ranks leaves out rank 0");
+  CHECK(hx::no_ipc_text(0, 1, 0, "").empty());
+}
+
 TEST_CASE("routes: votes", "[routes]") {
   using halox::staging;
   CHECK(hx::votes_nccl(device_wishes(staging::nccl, staging::nccl)));
@@ -280,10 +310,27 @@ TEST_CASE("routes: ranks that allow different things agree on one table", "[rout
     const int q = p.sends[m].peer;
     const bool ipc = me != 1 && q != 1 && pair_allowed(me, q);
     const route r = t.send(m);  // on GPUs of their own, CUDA IPC may take device signals
-    if (ipc)
+    const std::string* why = t.fallback(q);
+    if (ipc) {
       CHECK((r == route::ipc || r == route::ipc_signalled));
-    else
-      CHECK(r == (me == 1 ? route::gpu_aware : route::host_staged));
+      CHECK(why == nullptr);
+      continue;
+    }
+    CHECK(r == (me == 1 ? route::gpu_aware : route::host_staged));
+    // Both ranks say why, naming the rank that declined (this one first): rank 1's policy, or
+    // a rank's list.
+    REQUIRE(why != nullptr);
+    INFO("rank " << me << " to " << q << ": " << *why);
+    auto lists = [&](int a, int b) {
+      return hx::listed(list_of(a), a) && hx::listed(list_of(a), b);
+    };
+    const int who = me == 1 || !lists(me, q) ? me : q;
+    const std::string expected = who == 1
+                                     ? "not CUDA IPC: rank 1's staging policy does not take it"
+                                     : "not CUDA IPC: rank " + std::to_string(who) +
+                                           "'s exchange_options::peer_ipc_ranks leaves out rank " +
+                                           std::to_string(who == me ? q : me);
+    CHECK(why->rfind(expected, 0) == 0);
   }
 }
 

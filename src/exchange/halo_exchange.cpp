@@ -324,10 +324,10 @@ std::string halo_exchange::describe() const {
   if (c.copier())
     out += s_->capturable ? "; CUDA graphs: capturable"
                           : "; CUDA graphs: not capturable (" + s_->why_not_capturable() + ")";
-  // Node-local peers that could not use shared memory say why.
+  // Node-local peers that take no node-local route say why.
   auto why = [&](int peer) {
     const std::string* w = c.routes().fallback(peer);
-    return w ? fmt::format(" [not shared memory: {}]", *w) : std::string();
+    return w ? fmt::format(" [{}]", *w) : std::string();
   };
   auto note = [&](bool send, int peer) {
     return c.nccl() ? c.nccl()->note(send, peer) : std::string();

@@ -43,8 +43,10 @@ class locality {
 /// ranks (empty in a build without CUDA). `rank` is for error messages.
 std::string current_gpu_bus_id(int rank = -1);
 /// Whether this process's GPU can access the GPU with PCI bus id `bus` (CUDA peer access, what
-/// CUDA IPC between them needs); false where that GPU is not visible to this process, and in a
-/// build without CUDA. `rank` is for error messages.
-bool gpu_reaches(const std::string& bus, int rank);
+/// halox checks before it offers CUDA IPC between them), or why not: that GPU is not visible to
+/// this process (CUDA_VISIBLE_DEVICES, a container; always in a build without CUDA), or CUDA
+/// says the two GPUs cannot access each other. `rank` is for error messages.
+enum class gpu_access { peer, not_visible, no_peer_access };
+gpu_access gpu_reaches(const std::string& bus, int rank);
 
 }  // namespace halox::detail

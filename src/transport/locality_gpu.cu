@@ -18,15 +18,16 @@ std::string current_gpu_bus_id(int rank) {
   return bus;
 }
 
-bool gpu_reaches(const std::string& bus, int rank) {
+gpu_access gpu_reaches(const std::string& bus, int rank) {
   int dev = 0, other = -1, can = 0;
   gpu::check(cudaGetDevice(&dev), "cudaGetDevice", rank);
   // Unchecked on purpose: a GPU this process cannot see or reach is an answer (no), not an error.
   if (cudaDeviceGetByPCIBusId(&other, bus.c_str()) != cudaSuccess) {
     (void)cudaGetLastError();  // not visible to this process
-    return false;
+    return gpu_access::not_visible;
   }
-  return cudaDeviceCanAccessPeer(&can, dev, other) == cudaSuccess && can != 0;
+  const bool peer = cudaDeviceCanAccessPeer(&can, dev, other) == cudaSuccess && can != 0;
+  return peer ? gpu_access::peer : gpu_access::no_peer_access;
 }
 
 }  // namespace halox::detail

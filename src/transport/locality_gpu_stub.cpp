@@ -6,8 +6,8 @@ namespace halox::detail {
 std::string current_gpu_bus_id(int) {
   return {};
 }
-bool gpu_reaches(const std::string&, int) {
-  return false;
+gpu_access gpu_reaches(const std::string&, int) {
+  return gpu_access::not_visible;
 }
 
 }  // namespace halox::detail

@@ -89,6 +89,42 @@ unsigned offer_to(const route_wishes& w, int me, int peer, const peer_site& site
   return o;
 }
 
+unsigned why_no_ipc(const route_wishes& w, int me, int peer, const peer_site& site) {
+  if (!w.device_fields || !site.same_node) return 0;
+  if (w.host_fields) return no_ipc_host_fields;
+  if (!(w.asked == staging::automatic || w.asked == staging::peer_ipc || w.asked == staging::nccl))
+    return no_ipc_policy;
+  if (!listed(w.ipc_ranks, me) || !listed(w.ipc_ranks, peer)) return no_ipc_unlisted;
+  if (site.same_gpu || site.gpu_reachable) return 0;
+  return site.gpu_visible ? no_ipc_no_access : no_ipc_not_visible;
+}
+
+std::string no_ipc_text(unsigned why, int who, int other, const std::string& bus) {
+  switch (why) {
+    case no_ipc_policy:
+      return format(
+          "not CUDA IPC: rank {}'s staging policy does not take it (auto, peer_ipc and nccl do)",
+          who);
+    case no_ipc_host_fields:
+      return "not CUDA IPC: host fields share this exchange's messages";
+    case no_ipc_unlisted:
+      return format("not CUDA IPC: rank {}'s exchange_options::peer_ipc_ranks leaves out rank {}",
+                    who, other);
+    case no_ipc_not_visible:
+      return format(
+          "not CUDA IPC: rank {}'s GPU {} is not visible to rank {} (CUDA_VISIBLE_DEVICES or a "
+          "container hides it), so halox cannot check peer access between the two GPUs; leave "
+          "every GPU of the node visible to every rank and select one per rank with "
+          "cudaSetDevice",
+          other, bus, who);
+    case no_ipc_no_access:
+      return format("not CUDA IPC: CUDA says rank {}'s GPU cannot access rank {}'s GPU {}", who,
+                    other, bus);
+    default:
+      return {};
+  }
+}
+
 bool votes_nccl(const route_wishes& w) {
   return w.device_fields && !w.host_fields &&
          (w.asked == staging::nccl || w.staged == staging::nccl);
@@ -175,7 +211,7 @@ const std::string* route_table::fallback(int peer) const {
 
 void route_table::settle_shm(const shm_mailbox* shm) {
   if (shm != nullptr)
-    for (const auto& [peer, why] : shm->fallbacks()) fallback_[peer] = why;
+    for (const auto& [peer, why] : shm->fallbacks()) fallback_[peer] = "not shared memory: " + why;
   auto settle = [](route& r, bool shared, bool direct) {
     if (r != route::shm) return;
     r = !shared ? route::mpi : direct ? route::shm_direct : route::shm;
@@ -202,7 +238,9 @@ peer_site site_of(const locality& here, int me, int peer, bool gpu) {
   const std::string* theirs = here.gpu_of(peer);
   if (!gpu || !s.same_node || theirs == nullptr) return s;
   s.same_gpu = *theirs == *here.gpu_of(me);
-  s.gpu_reachable = !s.same_gpu && gpu_reaches(*theirs, me);
+  const gpu_access a = s.same_gpu ? gpu_access::peer : gpu_reaches(*theirs, me);
+  s.gpu_reachable = !s.same_gpu && a == gpu_access::peer;
+  s.gpu_visible = a != gpu_access::not_visible;
   return s;
 }
 
@@ -210,17 +248,23 @@ peer_site site_of(const locality& here, int me, int peer, bool gpu) {
 // offer to each node-local peer of its messages and takes the AND with the peer's. Peers on
 // other nodes are offered nothing and asked nothing (locality is the same seen from both).
 std::map<int, unsigned> agree_offers(MPI_Comm comm, const route_wishes& w, const locality& here,
-                                     const exchange_program& prog, int me) {
+                                     const exchange_program& prog, int me,
+                                     std::map<int, std::string>& why_not) {
   std::map<int, unsigned> agreed;
   for (const auto* msgs : {&prog.sends, &prog.recvs})
     for (const auto& m : *msgs) agreed[m.peer] = 0;
-  if (w.device_fields && w.host_fields) return agreed;  // the same on every rank: MPI only
+  if (w.device_fields && w.host_fields) {  // the same on every rank: MPI only
+    for (const auto& [peer, o] : agreed)
+      if (here.same_node(peer)) why_not[peer] = no_ipc_text(no_ipc_host_fields, me, peer, "");
+    return agreed;
+  }
   std::vector<int> peers;
   std::vector<unsigned> out, in;
   for (const auto& [peer, o] : agreed)
     if (here.same_node(peer)) {
+      const peer_site site = site_of(here, me, peer, w.device_fields);
       peers.push_back(peer);
-      out.push_back(offer_to(w, me, peer, site_of(here, me, peer, w.device_fields)));
+      out.push_back(offer_to(w, me, peer, site) | why_no_ipc(w, me, peer, site) << 8);
     }
   in.resize(peers.size());
   std::vector<MPI_Request> reqs(2 * peers.size());
@@ -233,7 +277,14 @@ std::map<int, unsigned> agree_offers(MPI_Comm comm, const route_wishes& w, const
   if (!reqs.empty())
     mpi::check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
                "MPI_Waitall(route offers)", me, part);
-  for (std::size_t k = 0; k < peers.size(); ++k) agreed[peers[k]] = out[k] & in[k];
+  for (std::size_t k = 0; k < peers.size(); ++k) {
+    agreed[peers[k]] = out[k] & in[k] & 0xffU;
+    if (!w.device_fields || (agreed[peers[k]] & offer_ipc) != 0) continue;
+    const unsigned mine = out[k] >> 8, theirs = in[k] >> 8;
+    const std::string* bus = here.gpu_of(mine != 0 ? peers[k] : me);
+    why_not[peers[k]] = mine != 0 ? no_ipc_text(mine, me, peers[k], bus ? *bus : "")
+                                  : no_ipc_text(theirs, peers[k], me, bus ? *bus : "");
+  }
   return agreed;
 }
 
@@ -318,7 +369,7 @@ route_table route_table::agree(MPI_Comm comm, const exchange_program& prog, stag
   route_table t;
   t.here_ = locality::discover(comm, w.node_size, w.device_fields ? current_gpu_bus_id() : "");
   if (w.device_fields) t.votes_ = vote_nccl(comm, w, t.here_, me);
-  const std::map<int, unsigned> agreed = agree_offers(comm, w, t.here_, prog, me);
+  const std::map<int, unsigned> agreed = agree_offers(comm, w, t.here_, prog, me, t.fallback_);
   if (w.device_fields && !w.host_fields) vote_ipc(comm, w, t.here_, prog, agreed, t.votes_, me);
   for (const auto& m : prog.sends) t.sends_.push_back(decide(w, agreed.at(m.peer), t.votes_));
   for (const auto& m : prog.recvs) t.recvs_.push_back(decide(w, agreed.at(m.peer), t.votes_));

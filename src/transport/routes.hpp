@@ -71,11 +71,25 @@ struct peer_site {
   bool same_node = false;      ///< on this rank's (possibly virtual) node
   bool same_gpu = false;       ///< drives this rank's GPU
   bool gpu_reachable = false;  ///< its GPU is another this rank's GPU can access (peer access)
+  bool gpu_visible = true;     ///< its GPU is visible to this process (else peer access is unknown)
 };
 
 /// The node-local routes a rank offers a peer; a pair takes one only where both offer it.
 enum : unsigned { offer_shm = 1, offer_ipc = 2 };
 unsigned offer_to(const route_wishes& w, int me, int peer, const peer_site& site);
+/// Why a rank offers no CUDA IPC to a node-local peer of a device exchange (0: it offers it, or
+/// the exchange has no device fields), sent beside its offer so both ranks can say why.
+enum : unsigned {
+  no_ipc_policy = 1,       ///< its staging policy is gpu_aware or host_staged
+  no_ipc_host_fields = 2,  ///< host fields share the messages
+  no_ipc_unlisted = 3,     ///< its peer_ipc_ranks leaves the pair out
+  no_ipc_not_visible = 4,  ///< the peer's GPU is not visible to it
+  no_ipc_no_access = 5,    ///< CUDA says its GPU cannot access the peer's
+};
+unsigned why_no_ipc(const route_wishes& w, int me, int peer, const peer_site& site);
+/// describe()'s words for `why` (seen from rank `who`; `other`: the pair's other rank, `bus`
+/// its GPU).
+std::string no_ipc_text(unsigned why, int who, int other, const std::string& bus);
 
 /// What the ranks voted, all of them together (reductions), and what locality says of all.
 struct route_votes {
@@ -150,7 +164,8 @@ class route_table {
   /// for describe()), or goes in one copy (shm_direct). Null: no message of this rank uses
   /// shared memory.
   void settle_shm(const shm_mailbox* shm);
-  /// Why messages to or from `peer` go through MPI although it is node-local, or null.
+  /// Why messages to or from `peer` take no node-local route although it is node-local ("not
+  /// shared memory: ...", "not CUDA IPC: ..."), or null.
   const std::string* fallback(int peer) const;
   void fall_back(int peer, std::string why) { fallback_[peer] = std::move(why); }
 
