@@ -2,7 +2,9 @@
 // after a forward exchange, checked against the owner of its global point (centering_check.hpp),
 // over every process grid, periodic and not, on Cartesian domains and box lists; fields of
 // different centerings and stencils in one exchange (one message per peer); a reverse sum of
-// the shared copies against a serial count; errors for centerings that cannot be.
+// the shared copies against a serial count; errors for centerings that cannot be. Each with
+// both rules for shared points: the owner overwrites them, or each block keeps its own
+// (rank-encoded) value and only the halo proper is filled.
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
 
@@ -17,6 +19,7 @@
 namespace mpi = boost::mpi;
 using halox::box;
 using halox::centering;
+using halox::shared_points;
 using idx = halox::index;
 
 #define REQUIRE_OK(expr) HXT_REQUIRE_OK(expr)
@@ -31,11 +34,22 @@ std::vector<centering> all_centerings() {
   return out;
 }
 
+// Options of a field centred at `at` with `components` components and shared-points rule `sp`.
+halox::field_options options(centering at, shared_points sp, int components = 1) {
+  halox::field_options o;
+  o.components = components;
+  o.at = at;
+  o.shared = sp;
+  return o;
+}
+
+const shared_points both_rules[] = {shared_points::owner_overwrites, shared_points::keep};
+
 // One field of centering `at`, exchanged twice with `st` and checked point by point.
 template <int D, class Dom>
-void one_field(const Dom& dom, const halox::stencil<D>& st, centering at) {
-  INFO("centering " << halox::to_string(at));
-  auto f = dom.template make_field<double>(st, halox::host, at, 2);
+void one_field(const Dom& dom, const halox::stencil<D>& st, centering at, shared_points sp) {
+  INFO("centering " << halox::to_string(at) << ", shared points " << halox::to_string(sp));
+  auto f = dom.template make_field<double>(st, halox::host, options(at, sp, 2));
   auto ex = halox::make_exchange(dom, st, f);
   for (int it = 0; it < 2; ++it) {
     hxt::fill_points(f, {0, it});
@@ -50,10 +64,11 @@ template <int D, class Dom>
 void every_centering(const Dom& dom) {
   halox::widths<D> lo{}, hi{};
   for (int i = 0; i < D; ++i) lo[i] = 1 + i % 2, hi[i] = 2 - i % 2;
-  for (const auto at : all_centerings<D>()) {
-    one_field<D>(dom, halox::stencil<D>::box(lo, hi), at);
-    one_field<D>(dom, halox::stencil<D>::star(hi, lo), at);
-  }
+  for (const auto at : all_centerings<D>())
+    for (const auto sp : both_rules) {
+      one_field<D>(dom, halox::stencil<D>::box(lo, hi), at, sp);
+      one_field<D>(dom, halox::stencil<D>::star(hi, lo), at, sp);
+    }
 }
 
 // The peers of this rank's sends over the fields' own plans.
@@ -141,13 +156,38 @@ TEST_CASE("centering: a MAC grid in one exchange, each field with its stencil") 
   }
 }
 
+TEST_CASE("centering: shared points chosen per field, in one exchange") {
+  mpi::communicator world;
+  for (int m = 0; m < 4; ++m)
+    for (const auto& grid : hxt::all_grids<2>(world.size(), {7, 6})) {
+      INFO("periodic mask " << m << " grid " << grid.dims[0] << "x" << grid.dims[1]);
+      const halox::cartesian<2> dom(world, {7, 6}, hxt::periodic_mask<2>(m), grid);
+      const auto st = halox::stencil<2>::box(2);
+      // The same centering and stencil twice: only the rule tells the two plans apart.
+      auto a = dom.make_field<double>(st, halox::host, options(centering::node(), both_rules[0]));
+      auto b = dom.make_field<double>(st, halox::host, options(centering::node(), both_rules[1]));
+      auto c = dom.make_field<double>(st, halox::host, options(centering::face(1), both_rules[1]));
+      auto ex = halox::make_exchange(dom, st, a, b, c);
+      for (int it = 0; it < 2; ++it) {
+        hxt::fill_points(a, {0, it});
+        hxt::fill_points(b, {1, it});
+        hxt::fill_points(c, {2, it});
+        ex.exchange();
+        REQUIRE_OK(hxt::check_points(a, st, {0, it}));
+        REQUIRE_OK(hxt::check_points(b, st, {1, it}));
+        REQUIRE_OK(hxt::check_points(c, st, {2, it}));
+      }
+    }
+}
+
 // Reverse sum: every copy holds its point's value; afterwards each owned point holds its value
 // times one plus the number of copies of it on all ranks (counted serially from the model).
+// A kept copy is neither filled nor summed: it holds the value it started with.
 template <int D, class Dom>
-void reverse_sum(const Dom& dom, const halox::stencil<D>& st, centering at) {
-  INFO("centering " << halox::to_string(at));
+void reverse_sum(const Dom& dom, const halox::stencil<D>& st, centering at, shared_points sp) {
+  INFO("centering " << halox::to_string(at) << ", shared points " << halox::to_string(sp));
   mpi::communicator world;
-  auto f = dom.template make_field<double>(st, halox::host, at);
+  auto f = dom.template make_field<double>(st, halox::host, options(at, sp));
   const auto n = hxt::point_extents(f);
   for (int b = 0; b < f.block_count(); ++b)
     hxt::for_cells<D>(f.allocated_box(b), [&](const auto& g) {
@@ -183,13 +223,15 @@ TEST_CASE("centering: reverse sum of shared copies into their owners") {
     for (const auto& grid : hxt::all_grids<2>(world.size(), {7, 6})) {
       INFO("periodic mask " << m << " grid " << grid.dims[0] << "x" << grid.dims[1]);
       const halox::cartesian<2> dom(world, {7, 6}, hxt::periodic_mask<2>(m), grid);
-      for (const auto at : all_centerings<2>()) {
-        reverse_sum<2>(dom, halox::stencil<2>::box(1), at);
-        reverse_sum<2>(dom, halox::stencil<2>::star({0, 1}, {1, 0}), at);
-      }
+      for (const auto at : all_centerings<2>())
+        for (const auto sp : both_rules) {
+          reverse_sum<2>(dom, halox::stencil<2>::box(1), at, sp);
+          reverse_sum<2>(dom, halox::stencil<2>::star({0, 1}, {1, 0}), at, sp);
+        }
     }
   const halox::cartesian<3> dom3(world, {4, 5, 3}, hxt::periodic_mask<3>(2));
-  for (const auto at : all_centerings<3>()) reverse_sum<3>(dom3, halox::stencil<3>::box(1), at);
+  for (const auto at : all_centerings<3>())
+    for (const auto sp : both_rules) reverse_sum<3>(dom3, halox::stencil<3>::box(1), at, sp);
 }
 
 TEST_CASE("centering: errors") {
@@ -213,5 +255,14 @@ TEST_CASE("centering: errors") {
     auto f = line.make_field<double>(st, halox::host,
                                      world.rank() == 0 ? centering::face(1) : centering::cell());
     CHECK_THROWS_WITH(halox::make_exchange(line, st, f), Catch::Contains("centred face(1)"));
+    // ... and different rules for a staggered field's shared points, on every rank.
+    auto g = line.make_field<double>(
+        st, halox::host, options(centering::node(), both_rules[world.rank() == 1 ? 1 : 0]));
+    CHECK_THROWS_WITH(halox::make_exchange(line, st, g),
+                      Catch::Contains("build different exchanges") &&
+                          Catch::Contains("centred node, shared points kept"));
   }
+  // A cell-centred field has no shared points: keeping them is allowed and changes nothing.
+  auto h = dom.make_field<double>(st, halox::host, options(centering::cell(), both_rules[1]));
+  CHECK_NOTHROW(halox::make_exchange(dom, st, h));
 }

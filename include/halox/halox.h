@@ -84,6 +84,12 @@ typedef enum halox_centering {
   HALOX_NODE = 3  /* cell corners (dim ignored) */
 } halox_centering;
 
+/* Who writes the points neighbouring blocks of a staggered field share (docs/staggered.md). */
+typedef enum halox_shared_points {
+  HALOX_SHARED_OWNER_OVERWRITES = 0, /* the owner's value overwrites every copy (default) */
+  HALOX_SHARED_KEEP = 1 /* each block keeps its own copy; only the halo proper is filled */
+} halox_shared_points;
+
 typedef enum halox_memory { HALOX_HOST = 0, HALOX_DEVICE = 1 } halox_memory;
 
 typedef enum halox_side { HALOX_LOW = 0, HALOX_HIGH = 1 } halox_side;
@@ -157,8 +163,8 @@ halox_status halox_field_wrap(const halox_domain* dom, halox_type type, void* da
  * extents: count x dim entries, block after block: each array's extents, padding included
  * (checked per block when an exchange is built, as halox_field_wrap's). */
 halox_status halox_field_wrap_blocks(const halox_domain* dom, halox_type type, int count,
-                                     void* const* data, const int64_t* extents,
-                                     const int* pad_lo, const int* pad_hi, halox_field** out);
+                                     void* const* data, const int64_t* extents, const int* pad_lo,
+                                     const int* pad_hi, halox_field** out);
 halox_status halox_field_destroy(halox_field* f);
 
 halox_status halox_field_set_order(halox_field* f, halox_order order);
@@ -169,6 +175,9 @@ halox_status halox_field_set_components(halox_field* f, int count, halox_compone
 halox_status halox_field_set_strides(halox_field* f, const int64_t* strides,
                                      int64_t component_stride);
 halox_status halox_field_set_centering(halox_field* f, halox_centering at, int dim);
+/* Staggered fields: whether the owner overwrites shared points (default) or each block keeps
+ * its own. Ranks must agree; no effect on cell-centred fields. */
+halox_status halox_field_set_shared_points(halox_field* f, halox_shared_points rule);
 /* HALOX_DEVICE: `data` is CUDA device memory (halox built with CUDA). */
 halox_status halox_field_set_memory(halox_field* f, halox_memory space);
 /* The field's name in error messages and describe(). */

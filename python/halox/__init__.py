@@ -56,10 +56,11 @@ __all__ = [
 class Field:
     """One field of an exchange with how to read its array(s); made by :func:`field`."""
 
-    __slots__ = ("arrays", "pad", "component_axis", "name", "centering", "dtype", "components")
+    __slots__ = ("arrays", "pad", "component_axis", "name", "centering", "dtype", "components",
+                 "shared_points")
 
     def __init__(self, arrays, pad=None, component_axis=None, name=None, centering=None,
-                 dtype=None, components=None):
+                 dtype=None, components=None, shared_points=None):
         self.arrays = arrays
         self.pad = pad
         self.component_axis = component_axis
@@ -67,13 +68,14 @@ class Field:
         self.centering = centering
         self.dtype = dtype
         self.components = components
+        self.shared_points = shared_points
 
     def __repr__(self):
         return f"halox.field({self.arrays!r}, pad={self.pad!r}, name={self.name!r})"
 
 
 def field(arrays, *, pad=None, component_axis=None, name=None, centering=None, dtype=None,
-          components=None):
+          components=None, shared_points=None):
     """Your array(s) as a field, where the defaults do not fit.
 
     ``arrays``: one array, or a list with one array per owned box (BoxList). ``pad``: the halo
@@ -81,12 +83,15 @@ def field(arrays, *, pad=None, component_axis=None, name=None, centering=None, d
     one integer per dimension, or a pair ``(below, above)`` of those. ``component_axis``: the
     axis of components in an array with one axis more than the domain (default: the last).
     ``name``: used in error messages. ``centering``: a :class:`Centering` (staggered fields
-    have one more point along their staggered non-periodic dimensions). ``dtype`` and
+    have one more point along their staggered non-periodic dimensions). ``shared_points``:
+    ``"owner_overwrites"`` (the default: the exchange writes the owner's value over the points
+    a staggered field's blocks share) or ``"keep"`` (each block keeps its own; only the halo
+    proper is filled; docs/staggered.md). ``dtype`` and
     ``components``: the element type and components per cell, needed only where a rank has no
     array (a BoxList rank without boxes: ``halox.field([], dtype="float32", components=3)``);
     elsewhere they must agree with the arrays.
     """
-    return Field(arrays, pad, component_axis, name, centering, dtype, components)
+    return Field(arrays, pad, component_axis, name, centering, dtype, components, shared_points)
 
 
 class Boundary:
@@ -161,13 +166,13 @@ def halo(stencil, fld, boundary=None):
 
 
 def _spec(f, rules=None):
-    # (arrays, pad, component_axis, name, centering, dtype, rules, components): what the
-    # compiled builders read. Nothing here checks anything: the checks run on every rank at
-    # once, in C++.
+    # (arrays, pad, component_axis, name, centering, dtype, rules, components, shared_points):
+    # what the compiled builders read. Nothing here checks anything: the checks run on every
+    # rank at once, in C++.
     if isinstance(f, Field):
         return (f.arrays, f.pad, f.component_axis, f.name, f.centering, f.dtype, rules,
-                f.components)
-    return (f, None, None, None, None, None, rules, None)
+                f.components, f.shared_points)
+    return (f, None, None, None, None, None, rules, None, None)
 
 
 def _structured(args, what):

@@ -37,7 +37,7 @@ py::tuple tuple_of_bools(const std::vector<bool>& v) {
 
 field_args args_of(py::object stencil, py::object dtype, int components, py::object pad,
                    bool device, py::object centering, std::string order,
-                   std::string component_layout, py::object name) {
+                   std::string component_layout, py::object name, py::object shared) {
   field_args a;
   a.stencil = std::move(stencil);
   a.dtype = std::move(dtype);
@@ -48,6 +48,7 @@ field_args args_of(py::object stencil, py::object dtype, int components, py::obj
   a.order = std::move(order);
   a.component_layout = std::move(component_layout);
   a.name = name.is_none() ? std::string() : name.cast<std::string>();
+  a.shared_points = std::move(shared);
   return a;
 }
 
@@ -58,7 +59,10 @@ exporting __cuda_array_interface__ and DLPack) over the owned box plus its halo,
 dimension i and components the last axis (when ``components > 1``). Element ``a[i, j, ...]``
 holds global cell ``(lo[0] - pad_lo[0] + i, ...)``. ``order`` ('C' or 'F') and
 ``component_layout`` ('interleaved' or 'planar') choose the memory layout; ``centering`` a
-staggered field (one more point along its staggered non-periodic dimensions). Host fields live
+staggered field (one more point along its staggered non-periodic dimensions);
+``shared_points`` ('owner_overwrites', the default, or 'keep') whether the exchange writes the
+owner's value over the points a staggered field's blocks share or leaves each block its own
+(docs/staggered.md). Host fields live
 in memory the other ranks of the node can map: shared-memory exchanges copy straight from a
 neighbour's owned cells into the halo. Collective.)doc";
 
@@ -120,10 +124,11 @@ template <class Dom, class Ret>
 auto make_field_of(Ret (*finish)(py_blocks)) {
   return [finish](const Dom& d, py::object stencil, py::object dtype, int components,
                   py::object pad, bool device, py::object centering, std::string order,
-                  std::string component_layout, py::object name) {
-    return finish(d.ops->make_field(args_of(
-        std::move(stencil), std::move(dtype), components, std::move(pad), device,
-        std::move(centering), std::move(order), std::move(component_layout), std::move(name))));
+                  std::string component_layout, py::object name, py::object shared) {
+    return finish(d.ops->make_field(args_of(std::move(stencil), std::move(dtype), components,
+                                            std::move(pad), device, std::move(centering),
+                                            std::move(order), std::move(component_layout),
+                                            std::move(name), std::move(shared))));
   };
 }
 py::object first_array(py_blocks b) {
@@ -190,7 +195,7 @@ itself if nothing has). ``periodic``: one bool for every dimension, or one per d
            py::arg("pad") = py::none(), py::arg("device") = false,
            py::arg("centering") = py::none(), py::arg("order") = "C",
            py::arg("component_layout") = "interleaved", py::arg("name") = py::none(),
-           make_field_doc)
+           py::arg("shared_points") = py::none(), make_field_doc)
       .def("__repr__", [](const py_cartesian& d) {
         return detail::format("<halox.Cartesian {} grid {} on rank {} of {}>",
                               detail::join(d.ops->global_extents(), "x"),
@@ -212,6 +217,7 @@ arrays, one per block. Collective.)doc")
            py::arg("pad") = py::none(), py::arg("device") = false,
            py::arg("centering") = py::none(), py::arg("order") = "C",
            py::arg("component_layout") = "interleaved", py::arg("name") = py::none(),
+           py::arg("shared_points") = py::none(),
            "As Cartesian.make_field, but a FieldBlocks: a sequence of arrays, one per owned box, "
            "in local_boxes order.")
       .def("__repr__", [](const py_box_list& d) {

@@ -19,7 +19,7 @@ namespace halox::python {
 
 /// What `make_field` was asked for (Python arguments, parsed by the typed code).
 struct field_args {
-  py::object stencil, dtype, pad, centering;
+  py::object stencil, dtype, pad, centering, shared_points;
   int components = 1;
   bool device = false;
   std::string order = "C", component_layout = "interleaved", name;

@@ -173,6 +173,16 @@ centering centering_from(py::handle obj) {
   return obj.cast<centering>();
 }
 
+shared_points shared_points_from(py::handle obj, int me, const std::string& what) {
+  if (obj.is_none()) return shared_points::owner_overwrites;
+  const std::string s = py::str(obj).cast<std::string>();
+  if (py::isinstance<py::str>(obj) && (s == "keep" || s == "owner_overwrites"))
+    return s == "keep" ? shared_points::keep : shared_points::owner_overwrites;
+  throw error(
+      detail::format("rank {}: {}: shared_points {} is neither 'owner_overwrites' nor 'keep'", me,
+                     what, py::repr(obj).cast<std::string>()));
+}
+
 namespace {
 
 /// Stencil.has: whether `d` (a tuple of -1/0/+1) is one of the stencil's neighbours.

@@ -82,6 +82,10 @@ std::pair<widths<D>, widths<D>> padding(py::handle obj);
 /// A centering from None (cells) or a Centering.
 centering centering_from(py::handle obj);
 
+/// A shared-points rule from None (the owner overwrites), 'owner_overwrites' or 'keep'; throws
+/// halox::error naming `what` and rank `me` for anything else.
+shared_points shared_points_from(py::handle obj, int me, const std::string& what);
+
 void bind_shapes(py::module_& m);
 
 }  // namespace halox::python

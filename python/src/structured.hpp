@@ -178,6 +178,7 @@ class structured_ops final : public domain_ops {
       o.components = a.components;
       o.name = a.name;
       o.at = centering_from(a.centering);
+      o.shared = shared_points_from(a.shared_points, dom_.rank(), "make_field");
       if (a.order == "C")
         o.order = layout::row_major;
       else if (a.order == "F")
@@ -331,15 +332,16 @@ class structured_ops final : public domain_ops {
   }
 
   /// The user's field `k`, as a tuple (arrays, pad, component_axis, name, centering, dtype,
-  /// rules, components): a halox-owned field as it was made, anything else wrapped.
+  /// rules, components, shared_points): a halox-owned field as it was made, anything else
+  /// wrapped.
   structured::entry<D> entry_of(int k, const py::tuple& spec, const stencil<D>& st) const {
     const int me = dom_.rank();
     const std::string label = detail::format("field #{}", k);
     const py::handle arrays = spec[0], pad = spec[1], axis = spec[2], name = spec[3], at = spec[4],
-                     type = spec[5], comps = spec[7];
+                     type = spec[5], comps = spec[7], shared = spec[8];
     structured::entry<D> e;
-    const bool plain =
-        pad.is_none() && axis.is_none() && name.is_none() && at.is_none() && comps.is_none();
+    const bool plain = pad.is_none() && axis.is_none() && name.is_none() && at.is_none() &&
+                       comps.is_none() && shared.is_none();
     if (take_arrays(e, arrays, plain, type, label)) return e;
     const auto& boxes = dom_.local_boxes();
     if (e.arrays.size() != boxes.size())
@@ -361,6 +363,7 @@ class structured_ops final : public domain_ops {
     }
     o.name = name.is_none() ? std::string() : name.cast<std::string>();
     o.at = centering_from(at);
+    o.shared = shared_points_from(shared, me, label);
     const auto [lo, hi] = pad.is_none() ? std::make_pair(st.lo, st.hi) : padding<D>(pad);
     const memory_space space = views.empty() ? memory_space::host : views[0].space;
     with_dtype(e.type, [&]<class T>() {

@@ -152,7 +152,8 @@ class py_unstructured {
     return {{s.count, s.components}, {s.entity_stride * item, s.comp_stride * item}};
   }
 
-  /// Field `k` from (array, pad, component_axis, name, centering, dtype, rules, components).
+  /// Field `k` from (array, pad, component_axis, name, centering, dtype, rules, components,
+  /// shared_points).
   entity_entry entry_of(int k, const py::tuple& spec) const {
     const unstructured& pat = *p_;
     const int me = pat.rank();
@@ -190,8 +191,10 @@ class py_unstructured {
   }
 
   static void refuse_structured_arguments(const py::tuple& spec, const std::string& label, int me) {
-    const py::handle pad = spec[1], at = spec[4], rules = spec[6], given_comps = spec[7];
-    if (!pad.is_none() || !at.is_none() || (!rules.is_none() && py::len(rules) > 0))
+    const py::handle pad = spec[1], at = spec[4], rules = spec[6], given_comps = spec[7],
+                     shared = spec[8];
+    if (!pad.is_none() || !at.is_none() || !shared.is_none() ||
+        (!rules.is_none() && py::len(rules) > 0))
       fail_on(me, "{}: unstructured fields have no padding, centering or boundary rules", label);
     if (!given_comps.is_none())
       fail_on(me, "{}: components= is for fields of ranks without boxes", label);

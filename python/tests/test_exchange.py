@@ -7,7 +7,7 @@ import pytest
 
 import halox
 import reference as ref
-from collective import check
+from collective import check, raises_everywhere
 
 EXTENTS = {1: (13,), 2: (9, 7), 3: (6, 5, 7), 4: (4, 3, 5, 3)}
 
@@ -217,6 +217,61 @@ def test_node_centred_and_face_centred_fields(comm):
         ex.exchange()
         for k, blk in enumerate(blocks):
             agree(comm, blk, st, dom, fid=k)
+
+
+def kept_points(block, extents, periodic):
+    """Array index of the block's copies of points a higher block owns (stored, not owned)."""
+    stored = ref.stored_box(block.box_lo, block.box_hi, block.centering)
+    o_lo, o_hi = ref.owned_points(block.box_lo, block.box_hi, extents, periodic,
+                                  block.centering)
+    g = ref.grid(block.origin, block.spatial_shape)
+    mask = np.ones(block.spatial_shape, dtype=bool)
+    own = np.ones(block.spatial_shape, dtype=bool)
+    for i in range(block.dim):
+        mask &= (g[i] >= stored[0][i]) & (g[i] < stored[1][i])
+        own &= (g[i] >= o_lo[i]) & (g[i] < o_hi[i])
+    return mask & ~own
+
+
+def test_shared_points_kept(comm):
+    """shared_points="keep": every shared copy keeps this rank's own value, every halo point
+    holds its owner's; next to it a field whose owner overwrites them, in the same exchange."""
+    for per in ((False, True, False), (True, True, True)):
+        dom = halox.Cartesian(comm, (7, 6, 5), periodic=per)
+        st = halox.Stencil.box(3, 1)
+        for at in (halox.Centering.node(), halox.Centering.face(0), halox.Centering.edge(2)):
+            owned = dom.make_field(st, centering=at, shared_points="keep")
+            b = dom.local_box
+            lo, hi = ref.stored_box(b.lo, b.hi, at)
+            wrapped = np.zeros(tuple(h - l + 2 for l, h in zip(lo, hi)))
+            other = np.zeros_like(wrapped)
+            blocks = [block_of(dom, a, st.lo, at) for a in (owned, wrapped, other)]
+            ex = halox.make_exchange(dom, st, owned,
+                                     halox.field(wrapped, centering=at, shared_points="keep"),
+                                     halox.field(other, centering=at))
+            mine = -1000.0 * (comm.rank + 1)
+            for k, blk in enumerate(blocks):
+                ref.fill(blk, dom.extents, dom.periodic, fid=k)
+                blk.array[kept_points(blk, dom.extents, dom.periodic)] = mine
+            ex.exchange()
+            for k, blk in enumerate(blocks):
+                want = ref.expected(blk, st, dom.extents, dom.periodic, fid=k)[0]
+                if k < 2:
+                    want[kept_points(blk, dom.extents, dom.periodic)] = mine
+                bad = np.argwhere(np.asarray(blk.array) != want)[:3]
+                check(comm, len(bad) == 0, f"{at} field {k} periodic {per}: {bad.tolist()}")
+
+
+def test_shared_points_bad_and_mismatched(comm):
+    dom = halox.Cartesian(comm, (6, 4), periodic=(True, False))
+    st = halox.Stencil.star(2, 1)
+    node = halox.Centering.node()
+    raises_everywhere(comm, lambda: dom.make_field(st, centering=node, shared_points="mine"),
+                      match="shared_points 'mine' is neither 'owner_overwrites' nor 'keep'")
+    if comm.size > 1:
+        f = dom.make_field(st, centering=node, shared_points="keep" if comm.rank == 1 else None)
+        raises_everywhere(comm, lambda: halox.make_exchange(dom, st, f),
+                          match="shared points kept")
 
 
 def test_stats_counts_and_bytes(comm):

@@ -187,6 +187,18 @@ halox_status halox_field_set_centering(halox_field* f, halox_centering at, int d
   });
 }
 
+halox_status halox_field_set_shared_points(halox_field* f, halox_shared_points rule) {
+  return guard([&] {
+    auto& x = field_of(f, "halox_field_set_shared_points");
+    if (rule != HALOX_SHARED_OWNER_OVERWRITES && rule != HALOX_SHARED_KEEP)
+      mark(x, detail::format("shared points rule {} is neither HALOX_SHARED_OWNER_OVERWRITES nor "
+                             "HALOX_SHARED_KEEP",
+                             int(rule)));
+    x.options.shared =
+        rule == HALOX_SHARED_KEEP ? shared_points::keep : shared_points::owner_overwrites;
+  });
+}
+
 halox_status halox_field_set_memory(halox_field* f, halox_memory space) {
   return guard([&] {
     auto& x = field_of(f, "halox_field_set_memory");

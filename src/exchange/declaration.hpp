@@ -17,14 +17,18 @@
 namespace halox::detail {
 
 /// One item per field: its value type (`type`, as type_label names it, of `bytes` bytes),
-/// components, memory space and centering.
+/// components, memory space, centering and, for a staggered field that keeps them, its shared
+/// points (peers that disagree would plan different messages).
 inline void declare_field(declaration& d, int k, const std::string& type, std::size_t bytes,
                           int components, memory_space space,
-                          const centering& at = centering::cell()) {
+                          const centering& at = centering::cell(),
+                          shared_points shared = shared_points::owner_overwrites) {
   d.push_back({detail::format("field #{}", k),
-               detail::format("{} ({} B) x {} component(s) in {} memory{}", type, bytes, components,
-                              to_string(space),
-                              at == centering::cell() ? "" : ", centred " + to_string(at))});
+               detail::format(
+                   "{} ({} B) x {} component(s) in {} memory{}{}", type, bytes, components,
+                   to_string(space), at == centering::cell() ? "" : ", centred " + to_string(at),
+                   at != centering::cell() && shared == shared_points::keep ? ", shared points kept"
+                                                                            : "")});
 }
 
 /// The direction of an exchange: forward, or reverse with its combining operation.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <climits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <boost/mpi/communicator.hpp>
@@ -22,8 +23,8 @@
 #include "halox/domain/cartesian.hpp"
 #include "halox/exchange/make_exchange.hpp"
 #include "pack/strided_copy.hpp"
-#include "program/combine.hpp"
 #include "plan/plan_builder.hpp"
+#include "program/combine.hpp"
 
 namespace halox {
 namespace detail {
@@ -104,8 +105,8 @@ void validate_fields(const Domain& dom, const std::vector<const stencil<D>*>& st
   }
 }
 
-// One plan per distinct pair of stencil and centering, shared by the fields that have it;
-// `per_field[k]` is field k's.
+// One plan per distinct stencil, centering and shared-points rule, shared by the fields that have
+// it; `per_field[k]` is field k's.
 template <int D>
 struct field_plans {
   std::vector<structured_plan<D>> plans;
@@ -115,10 +116,10 @@ struct field_plans {
 template <int D, class Domain>
 field_plans<D> plans_for(const Domain& dom, const std::vector<const stencil<D>*>& sts,
                          const std::vector<const field_state<D>*>& fields) {
-  std::vector<std::pair<stencil<D>, std::array<bool, D>>> distinct;
+  std::vector<std::tuple<stencil<D>, std::array<bool, D>, shared_points>> distinct;
   std::vector<std::size_t> which;
   for (std::size_t k = 0; k < fields.size(); ++k) {
-    const auto key = std::make_pair(*sts[k], fields[k]->points.stagger);
+    const auto key = std::make_tuple(*sts[k], fields[k]->points.stagger, fields[k]->shared);
     const auto it = std::find(distinct.begin(), distinct.end(), key);
     which.push_back(std::size_t(it - distinct.begin()));
     if (it == distinct.end()) distinct.push_back(key);
@@ -126,7 +127,7 @@ field_plans<D> plans_for(const Domain& dom, const std::vector<const stencil<D>*>
   field_plans<D> out;
   for (std::size_t j = 0; j < distinct.size(); ++j) {
     const auto* f = fields[std::size_t(std::find(which.begin(), which.end(), j) - which.begin())];
-    out.plans.push_back(make_plan<D>(dom, distinct[j].first, f->points));
+    out.plans.push_back(make_plan<D>(dom, std::get<0>(distinct[j]), f->points, f->shared));
   }
   for (const auto w : which) out.per_field.push_back(&out.plans[w]);
   return out;
@@ -328,7 +329,7 @@ declaration declare(const Domain& dom, const build_inputs<D>& in, const exchange
   for (std::size_t k = 0; k < in.states.size(); ++k) {
     const auto& f = *in.states[k];
     declare_field(d, int(k), type_label(f.kind, f.type_name ? f.type_name : "?"), f.elem_bytes,
-                  f.components, f.space, f.at);
+                  f.components, f.space, f.at, f.shared);
   }
   return d;
 }
@@ -374,11 +375,11 @@ halo_exchange build_exchange(const Domain& dom, const stencil<D>& st,
       boost::mpi::communicator(dom.comm(), boost::mpi::comm_duplicate), std::move(prog));
 }
 
-#define HALOX_PLANS(Dom, D)                                                           \
-  template structured_plan<D> make_plan<D, Dom<D>>(const Dom<D>&, const stencil<D>&); \
-  template structured_plan<D> make_plan<D, Dom<D>>(const Dom<D>&, const stencil<D>&,  \
-                                                   const detail::point_grid<D>&);     \
-  template structured_plan<D> make_plan<D, Dom<D>>(const Dom<D>&, const stencil<D>&,  \
+#define HALOX_PLANS(Dom, D)                                                                      \
+  template structured_plan<D> make_plan<D, Dom<D>>(const Dom<D>&, const stencil<D>&);            \
+  template structured_plan<D> make_plan<D, Dom<D>>(const Dom<D>&, const stencil<D>&,             \
+                                                   const detail::point_grid<D>&, shared_points); \
+  template structured_plan<D> make_plan<D, Dom<D>>(const Dom<D>&, const stencil<D>&,             \
                                                    std::span<const region_rule<D>>);
 #define HALOX_BUILD(Dom, D)                                      \
   template halo_exchange build_exchange<Dom<D>, D>(              \

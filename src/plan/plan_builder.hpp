@@ -204,19 +204,21 @@ structured_plan<D> make_plan(const Domain& dom, const stencil<D>& st) {
 }
 
 // The plan of a field centred as `g` says, for stencil `st`: the stencil's halo around the
-/// points each block stores, and the copies of shared points, each filled from its owner.
-/// Equal to make_plan(dom, st) for cell-centred fields.
+/// points each block stores, and (unless `shared` keeps them) the copies of shared points, each
+/// filled from its owner. Equal to make_plan(dom, st) for cell-centred fields.
 template <int D, class Domain>
 structured_plan<D> make_plan(const Domain& dom, const stencil<D>& st,
-                             const detail::point_grid<D>& g) {
+                             const detail::point_grid<D>& g, shared_points shared) {
   if (!g.any()) return make_plan<D>(dom, st);
   detail::require_periodic_widths<D>(dom, st);  // the widths below grow by one: still bounded
   const detail::point_view<D, Domain> view(dom, g);
   std::vector<detail::point_region<D>> regions;
   for (const auto& rule : detail::runtime_regions<D>(st)) regions.push_back({rule, false, &view.g});
-  // Shared copies: every non-empty set of staggered dimensions, in slot order.
+  // Shared copies: every non-empty set of staggered dimensions, in slot order. Kept copies
+  // have no region: the halo regions lie outside the stored points, so nothing writes them.
   int stag = 0;
-  for (int i = 0; i < D; ++i) stag |= g.stagger[std::size_t(i)] ? 1 << i : 0;
+  if (shared == shared_points::owner_overwrites)
+    for (int i = 0; i < D; ++i) stag |= g.stagger[std::size_t(i)] ? 1 << i : 0;
   for (int set = 1; set < 1 << D; ++set) {
     if ((set & ~stag) != 0) continue;
     region_rule<D> r;

@@ -2,7 +2,8 @@
  * column-major, per-field stencils) checked against the global coordinates encoded in the
  * data, on 2-D and 3-D domains, periodic and not, with exchange and with start/test/wait; a
  * reverse exchange's sum; boundary rules (mirror about the boundary cell's centre, reflect about
- * the face) against a model of them; bad input on every rank rejected with its status and message,
+ * the face) against a model of them; node fields whose shared points the owner overwrites or
+ * each rank keeps; bad input on every rank rejected with its status and message,
  * and the user's arrays left as they were. */
 #include <halox/halox.h>
 
@@ -289,6 +290,83 @@ static void test_mirror(void) {
   free(u);
 }
 
+/* Node field point g of a block of cells lo..hi (stored points lo..hi inclusive) of a 2-D
+ * domain: 2 where the block owns it, 1 for a copy of a point a higher block owns, 0 in the
+ * halo. */
+static int node_point(const array_shape* s, const int64_t* g, const int64_t* global,
+                      const int* periodic) {
+  int kind = 2;
+  for (int i = 0; i < 2; ++i) {
+    if (g[i] < s->lo[i] || g[i] > s->hi[i]) return 0;
+    if (g[i] == s->hi[i] && (periodic[i] || s->hi[i] < global[i])) kind = 1;
+  }
+  return kind;
+}
+
+/* This rank's own value for its copy of shared point g: negative, rank-encoded. */
+static double own_copy(const int64_t* g) {
+  return -1e6 * (rank + 1) - code(g, 2);
+}
+
+/* Two node fields in one exchange, one overwritten by the owner and one keeping its shared
+ * points: every copy holds the owner's value or this rank's own, every halo point the owner's
+ * (global point coordinates, wrapped where periodic), nothing outside the global points. */
+static void test_shared_points(int periodic_x) {
+  const int64_t global[2] = {8, 5};
+  const int periodic[2] = {periodic_x, 0}, one[2] = {1, 1};
+  halox_domain* dom = NULL;
+  OK(halox_cartesian_create(MPI_COMM_WORLD, 2, global, periodic, NULL, &dom));
+  array_shape s;
+  shape_of(dom, 2, one, 0, &s);
+  for (int i = 0; i < 2; ++i) s.ext[i] += 1; /* one more point than cells */
+  double* a[2];
+  halox_field* f[2];
+  for (int k = 0; k < 2; ++k) {
+    a[k] = malloc(sizeof(double) * (size_t)volume(&s));
+    int64_t g[3] = {0, 0, 0};
+    for (int64_t n = 0; n < volume(&s); ++n) {
+      cell(&s, n, g);
+      const int kind = node_point(&s, g, global, periodic);
+      a[k][offset(&s, g)] = kind == 2 ? code(g, 2) : kind == 1 ? own_copy(g) : -1;
+    }
+    OK(halox_field_wrap(dom, HALOX_FLOAT64, a[k], s.ext, one, one, &f[k]));
+    OK(halox_field_set_centering(f[k], HALOX_NODE, 0));
+  }
+  OK(halox_field_set_shared_points(f[1], HALOX_SHARED_KEEP));
+  halox_stencil* st = NULL;
+  halox_exchange* ex = NULL;
+  OK(halox_stencil_box(2, one, one, &st));
+  OK(halox_exchange_create(dom, st, f, 2, NULL, &ex));
+  OK(halox_exchange_run(ex));
+  int64_t g[3] = {0, 0, 0}, w[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    int bad = 0;
+    for (int64_t n = 0; n < volume(&s); ++n) {
+      cell(&s, n, g);
+      int inside = 1;
+      for (int i = 0; i < 2; ++i) {
+        w[i] = periodic[i] ? (g[i] + global[i]) % global[i] : g[i];
+        inside = inside && w[i] >= 0 && w[i] <= global[i];
+      }
+      const int kind = node_point(&s, g, global, periodic);
+      const double want = k == 1 && kind == 1 ? own_copy(g) : inside ? code(w, 2) : -1;
+      const double got = a[k][offset(&s, g)];
+      if (got != want && bad++ < 3)
+        CHECK(0, "shared points %s (periodic x %d): point (%ld,%ld) holds %.0f, expected %.0f",
+              k ? "kept" : "overwritten", periodic_x, (long)g[0], (long)g[1], got, want);
+    }
+  }
+  OK(halox_exchange_destroy(ex));
+  for (int k = 0; k < 2; ++k) {
+    OK(halox_field_destroy(f[k]));
+    free(a[k]);
+  }
+  CHECK(halox_field_set_shared_points(NULL, HALOX_SHARED_KEEP) == HALOX_ERROR_NULL_ARGUMENT,
+        "a NULL field");
+  OK(halox_stencil_destroy(st));
+  OK(halox_domain_destroy(dom));
+}
+
 /* Builds an exchange of one double field that must fail on every rank with HALOX_ERROR and a
  * message containing `needle`, leaving the array as it was. */
 static void expect_rejected(halox_domain* dom, const halox_stencil* st, const int64_t* ext,
@@ -407,6 +485,8 @@ int main(int argc, char** argv) {
     for (int periodic = 0; periodic <= 1; ++periodic) test_forward(dim, periodic, dim == 3);
   test_reverse();
   test_mirror();
+  test_shared_points(0);
+  test_shared_points(1);
   test_bad_input();
   test_blocks();
   int total = 0;

@@ -1,6 +1,7 @@
 // GPU: staggered device fields (faces, edges, nodes) in one fused exchange, each point checked
-// against its owner's global point (centering_check.hpp), and a reverse sum of the shared
-// copies into their owners against a serial count. Skips (exit 77) where no GPU is usable.
+// against its owner's global point (centering_check.hpp), with shared points overwritten by
+// their owners or kept by each rank, and a reverse sum of the shared copies into their owners
+// against a serial count. Skips (exit 77) where no GPU is usable.
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
@@ -61,6 +62,37 @@ TEST_CASE("device: every centering of a 3-D field in one exchange") {
       ex.exchange();
       for (std::size_t k = 0; k < all.size(); ++k) {
         INFO("centering " << halox::to_string(all[k]));
+        copy(host[k], dev[k], cudaMemcpyDeviceToHost);
+        HXT_REQUIRE_OK(hxt::check_points(host[k], st, {int(k), it}));
+      }
+    }
+  }
+}
+
+TEST_CASE("device: shared points kept or overwritten, per field, in one exchange") {
+  boost::mpi::communicator world;
+  const std::vector<centering> all{centering::face(0), centering::edge(1), centering::node()};
+  for (int m : {0, 5, 7}) {
+    INFO("periodic mask " << m);
+    const halox::cartesian<3> dom(world, {8, 7, 6}, periodic_mask<3>(m));
+    const auto st = halox::stencil<3>::box(1);
+    std::vector<halox::field<double, 3>> dev, host;
+    for (std::size_t k = 0; k < 2 * all.size(); ++k) {
+      halox::field_options o;
+      o.at = all[k / 2];
+      o.shared = k % 2 ? halox::shared_points::keep : halox::shared_points::owner_overwrites;
+      dev.push_back(dom.make_field<double>(st, halox::device, o));
+      host.push_back(dom.make_field<double>(st, halox::host, o));
+    }
+    auto ex = halox::make_exchange(dom, st, dev[0], dev[1], dev[2], dev[3], dev[4], dev[5]);
+    for (int it = 0; it < 2; ++it) {
+      for (std::size_t k = 0; k < dev.size(); ++k) {
+        hxt::fill_points(host[k], {int(k), it});  // kept copies: this rank's own values
+        copy(dev[k], host[k], cudaMemcpyHostToDevice);
+      }
+      ex.exchange();
+      for (std::size_t k = 0; k < dev.size(); ++k) {
+        INFO("centering " << halox::to_string(all[k / 2]) << (k % 2 ? ", kept" : ""));
         copy(host[k], dev[k], cudaMemcpyDeviceToHost);
         HXT_REQUIRE_OK(hxt::check_points(host[k], st, {int(k), it}));
       }

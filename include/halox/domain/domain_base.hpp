@@ -255,6 +255,11 @@ class domain_base {
     s->components = o.components;
     s->name = o.name.empty() ? "(unnamed)" : o.name;
     s->at = o.at;
+    s->shared = o.shared;
+    detail::require(o.shared == shared_points::owner_overwrites || o.shared == shared_points::keep,
+                    "rank {}: field '{}' has shared_points {}, which is neither owner_overwrites "
+                    "nor keep",
+                    rank(), s->name, int(o.shared));
     detail::require(o.at.fits(D),
                     "rank {}: field '{}' has centering {}, which names no dimension "
                     "of a {}-D domain",

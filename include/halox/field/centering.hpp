@@ -53,6 +53,22 @@ struct centering {
   friend constexpr bool operator==(const centering&, const centering&) = default;
 };
 
+/// Who writes the points that neighbouring blocks of a staggered field share (the point on
+/// the boundary between two owned boxes, stored by both). A field option
+/// (`field_options::shared`); see docs/staggered.md for when each fits.
+enum class shared_points {
+  /// The exchange copies the owner's value over every other copy (the default): all copies
+  /// agree bitwise after each exchange.
+  owner_overwrites,
+  /// The exchange leaves every shared point alone and fills only the halo proper (the points
+  /// outside the block's stored box): each block keeps the value it computed itself.
+  keep
+};
+
+inline std::string to_string(shared_points s) {
+  return s == shared_points::keep ? "keep" : "owner_overwrites";
+}
+
 inline std::string to_string(const centering& c) {
   switch (c.where) {
     case centering::kind::cell:

@@ -37,6 +37,9 @@ struct field_options {
   layout order = layout::row_major;
   std::string name;                  ///< used in error messages; "(unnamed)" when empty
   centering at = centering::cell();  ///< where the values live (docs/staggered.md)
+  /// Staggered fields: whether the owner overwrites the points blocks share, or each block
+  /// keeps its own copy (docs/staggered.md). No effect on cell-centred fields.
+  shared_points shared = shared_points::owner_overwrites;
 };
 
 namespace detail {
@@ -77,8 +80,9 @@ struct field_state {
   const char* type_name = nullptr;        ///< its compiler name where `kind` is `other`
   int components = 1;
   std::string name;
-  centering at;                         ///< where the values live
-  point_grid<D> points;                 ///< `at` resolved against the domain
+  centering at;                                            ///< where the values live
+  shared_points shared = shared_points::owner_overwrites;  ///< who writes shared points
+  point_grid<D> points;                                    ///< `at` resolved against the domain
   std::vector<block_memory<D>> blocks;  ///< one per owned box of this rank, in domain order
   std::shared_ptr<std::byte> storage;   ///< owned memory, null for wrapped user memory
 };
@@ -123,10 +127,13 @@ class field {
   /// next box included).
   const box<D>& owned_box(int b = 0) const { return s_->blocks.at(b).owned; }
   /// The points block `b` owns: owned_box() less the points it shares with a higher box (their
-  /// owner is that box; the exchange overwrites these copies). Equal to owned_box() for cells.
+  /// owner is that box; the exchange overwrites these copies unless the field keeps them,
+  /// shared_points::keep). Equal to owned_box() for cells.
   const box<D>& owned_points(int b = 0) const { return s_->blocks.at(b).own; }
   /// Where the values live.
   const centering& where() const { return s_->at; }
+  /// Who writes the points this field's blocks share (field_options::shared).
+  shared_points shared() const { return s_->shared; }
   /// The owned box of block `b` plus its halo padding.
   box<D> allocated_box(int b = 0) const { return s_->blocks.at(b).allocated(); }
   int components() const { return s_->components; }

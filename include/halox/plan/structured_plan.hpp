@@ -54,11 +54,13 @@ template <int D, class Domain>
 structured_plan<D> make_plan(const Domain& dom, const stencil<D>& st);
 
 /// The plan of a field centred as `g` says (docs/staggered.md): the stencil's halo around the
-/// points each block stores, and the copies of shared points, each filled from its owner.
+/// points each block stores, and the copies of shared points, each filled from its owner;
+/// with `shared` = shared_points::keep the halo alone (no shared copy is written).
 /// Equal to make_plan(dom, st) for cell-centred fields.
 template <int D, class Domain>
 structured_plan<D> make_plan(const Domain& dom, const stencil<D>& st,
-                             const detail::point_grid<D>& g);
+                             const detail::point_grid<D>& g,
+                             shared_points shared = shared_points::owner_overwrites);
 
 /// make_plan(dom, st) walking the region rules `rules` (a compile-time pattern's) in slot order.
 template <int D, class Domain>
