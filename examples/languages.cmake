@@ -10,6 +10,7 @@ if(HALOX_BUILD_FORTRAN)
   target_link_libraries(fortran_heat2d PRIVATE halox::fortran)
   halox_warnings(fortran_heat2d)
   list(APPEND _halox_language_apps fortran_heat2d)
+  include(fortran_heat2d_acc/openacc.cmake)  # the GPU variant, with OpenACC
 endif()
 if(HALOX_BUILD_TESTS)
   foreach(app IN LISTS _halox_language_apps)
