@@ -36,7 +36,9 @@ add_executable(fortran_heat2d_acc fortran_heat2d_acc/heat2d_acc.f90)
 # cudaSetDevice, which the app calls so that OpenACC and halox share one CUDA context.
 target_link_libraries(fortran_heat2d_acc PRIVATE halox::fortran CUDA::cudart)
 target_compile_options(fortran_heat2d_acc PRIVATE ${HALOX_OPENACC_FLAGS})
-target_link_options(fortran_heat2d_acc PRIVATE ${HALOX_OPENACC_FLAGS})
+# -no-pie: the offload table gfortran links in (crtoffloadtable.o) is not position-independent,
+# and in a PIE it needs text relocations (a linker warning).
+target_link_options(fortran_heat2d_acc PRIVATE ${HALOX_OPENACC_FLAGS} -no-pie)
 halox_warnings(fortran_heat2d_acc)
 message(STATUS "halox: fortran_heat2d_acc with OpenACC (${HALOX_OPENACC_FLAGS})")
 if(HALOX_BUILD_TESTS)
