@@ -88,7 +88,7 @@ struct peer_ipc::impl {
   std::shared_ptr<std::byte> recv;   // device memory the IPC senders write into
   device_signals signals;
   std::vector<int> send_peers, recv_peers;  // the IPC peers
-  std::string path;                         // how the IPC messages travel, for describe()
+  std::string how;                          // how the IPC messages travel, for describe()
   device_steps steps[2];                    // placed into copy 0 and (alternating) copy 1
   // Persistent empty control messages: clear-to-send from receivers (one per send peer),
   // data-ready from senders (one per receive peer), and this rank's own two kinds.
@@ -483,7 +483,7 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, const exchange_program
   s.go_direct();
   s.place();
   p->alternating = s.alternates();
-  p->path = s.describe();
+  p->how = s.describe();
   if (!p->device_signalled) s.control_messages();
   return std::unique_ptr<peer_ipc>(new peer_ipc(std::move(p)));
 }
@@ -514,7 +514,7 @@ const std::vector<int>& peer_ipc::recv_peers() const {
   return p_->recv_peers;
 }
 const std::string& peer_ipc::how() const {
-  return p_->path;
+  return p_->how;
 }
 
 void peer_ipc::start() {

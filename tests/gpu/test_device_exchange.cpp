@@ -342,7 +342,7 @@ TEST_CASE("stream-ordered exchanges back to back with kernels writing and readin
     for (const auto& [peer, how] : message_routes(d)) {
       INFO("peer " << peer << ": " << how);
       const bool pair = world.rank() <= 1 && peer <= 1 && peer != world.rank();
-      CHECK((how.find("peer_ipc") != std::string::npos) == (pair && ipc_allowed(0, 1)));
+      CHECK((how.find("via peer_ipc") != std::string::npos) == (pair && ipc_allowed(0, 1)));
     }
   }
   cudaStream_t stream;
@@ -947,7 +947,11 @@ TEST_CASE("a staging policy set on one rank only: each pair takes what both allo
       halox::make_exchange(dom, st, staging_options(world.rank() == 0 ? "host_staged" : "auto"), u);
   const auto d = ex.describe();
   INFO(d);
-  if (world.rank() == 0) CHECK(d.find("peer_ipc") == std::string::npos);
+  if (world.rank() == 0) {  // no route via CUDA IPC, and each node-local pair says why
+    CHECK(d.find("via peer_ipc") == std::string::npos);
+    CHECK((world.size() == 1 ||
+           d.find("[not CUDA IPC: rank 0's staging policy does not take it") != std::string::npos));
+  }
   const device_errors errors;
   const auto g = geom_of(u, n);
   for (int s = 1; s <= 5; ++s) {

@@ -400,7 +400,7 @@ TEST_CASE("nccl_carrier: variable calls set per group", "[nccl]") {
   const halox::detail::nccl_call three[3] = {
       {right, out.p, 8}, {right, out.p, 8}, {right, out.p, 8}};
   CHECK_THROWS_WITH(p.assign(three, 3, nullptr, 0),
-                    Catch::Contains("in one group of a path made for 2"));
+                    Catch::Contains("in one group of a carrier made for 2"));
   if (n > 3) {  // (me + 2) % n is then neither neighbour
     const halox::detail::nccl_call far[1] = {{(me + 2) % n, out.p, 8}};
     CHECK_THROWS_WITH(p.assign(far, 1, nullptr, 0), Catch::Contains("not a peer of this path"));
