@@ -30,6 +30,7 @@ module halox
                                 HALOX_FLOAT64 = 10, HALOX_COMPLEX64 = 11, HALOX_COMPLEX128 = 12
   integer, parameter, public :: HALOX_CELL = 0, HALOX_FACE = 1, HALOX_EDGE = 2, HALOX_NODE = 3
   integer, parameter, public :: HALOX_REPLACE = 0, HALOX_SUM = 1, HALOX_MIN = 2, HALOX_MAX = 3
+  integer, parameter, public :: HALOX_LOW = 0, HALOX_HIGH = 1
   integer, parameter :: row_major = 0, column_major = 1, host = 0, device = 1
 
   !> A decomposed global box: halox_cartesian, halox_box_list.
@@ -90,6 +91,17 @@ module halox
   interface halox_wrap
     include 'halox_wrap_names.inc'
   end interface halox_wrap
+
+  !> Physical boundary rules of a forward exchange (docs/staggered.md): after each exchange the
+  !> halo beyond the global box's face `side` (HALOX_LOW, HALOX_HIGH) of dimension `dim`
+  !> (1-based) is filled. halox_boundary_constant(f, dim, side, value, stat, errmsg): `value`
+  !> of the field's own type. halox_boundary_zero_gradient(f, dim, side, stat, errmsg): copies
+  !> of the boundary cell. halox_boundary_reflect / halox_boundary_mirror(f, dim, side [, signs],
+  !> stat, errmsg): the owned cells mirrored at the face / about the boundary cell's centre,
+  !> component c times signs(c) (of the field's type; absent: all +1).
+  include 'halox_boundary_interfaces.inc'
+  public :: halox_boundary_constant, halox_boundary_zero_gradient, halox_boundary_reflect, &
+            halox_boundary_mirror
 
   interface
     function c_last_error() bind(C, name='halox_last_error') result(p)
@@ -192,6 +204,30 @@ module halox
     integer(c_int) function c_field_set_stencil(f, st) bind(C, name='halox_field_set_stencil')
       import :: c_int, c_ptr
       type(c_ptr), value :: f, st
+    end function
+    integer(c_int) function c_boundary_constant(f, dim, side, value) &
+        bind(C, name='halox_field_boundary_constant')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: f, value
+      integer(c_int), value :: dim, side
+    end function
+    integer(c_int) function c_boundary_zero_gradient(f, dim, side) &
+        bind(C, name='halox_field_boundary_zero_gradient')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: f
+      integer(c_int), value :: dim, side
+    end function
+    integer(c_int) function c_boundary_reflect(f, dim, side, signs, count) &
+        bind(C, name='halox_field_boundary_reflect')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: f, signs
+      integer(c_int), value :: dim, side, count
+    end function
+    integer(c_int) function c_boundary_mirror(f, dim, side, signs, count) &
+        bind(C, name='halox_field_boundary_mirror')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: f, signs
+      integer(c_int), value :: dim, side, count
     end function
     integer(c_int) function c_exchange_create(dom, st, fields, count, options, out) &
         bind(C, name='halox_exchange_create')
@@ -489,6 +525,34 @@ contains
   ! ---- fields ---------------------------------------------------------------------------
 
   include 'halox_wrap_procs.inc'
+  include 'halox_boundary_procs.inc'
+
+  subroutine halox_boundary_zero_gradient(f, dim, side, stat, errmsg)
+    type(halox_field), intent(inout) :: f
+    integer, intent(in) :: dim, side
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_boundary_zero_gradient(f%ptr, int(dim - 1, c_int), int(side, c_int)), stat, &
+               errmsg)
+  end subroutine halox_boundary_zero_gradient
+
+  subroutine bc_reflect_plain(f, dim, side, stat, errmsg)
+    type(halox_field), intent(inout) :: f
+    integer, intent(in) :: dim, side
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_boundary_reflect(f%ptr, int(dim - 1, c_int), int(side, c_int), c_null_ptr, &
+                                  0_c_int), stat, errmsg)
+  end subroutine bc_reflect_plain
+
+  subroutine bc_mirror_plain(f, dim, side, stat, errmsg)
+    type(halox_field), intent(inout) :: f
+    integer, intent(in) :: dim, side
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_boundary_mirror(f%ptr, int(dim - 1, c_int), int(side, c_int), c_null_ptr, &
+                                 0_c_int), stat, errmsg)
+  end subroutine bc_mirror_plain
 
   !> What every halox_wrap specific does with its array: its first element's address, its
   !> extents and the byte distance to the next element along each axis (0 where the extent is 1).

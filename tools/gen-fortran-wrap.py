@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Writes fortran/halox_wrap_names.inc and fortran/halox_wrap_procs.inc: the specific
 procedures behind the generic `halox_wrap` of fortran/halox.f90, one per element type and array
-rank (Fortran 2008 has no way to take any type and rank in one procedure without a descriptor).
+rank (Fortran 2008 has no way to take any type and rank in one procedure without a descriptor);
+and fortran/halox_boundary_interfaces.inc and fortran/halox_boundary_procs.inc: the generic
+boundary rules, whose values and signs are of the field's own type, one procedure per type.
 Run it after changing TYPES or RANKS; the `fortran_wrap_generated` ctest checks the files match.
 
     tools/gen-fortran-wrap.py           writes them
@@ -68,6 +70,46 @@ def procedure(suffix, ftype, const, r):
     return "\n".join(lines)
 
 
+BOUNDARY_RULES = [("constant", "value"), ("reflect", "signs"), ("mirror", "signs")]
+
+
+def boundary_procedure(rule, arg, suffix, ftype):
+    if arg == "value":
+        decl = f"    {ftype}, intent(in), target :: value"
+        call = (f"    call check(c_boundary_constant(f%ptr, int(dim - 1, c_int), int(side, c_int), "
+                f"c_loc(value)), &")
+    else:
+        decl = f"    {ftype}, intent(in), target, contiguous :: signs(:)"
+        call = (f"    call check(c_boundary_{rule}(f%ptr, int(dim - 1, c_int), int(side, c_int), "
+                f"c_loc(signs), &\n               int(size(signs), c_int)), &")
+    return "\n".join([
+        f"  subroutine bc_{rule}_{suffix}(f, dim, side, {arg}, stat, errmsg)",
+        "    type(halox_field), intent(inout) :: f",
+        "    integer, intent(in) :: dim, side",
+        decl,
+        "    integer, intent(out), optional :: stat",
+        "    character(*), intent(inout), optional :: errmsg",
+        call,
+        "               stat, errmsg)",
+        f"  end subroutine bc_{rule}_{suffix}",
+        "",
+    ])
+
+
+def boundary_files():
+    blocks = HEADER
+    for rule, arg in BOUNDARY_RULES:
+        names = ([] if arg == "value" else [f"bc_{rule}_plain"]) + [f"bc_{rule}_{t}" for t, _, _ in TYPES]
+        blocks += f"  interface halox_boundary_{rule}\n"
+        for k in range(0, len(names), 3):
+            tail = ", &" if k + 3 < len(names) else ""
+            blocks += ("    module procedure " if k == 0 else "      ") + ", ".join(names[k:k + 3]) + tail + "\n"
+        blocks += f"  end interface halox_boundary_{rule}\n"
+    procs = HEADER + "".join(boundary_procedure(rule, arg, t, ftype) + "\n"
+                             for rule, arg in BOUNDARY_RULES for t, ftype, _ in TYPES)
+    return {"halox_boundary_interfaces.inc": blocks, "halox_boundary_procs.inc": procs}
+
+
 def generated():
     names = [name(t, r) for t, _, _ in TYPES for r in RANKS]
     listing = HEADER
@@ -75,7 +117,7 @@ def generated():
         tail = ", &" if k + 4 < len(names) else ""
         listing += ("    module procedure " if k == 0 else "      ") + ", ".join(names[k:k + 4]) + tail + "\n"
     procs = HEADER + "".join(procedure(t, ftype, const, r) + "\n" for t, ftype, const in TYPES for r in RANKS)
-    return {"halox_wrap_names.inc": listing, "halox_wrap_procs.inc": procs}
+    return {"halox_wrap_names.inc": listing, "halox_wrap_procs.inc": procs, **boundary_files()}
 
 
 def main():

@@ -2,7 +2,8 @@
 ! every halo cell checked against the global coordinates encoded in the data, on 2-D (mpi_f08
 ! communicator) and 3-D (integer communicator) domains, periodic and not, with fields of
 ! different types and stencils in one exchange, an array section, components; bad input on
-! every rank rejected with stat and errmsg, the arrays left as they were.
+! every rank rejected with stat and errmsg, the arrays left as they were; the boundary rules
+! beyond a non-periodic box against a model of each rule.
 program test_fortran
   use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64, error_unit
   use mpi_f08
@@ -19,6 +20,7 @@ program test_fortran
   call test_3d(.true.)
   call test_3d(.false.)
   call test_bad_input()
+  call test_boundary()
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
   if (rank == 0) print '(a, i0, a, i0, a)', 'test_fortran: ', nranks, ' rank(s), ', total, ' failure(s)'
   call MPI_Finalize()
@@ -234,5 +236,79 @@ contains
     call st2%destroy()
     call dom%destroy()
   end subroutine test_bad_input
+
+  !> Boundary rules on a non-periodic 2-D box, star stencil of width 1: u (real64) zero gradient
+  !> at x low, 5 at x high, reflect with sign -1 at y low, mirror at y high; v (int32) 7 at x
+  !> high only. Every cell of each array against the model; a rule on dimension 3 rejected.
+  subroutine test_boundary()
+    integer, parameter :: n(2) = [9, 7]
+    type(halox_domain) :: dom
+    type(halox_stencil) :: star1
+    type(halox_field) :: fu, fv, fw
+    type(halox_exchange) :: ex
+    real(real64), allocatable, target :: u(:, :), w(:, :)
+    integer(int32), allocatable, target :: v(:, :)
+    integer :: lo(2), hi(2), i, j, bad, stat
+    character(300) :: msg
+    call halox_cartesian(dom, MPI_COMM_WORLD, n, periodic=[.false., .false.])
+    call dom%local_box(lo, hi)
+    allocate (u(lo(1) - 1:hi(1) + 1, lo(2) - 1:hi(2) + 1), v(lo(1) - 1:hi(1) + 1, lo(2) - 1:hi(2) + 1))
+    allocate (w, mold=u)
+    u = -1
+    v = -1
+    w = -1
+    forall (i=lo(1):hi(1), j=lo(2):hi(2)) u(i, j) = code([i, j])
+    forall (i=lo(1):hi(1), j=lo(2):hi(2)) v(i, j) = int(code([i, j]), int32)
+    call halox_star(star1, [1, 1])
+    call halox_wrap(fu, dom, u, pad=[1, 1], name='u')
+    call halox_wrap(fv, dom, v, pad=[1, 1], name='v')
+    call halox_boundary_zero_gradient(fu, 1, HALOX_LOW)
+    call halox_boundary_constant(fu, 1, HALOX_HIGH, 5.0_real64)
+    call halox_boundary_reflect(fu, 2, HALOX_LOW, [-1.0_real64])
+    call halox_boundary_mirror(fu, 2, HALOX_HIGH)
+    call halox_boundary_constant(fv, 1, HALOX_HIGH, 7_int32)
+    ! A rule beyond the domain's dimensions: the exchange is refused on every rank.
+    call halox_wrap(fw, dom, w, pad=[1, 1], name='w')
+    call halox_boundary_mirror(fw, 3, HALOX_LOW)
+    msg = ''
+    call halox_make_exchange(ex, dom, star1, [fw], stat=stat, errmsg=msg)
+    call expect(stat == HALOX_ERROR .and. index(msg, "field 'w' has a boundary rule on dimension") > 0, &
+                'a rule on dimension 3: '//trim(msg))
+    call fw%destroy()
+    call halox_make_exchange(ex, dom, star1, [fu, fv])
+    call ex%exchange()
+    bad = count(u /= bc_model(lo, hi, n, .true.)) + &
+          count(v /= int(bc_model(lo, hi, n, .false.), int32))
+    write (msg, '(i0, a)') bad, ' cells differ from the boundary rules'' model'
+    call expect(bad == 0, trim(msg))
+    call ex%destroy()
+    call fu%destroy()
+    call fv%destroy()
+    call star1%destroy()
+    call dom%destroy()
+  end subroutine test_boundary
+
+  !> test_boundary's model of one array (this rank's box lo..hi of the global n, one halo cell
+  !> each side): owned and interior halo cells (star stencil) their code, the rest -1; then the
+  !> rules in the order they were declared, each over the whole array along the other dimension
+  !> (u: all four; v: the x-high constant only).
+  function bc_model(lo, hi, n, all_rules) result(m)
+    integer, intent(in) :: lo(2), hi(2), n(2)
+    logical, intent(in) :: all_rules
+    real(real64) :: m(lo(1) - 1:hi(1) + 1, lo(2) - 1:hi(2) + 1)
+    integer :: i, j
+    m = -1
+    do j = lo(2) - 1, hi(2) + 1
+      do i = lo(1) - 1, hi(1) + 1
+        if (i < 1 .or. i > n(1) .or. j < 1 .or. j > n(2)) cycle
+        if ((i >= lo(1) .and. i <= hi(1)) .or. (j >= lo(2) .and. j <= hi(2))) m(i, j) = code([i, j])
+      end do
+    end do
+    if (all_rules .and. lo(1) == 1) m(0, :) = m(1, :)
+    if (hi(1) == n(1)) m(n(1) + 1, :) = merge(5.0_real64, 7.0_real64, all_rules)
+    if (.not. all_rules) return
+    if (lo(2) == 1) m(:, 0) = -m(:, 1)
+    if (hi(2) == n(2)) m(:, n(2) + 1) = m(:, n(2) - 1)
+  end function bc_model
 
 end program test_fortran
