@@ -38,6 +38,7 @@ module halox
     type(c_ptr) :: ptr = c_null_ptr
   contains
     procedure :: local_box => domain_local_box
+    procedure :: block_count => domain_block_count
     procedure :: grid => domain_grid
     procedure :: dim => domain_dim
     procedure :: destroy => domain_destroy
@@ -73,7 +74,7 @@ module halox
   end type halox_exchange
 
   public :: halox_cartesian, halox_box_list, halox_star, halox_box, halox_wrap, &
-            halox_wrap_device, halox_make_exchange
+            halox_wrap_device, halox_wrap_blocks, halox_make_exchange
 
   !> halox_cartesian(dom, comm, global, periodic, grid, stat, errmsg): comm a type(MPI_Comm)
   !> (mpi_f08) or an integer communicator (mpi, mpif.h).
@@ -140,6 +141,22 @@ module halox
       type(c_ptr), value :: dom
       integer(c_int), value :: block
       integer(c_int64_t), intent(out) :: lo(*), hi(*)
+    end function
+    integer(c_int) function c_domain_block_count(dom, count) &
+        bind(C, name='halox_domain_block_count')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: dom
+      integer(c_int), intent(out) :: count
+    end function
+    integer(c_int) function c_field_wrap_blocks(dom, type, count, data, extents, pad_lo, pad_hi, &
+                                                out) bind(C, name='halox_field_wrap_blocks')
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: dom
+      integer(c_int), value :: type, count
+      type(c_ptr), intent(in) :: data(*)
+      integer(c_int64_t), intent(in) :: extents(*)
+      integer(c_int), intent(in) :: pad_lo(*), pad_hi(*)
+      type(c_ptr), intent(out) :: out
     end function
     integer(c_int) function c_domain_grid(dom, dims, coords) bind(C, name='halox_domain_grid')
       import :: c_int, c_ptr
@@ -459,6 +476,15 @@ contains
     hi(1:n) = int(h(1:n))
   end subroutine domain_local_box
 
+  !> How many boxes this rank owns (box lists may give a rank several; cartesian: 1).
+  integer function domain_block_count(dom) result(n)
+    class(halox_domain), intent(in) :: dom
+    integer(c_int) :: c
+    c = 0
+    call check(c_domain_block_count(dom%ptr, c))
+    n = int(c)
+  end function domain_block_count
+
   !> A cartesian domain's process grid and this rank's coordinates in it (0-based, as
   !> MPI_Cart_coords gives them).
   subroutine domain_grid(dom, dims, coords, stat, errmsg)
@@ -640,6 +666,33 @@ contains
     if (status == HALOX_SUCCESS .and. present(name)) status = c_field_set_name(f%ptr, c_string(name))
     call check(status, stat, errmsg)
   end subroutine halox_wrap_device
+
+  !> Several arrays as one field: one per box this rank owns, in local_box order (block 1, 2,
+  !> ...), each the address of its first element (c_loc(u1), ...), of one element type (a
+  !> HALOX_* constant), padded alike. extents(:, b): block b's array shape, padding included
+  !> (checked per block when an exchange is built). device: the arrays are device memory.
+  subroutine halox_wrap_blocks(f, dom, ptrs, type, extents, pad, pad_lo, pad_hi, name, device, &
+                               stat, errmsg)
+    type(halox_field), intent(inout) :: f
+    type(halox_domain), intent(in) :: dom
+    type(c_ptr), intent(in) :: ptrs(:)
+    integer, intent(in) :: type, extents(:, :)
+    integer, intent(in), optional :: pad(:), pad_lo(:), pad_hi(:)
+    character(*), intent(in), optional :: name
+    logical, intent(in), optional :: device
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int) :: lo(4), hi(4), status
+    call pads(dom%dim(), pad, pad_lo, pad_hi, lo, hi)
+    status = c_field_wrap_blocks(dom%ptr, int(type, c_int), int(size(ptrs), c_int), ptrs, &
+                                 int(reshape(extents, [size(extents)]), c_int64_t), lo, hi, f%ptr)
+    if (status == HALOX_SUCCESS) status = c_field_set_order(f%ptr, column_major)
+    if (status == HALOX_SUCCESS .and. present(device)) then
+      if (device) status = c_field_set_memory(f%ptr, 1_c_int)
+    end if
+    if (status == HALOX_SUCCESS .and. present(name)) status = c_field_set_name(f%ptr, c_string(name))
+    call check(status, stat, errmsg)
+  end subroutine halox_wrap_blocks
 
   !> This field's own halo in the exchanges built from it (default: the exchange's stencil).
   subroutine field_set_stencil(f, st, stat, errmsg)

@@ -3,9 +3,10 @@
 ! communicator) and 3-D (integer communicator) domains, periodic and not, with fields of
 ! different types and stencils in one exchange, an array section, components; bad input on
 ! every rank rejected with stat and errmsg, the arrays left as they were; the boundary rules
-! beyond a non-periodic box against a model of each rule.
+! beyond a non-periodic box against a model of each rule; two boxes per rank, one array each.
 program test_fortran
   use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64, error_unit
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_loc
   use mpi_f08
   use halox
   implicit none
@@ -21,6 +22,7 @@ program test_fortran
   call test_3d(.false.)
   call test_bad_input()
   call test_boundary()
+  call test_blocks()
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
   if (rank == 0) print '(a, i0, a, i0, a)', 'test_fortran: ', nranks, ' rank(s), ', total, ' failure(s)'
   call MPI_Finalize()
@@ -287,6 +289,71 @@ contains
     call star1%destroy()
     call dom%destroy()
   end subroutine test_boundary
+
+  !> Two boxes per rank (box lists): 2P strips of 3 columns, strip k owned by rank mod(k-1, P),
+  !> so a rank's two strips are apart (side by side on one rank); one array per strip, wrapped
+  !> as one field; periodic, box stencil of width 1. Every cell of both arrays checked; a block
+  !> of the wrong shape refused on every rank.
+  subroutine test_blocks()
+    type :: strip
+      real(real64), allocatable :: a(:, :)
+    end type strip
+    type(halox_domain) :: dom
+    type(halox_stencil) :: box1
+    type(halox_field) :: f, wrong
+    type(halox_exchange) :: ex
+    type(strip), allocatable, target :: b(:)
+    integer :: n(2), k, i, j, bad, stat, nb, lo(2, 2), hi(2, 2), ext(2, 2)
+    integer, allocatable :: blo(:, :), bhi(:, :), owners(:)
+    type(c_ptr) :: ptrs(2)
+    character(300) :: msg
+    n = [6 * nranks, 5]
+    allocate (blo(2, 2 * nranks), bhi(2, 2 * nranks), owners(2 * nranks))
+    do k = 1, 2 * nranks
+      blo(:, k) = [3 * (k - 1) + 1, 1]
+      bhi(:, k) = [3 * k, n(2)]
+      owners(k) = modulo(k - 1, nranks)
+    end do
+    call halox_box_list(dom, MPI_COMM_WORLD, n, [.true., .true.], blo, bhi, owners)
+    nb = dom%block_count()
+    call expect(nb == 2, 'block_count() is not 2')
+    allocate (b(2))
+    do k = 1, 2
+      call dom%local_box(lo(:, k), hi(:, k), block=k)
+      allocate (b(k)%a(lo(1, k) - 1:hi(1, k) + 1, lo(2, k) - 1:hi(2, k) + 1))
+      b(k)%a = -1
+      forall (i=lo(1, k):hi(1, k), j=lo(2, k):hi(2, k)) b(k)%a(i, j) = code([i, j])
+      ext(:, k) = shape(b(k)%a)
+      ptrs(k) = c_loc(b(k)%a(lbound(b(k)%a, 1), lbound(b(k)%a, 2)))
+    end do
+    call halox_box(box1, [1, 1])
+    ! Block 2 declared one column short: refused on every rank, the arrays untouched.
+    call halox_wrap_blocks(wrong, dom, ptrs, HALOX_FLOAT64, ext - reshape([0, 0, 1, 0], [2, 2]), &
+                           pad=[1, 1], name='short')
+    msg = ''
+    call halox_make_exchange(ex, dom, box1, [wrong], stat=stat, errmsg=msg)
+    call expect(stat == HALOX_ERROR .and. index(msg, "field 'short'") > 0 .and. &
+                index(msg, 'extents') > 0, 'a block of the wrong shape: '//trim(msg))
+    call wrong%destroy()
+    call halox_wrap_blocks(f, dom, ptrs, HALOX_FLOAT64, ext, pad=[1, 1], name='strips')
+    call halox_make_exchange(ex, dom, box1, [f])
+    call ex%exchange()
+    bad = 0
+    do k = 1, 2
+      do j = lbound(b(k)%a, 2), ubound(b(k)%a, 2)
+        do i = lbound(b(k)%a, 1), ubound(b(k)%a, 1)
+          if (b(k)%a(i, j) /= expected([i, j], lo(:, k), hi(:, k), n, [.true., .true.], [1, 1], &
+                                       .true.)) bad = bad + 1
+        end do
+      end do
+    end do
+    write (msg, '(i0, a)') bad, ' wrong cells in two blocks per rank'
+    call expect(bad == 0, trim(msg))
+    call ex%destroy()
+    call f%destroy()
+    call box1%destroy()
+    call dom%destroy()
+  end subroutine test_blocks
 
   !> test_boundary's model of one array (this rank's box lo..hi of the global n, one halo cell
   !> each side): owned and interior halo cells (star stencil) their code, the rest -1; then the
