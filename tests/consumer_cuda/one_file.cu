@@ -1,11 +1,14 @@
 // A kernel writes the owned cells of a device field, a stream-ordered exchange fills its halo,
-// a second kernel checks every halo cell against the global coordinates: one .cu file.
+// a second kernel checks every halo cell against the global coordinates: one .cu file, which
+// includes halox and so is compiled as C++20 (CUDA_STANDARD 20 on its target).
 #include <cuda_runtime.h>
 
 #include <cstdio>
 
 #include <boost/mpi/collectives.hpp>
 #include <halox/halox.hpp>
+
+static_assert(__cplusplus >= 202002L, "a .cu that includes halox is C++20 (CUDA_STANDARD 20)");
 
 namespace {
 
