@@ -9,7 +9,8 @@
 // Fields: "density" and "energy" in cells, "xvel" on x-faces (nx + 1 points along x, the wall
 // points 0 and nx held at zero). Each step is a 5-point diffusion of every field. Every shared
 // x-face point is computed on both sides from equal inputs, so both shared-points rules give
-// the same result (--shared=keep|owner).
+// the same result (--shared=keep|owner). --walls=halox hands the walls to halox's boundary
+// rules instead of the app's boundaries().
 //
 // Verified bit for bit against the same steps on one tile holding the whole domain.
 #include <algorithm>
@@ -31,6 +32,7 @@ struct options {
   int nx = 37, ny = 23, steps = 10, tiles = 1;
   std::vector<std::string> fields{"density", "energy", "xvel"};
   std::string shared = "keep";
+  std::string walls = "app";  // the app's boundaries() or halox's boundary rules
   bool describe = false;
 };
 
@@ -125,13 +127,23 @@ void advance(tile& t, const options& o) {
   }
 }
 
+/// The app's walls as halox's boundary rules (--walls halox): the same values as boundaries().
+halox::boundary<double, 2> wall_rules(bool face) {
+  using halox::side;
+  halox::boundary<double, 2> bc;
+  bc.zero_gradient({1, side::low}).zero_gradient({1, side::high});
+  if (face) return bc.reflect({0, side::low}, {-1.0}).reflect({0, side::high}, {-1.0});
+  return bc.zero_gradient({0, side::low}).zero_gradient({0, side::high});
+}
+
 /// halox's exchange of the app's arrays: its own boxes, its arrays wrapped, the fields it runs.
 halox::halo_exchange make_halo_exchange(const boost::mpi::communicator& world,
                                         std::vector<tile>& tiles, const options& o) {
   std::vector<halox::box<2>> mine;
   for (const auto& t : tiles) mine.push_back({{t.x0, t.y0}, {t.x1, t.y1}});
   const auto dom = halox::box_list<2>::from_local(world, {o.nx, o.ny}, {false, false}, mine);
-  std::vector<halox::field<double, 2>> fields;
+  constexpr auto st = halox::stencil<2>::star(1);
+  std::vector<halox::exchange_field<2>> fields;
   for (std::size_t f = 0; f < o.fields.size(); ++f) {
     halox::field_options fo;
     fo.name = o.fields[f];
@@ -144,9 +156,14 @@ halox::halo_exchange make_halo_exchange(const boost::mpi::communicator& world,
       ptrs.push_back(t.u[f].data());
       ext.push_back({points_x(t, is_face(o.fields[f])) + 2 * pad, alloc_y(t)});
     }
-    fields.push_back(dom.wrap(ptrs, ext, {pad, pad}, {pad, pad}, fo));
+    const auto f_wrapped = dom.wrap(ptrs, ext, {pad, pad}, {pad, pad}, fo);
+    if (o.walls == "halox")
+      fields.push_back(
+          halox::as_exchange_field(halox::halo(st, f_wrapped, wall_rules(is_face(fo.name)))));
+    else
+      fields.push_back(f_wrapped);
   }
-  auto ex = halox::make_exchange(dom, halox::stencil<2>::star(1), {}, fields);
+  auto ex = halox::make_exchange(dom, st, {}, fields);
   if (o.describe && world.rank() == 0) std::printf("%s\n", ex.describe().c_str());
   return ex;
 }
@@ -169,7 +186,10 @@ int run(const boost::mpi::communicator& world, const options& o) {
   for (int s = 0; s < o.steps; ++s) {
     auto h = ex.start();  // nothing to overlap here: every point reads a neighbour
     h.wait();
-    for (auto& t : tiles) boundaries(t, o), advance(t, o);
+    for (auto& t : tiles) {
+      if (o.walls == "app") boundaries(t, o);
+      advance(t, o);
+    }
   }
   tile whole = decompose(o, 1, 0, 1)[0];  // the serial run, on every rank
   init(whole, o);
@@ -197,6 +217,9 @@ int parse(int argc, char** argv, options& o, const boost::mpi::communicator& wor
       ->delimiter(',');
   app.add_option("--shared", o.shared, "x-face points shared by two tiles")
       ->check(CLI::IsMember({"keep", "owner"}))
+      ->capture_default_str();
+  app.add_option("--walls", o.walls, "physical boundaries: the app's code or halox's rules")
+      ->check(CLI::IsMember({"app", "halox"}))
       ->capture_default_str();
   app.add_flag("--describe", o.describe, "rank 0 prints the exchange's describe()");
   return example_app::parse(world, app, argc, argv);
