@@ -51,7 +51,6 @@ class exchange_core {
   MPI_Comm communicator() const { return MPI_Comm(comm_); }
   const exchange_program& program() const { return prog_; }
   const route_table& routes() const { return routes_; }
-  const message_buffers& buffers() const { return buffers_; }
   /// The exchange running now, from 1 (the object counts start()s: next_exchange()).
   std::uint64_t generation() const { return generation_; }
   void next_exchange() { ++generation_; }

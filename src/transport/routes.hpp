@@ -167,7 +167,6 @@ class route_table {
   /// Why messages to or from `peer` take no node-local route although it is node-local ("not
   /// shared memory: ...", "not CUDA IPC: ..."), or null.
   const std::string* fallback(int peer) const;
-  void fall_back(int peer, std::string why) { fallback_[peer] = std::move(why); }
 
   /// For describe(): how messages of route `r` travel (set by whoever carries them).
   const std::string& how(route r) const { return how_[std::size_t(r)]; }
