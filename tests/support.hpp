@@ -27,6 +27,15 @@ struct scoped_env {
   scoped_env& operator=(const scoped_env&) = delete;
 };
 
+/// Sets a test-only switch (halox::detail::testing) for one scope on this rank.
+struct scoped_flag {
+  bool& flag;
+  explicit scoped_flag(bool& f, bool v = true) : flag(f) { flag = v; }
+  ~scoped_flag() { flag = false; }
+  scoped_flag(const scoped_flag&) = delete;
+  scoped_flag& operator=(const scoped_flag&) = delete;
+};
+
 namespace detail {
 template <int D>
 void grids(int size, int dim, std::array<int, D>& cur, const halox::extents<D>& n,

@@ -1,12 +1,14 @@
-// Shared memory with one copy: messages whose fields are halox's own on both ranks go straight
-// from the sender's owned cells into the receiver's halo, copied by whichever rank gets there
-// first. describe() says which messages go that way (wrapped fields, HALOX_SHM_INTO=buffer and
-// messages below HALOX_SHM_DIRECT_MIN keep two copies); a rank's wait() returns only once every
-// reader has copied its owned cells (an owner that overwrites them at once must not corrupt a
-// slow neighbour's halo), and no rank writes a halo before its owner has started the exchange
-// (a slow rank's halo keeps the last exchange's values until then). test_strict runs its
-// progress cases (a collective between start() and wait() on some ranks) on one copy too.
-// Every exchange is checked against the global coordinates encoded in the data.
+// Shared memory with one copy: a message goes straight from the sender's owned cells into the
+// receiver's halo, copied by whichever rank gets there first: by mapping the peer's field where
+// both fields are halox's own, by cross-memory attach (process_vm_readv/writev) where either is
+// the application's memory (wrapped). describe() says which messages go that way
+// (HALOX_SHM_INTO=buffer, HALOX_SHM_CROSS=off for wrapped memory, a system that refuses
+// cross-memory attach and messages below HALOX_SHM_DIRECT_MIN keep two copies); a rank's wait()
+// returns only once every reader has copied its owned cells (an owner that overwrites them at
+// once must not corrupt a slow neighbour's halo), and no rank writes a halo before its owner has
+// started the exchange (a slow rank's halo keeps the last exchange's values until then).
+// test_strict runs its progress cases (a collective between start() and wait() on some ranks)
+// on one copy too. Every exchange is checked against the global coordinates encoded in the data.
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
 
@@ -17,14 +19,19 @@
 
 #include "check.hpp"
 #include "support.hpp"
+#include "transport/cross_memory.hpp"
 
 namespace mpi = boost::mpi;
 
 namespace {
 
 using hxt::scoped_env;
+using hxt::scoped_flag;
 
-constexpr const char* one_copy = "one copy, straight from the sender's owned cells";
+constexpr const char* one_copy =
+    "one copy";  // all messages or some (", where the fields allow it")
+constexpr const char* cross = "by cross-memory attach";
+constexpr const char* refused = "refuses cross-memory attach";
 
 // Lines of describe() that name the one-copy path.
 int one_copy_lines(const std::string& d) {
@@ -35,43 +42,67 @@ int one_copy_lines(const std::string& d) {
 
 }  // namespace
 
-TEST_CASE("one copy: owned fields go straight into the halo, wrapped ones keep two copies") {
+// A wrapped field over memory of its own with the shape halox's own would have (padding 2).
+template <class T>
+struct wrapped {
+  std::vector<T> mem;
+  halox::field<T, 3> f;
+  wrapped(const halox::cartesian<3>& dom, int comps = 1) {
+    const auto n = dom.local_boxes()[0].size();
+    const halox::extents<3> alloc{n[0] + 4, n[1] + 4, n[2] + 4};
+    mem.resize(std::size_t(alloc[0] * alloc[1] * alloc[2] * comps));
+    halox::field_options o;
+    o.components = comps;
+    f = dom.wrap<T>(mem.data(), alloc, {2, 2, 2}, {2, 2, 2}, o);
+  }
+};
+
+TEST_CASE("one copy: halox's fields by mapping, wrapped ones by cross-memory attach") {
   mpi::communicator world;
-  const int P = world.size();
+  const int P = world.size(), me = world.rank();
   // Large enough that every rank has a message above the default shm_direct_min_bytes.
   const halox::cartesian<3> dom(world, {48, 44, 40}, halox::periodic{true, true, false});
   constexpr auto st = halox::stencil<3>::box(2);
   auto a = dom.make_field<double>(st);
   auto b = dom.make_field<float>(st, halox::host, 3);
-  // The same shape in memory the user allocated (wrapped): peers cannot map it.
-  const auto n = dom.local_boxes()[0].size();
-  const halox::extents<3> alloc{n[0] + 4, n[1] + 4, n[2] + 4};
-  std::vector<double> mem(std::size_t(alloc[0] * alloc[1] * alloc[2]));
-  auto w = dom.wrap<double>(mem.data(), alloc, {2, 2, 2}, {2, 2, 2});
+  wrapped<double> w(dom);
+  wrapped<float> v(dom, 3);
   struct mode {
     const char* what;
-    bool wrapped;
+    int wrap;  // 0: halox's fields, 1: one of three wrapped, 2: all wrapped
     const char* var;
     const char* value;
+    bool deny;  // rank 1's system refuses cross-memory attach
   };
-  const auto m = GENERATE(mode{"owned fields", false, "HALOX_SHM_INTO", nullptr},
-                          mode{"a wrapped field", true, "HALOX_SHM_INTO", nullptr},
-                          mode{"HALOX_SHM_INTO=buffer", false, "HALOX_SHM_INTO", "buffer"},
-                          mode{"messages below the threshold", false, "HALOX_SHM_DIRECT_MIN", "1G"});
+  const auto m = GENERATE(mode{"halox's fields", 0, "HALOX_SHM_INTO", nullptr, false},
+                          mode{"a wrapped field", 1, "HALOX_SHM_INTO", nullptr, false},
+                          mode{"wrapped fields", 2, "HALOX_SHM_INTO", nullptr, false},
+                          mode{"HALOX_SHM_CROSS=off", 1, "HALOX_SHM_CROSS", "off", false},
+                          mode{"rank 1 refuses", 2, "HALOX_SHM_INTO", nullptr, true},
+                          mode{"HALOX_SHM_INTO=buffer", 2, "HALOX_SHM_INTO", "buffer", false},
+                          mode{"below the threshold", 2, "HALOX_SHM_DIRECT_MIN", "1G", false});
   CAPTURE(m.what);
   scoped_env env(m.var, m.value);
-  auto ex = m.wrapped ? halox::make_exchange(dom, st, a, b, w) : halox::make_exchange(dom, st, a, b);
+  scoped_flag deny(halox::detail::testing::deny_cross_memory, m.deny && me == 1);
+  auto ex = m.wrap == 0   ? halox::make_exchange(dom, st, a, b)
+            : m.wrap == 1 ? halox::make_exchange(dom, st, a, b, w.f)
+                          : halox::make_exchange(dom, st, w.f, v.f);
   const std::string d = ex.describe();
   INFO(d);
-  const bool direct = !m.wrapped && m.value == nullptr;
+  const bool off = m.value != nullptr;  // each variable set here leaves two copies
   if (P > 1) {
-    CHECK((one_copy_lines(d) > 0) == direct);
     CHECK(d.find("via shared memory") != std::string::npos);
+    // Rank 1 refuses, so its pairs keep two copies; a rank beside two others has a pair that
+    // does not involve rank 1 (at three ranks and more).
+    const bool some_direct = !off && !(m.deny && (me == 1 || P == 2));
+    CHECK((one_copy_lines(d) > 0) == some_direct);
+    CHECK((d.find(cross) != std::string::npos) == (some_direct && m.wrap > 0));
+    CHECK((d.find(refused) != std::string::npos) == (m.deny && me == 1));
   }
   for (int round = 0; round < 4; ++round) {
-    hxt::fill(dom, a, {0, round});
-    hxt::fill(dom, b, {1, round});
-    hxt::fill(dom, w, {2, round});
+    hxt::fill(dom, m.wrap == 2 ? w.f : a, {0, round});
+    hxt::fill(dom, m.wrap == 2 ? v.f : b, {1, round});
+    if (m.wrap == 1) hxt::fill(dom, w.f, {2, round});
     if (round % 2) {
       auto h = ex.start();
       while (!h.test()) {
@@ -79,9 +110,9 @@ TEST_CASE("one copy: owned fields go straight into the halo, wrapped ones keep t
     } else {
       ex.exchange();
     }
-    HXT_REQUIRE_OK(hxt::check(dom, a, st, {0, round}));
-    HXT_REQUIRE_OK(hxt::check(dom, b, st, {1, round}));
-    if (m.wrapped) HXT_REQUIRE_OK(hxt::check(dom, w, st, {2, round}));
+    HXT_REQUIRE_OK(hxt::check(dom, m.wrap == 2 ? w.f : a, st, {0, round}));
+    HXT_REQUIRE_OK(hxt::check(dom, m.wrap == 2 ? v.f : b, st, {1, round}));
+    if (m.wrap == 1) HXT_REQUIRE_OK(hxt::check(dom, w.f, st, {2, round}));
   }
 }
 
@@ -96,15 +127,17 @@ TEST_CASE("one copy: owners overwrite their cells right after wait(), slow ranks
   const int me = world.rank();
   const bool slow = me % 2 == 1;
   const bool buffer = GENERATE(false, true);
-  CAPTURE(buffer);
+  const bool wrap = GENERATE(false, true);  // one copy by cross-memory attach
+  CAPTURE(buffer, wrap);
   halox::exchange_options o;
   o.shm_into_fields = !buffer;
   o.shm_direct_min_bytes = 0;
   const halox::cartesian<3> dom(world, {96, 40, 40}, halox::periodic{true, true, true},
                                 halox::process_grid<3>{{world.size(), 1, 1}});
   constexpr auto st = halox::stencil<3>::box(2);
-  auto a = dom.make_field<double>(st);
-  auto b = dom.make_field<double>(st);
+  wrapped<double> wa(dom), wb(dom);
+  auto a = wrap ? wa.f : dom.make_field<double>(st);
+  auto b = wrap ? wb.f : dom.make_field<double>(st);
   auto ex = halox::make_exchange(dom, st, o, a, b);
   const auto n = dom.global_box().hi;
   const auto nap = std::chrono::milliseconds(2);

@@ -24,13 +24,7 @@ namespace mpi = boost::mpi;
 namespace {
 
 using hxt::scoped_env;
-
-// Sets a test-only switch for one scope.
-struct scoped_flag {
-  bool& flag;
-  explicit scoped_flag(bool& f, bool v = true) : flag(f) { flag = v; }
-  ~scoped_flag() { flag = false; }
-};
+using hxt::scoped_flag;
 
 // Runs `make` (which builds an exchange) on every rank and requires halox::error on every rank
 // with every piece of `texts` in its message, and the fields unchanged.
@@ -339,11 +333,10 @@ TEST_CASE("transport switches that differ between ranks: each pair takes what bo
   buffer_only.shm_into_fields = false;
   pair01.peer_shm_ranks = std::vector{0, 1};
   only1.peer_shm_ranks = std::vector{1};
-  const auto m =
-      GENERATE_COPY(mode{"rank 0 MPI only", mpi_only_options, {}},
-                    mode{"others MPI only", {}, mpi_only_options},
-                    mode{"rank lists differ", pair01, only1},
-                    mode{"rank 0 one copy, the others two", {}, buffer_only});
+  const auto m = GENERATE_COPY(mode{"rank 0 MPI only", mpi_only_options, {}},
+                               mode{"others MPI only", {}, mpi_only_options},
+                               mode{"rank lists differ", pair01, only1},
+                               mode{"rank 0 one copy, the others two", {}, buffer_only});
   CAPTURE(m.what);
   const auto opts = me == 0 ? m.rank0 : m.others;
   const halox::cartesian<3> dom(world, {9, 8, 7}, halox::periodic{true, false, true});

@@ -76,6 +76,15 @@ struct setup {
   halox::box<3> owned;
   halox::extents<3> global;
   std::vector<halox::field<double, 3>> mirror;  // host copies of device fields (--device)
+  std::vector<std::vector<double>> own;         // the arrays of wrapped fields (--wrapped)
+
+  // A host field over an array of the benchmark's own, padded by `w` (--wrapped).
+  halox::field<double, 3> wrap_own(int w) {
+    const auto n = dom.local_boxes()[0].size();
+    const halox::extents<3> alloc{n[0] + 2 * w, n[1] + 2 * w, n[2] + 2 * w};
+    own.emplace_back(std::size_t(alloc[0] * alloc[1] * alloc[2]));
+    return dom.wrap<double>(own.back().data(), alloc, {w, w, w}, {w, w, w});
+  }
 
   const halox::field<double, 3>& host_view(int k) const {
     return mirror.empty() ? f[k] : mirror[k];

@@ -67,6 +67,8 @@ exchange_options options_from(const py::dict& kwargs, int rank) {
       o.host_shared_memory = v.cast<bool>();
     else if (key == "shm_into_fields")
       o.shm_into_fields = v.cast<bool>();
+    else if (key == "shm_cross_memory")
+      o.shm_cross_memory = v.cast<bool>();
     else if (key == "shm_direct_min_bytes")
       o.shm_direct_min_bytes = std::size_t(non_negative(v, key, rank));
     else if (key == "node_size")
@@ -96,13 +98,14 @@ exchange_options options_from(const py::dict& kwargs, int rank) {
     else if (key == "nvtx")
       o.nvtx = v.cast<bool>();
     else
-      fail_on(rank,
-              "unknown exchange option '{}' (known: device_staging, host_shared_memory, "
-              "shm_into_fields, shm_direct_min_bytes, node_size, ipc_device_signals, "
-              "ipc_into_fields, ipc_inline_max_bytes, host_staging_copies, staging_chunk_bytes, "
-              "peer_ipc_ranks, "
-              "peer_shm_ranks, require_capturable, nccl_register, wait_timeout, label, nvtx)",
-              key);
+      fail_on(
+          rank,
+          "unknown exchange option '{}' (known: device_staging, host_shared_memory, "
+          "shm_into_fields, shm_direct_min_bytes, shm_cross_memory, node_size, ipc_device_signals, "
+          "ipc_into_fields, ipc_inline_max_bytes, host_staging_copies, staging_chunk_bytes, "
+          "peer_ipc_ranks, "
+          "peer_shm_ranks, require_capturable, nccl_register, wait_timeout, label, nvtx)",
+          key);
   }
   return o;
 }

@@ -127,7 +127,7 @@ class host_mode final : public exchange_mode {
       if (!in_direct_[m]) continue;
       if (!shm_->copied_recv(m, g)) {
         if (!shm_->ready(m, g) || !shm_->claim_recv(m, g)) continue;
-        host_.unpack(m);  // placed: the sender's owned cells into this rank's halo
+        if (!shm_->pull(m)) host_.unpack(m);  // the sender's owned cells into this rank's halo
         shm_->post_consumed(m, g);
       }
       in_direct_[m] = 0;
@@ -147,7 +147,7 @@ class host_mode final : public exchange_mode {
       if (!out_direct_[m]) continue;
       if (!shm_->copied_send(m, g)) {
         if (!copy || !shm_->receiver_started(m, g) || !shm_->claim_send(m, g)) continue;
-        host_.pack(m);  // placed: this rank's owned cells into the receiver's halo
+        if (!shm_->push(m)) host_.pack(m);  // this rank's owned cells into the receiver's halo
         shm_->post_copied_send(m, g);
       }
       out_direct_[m] = 0;

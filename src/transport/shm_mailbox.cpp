@@ -19,6 +19,7 @@
 #include "halox/core/error.hpp"
 #include "halox/field/memory.hpp"
 #include "mpi/check.hpp"
+#include "transport/cross_memory.hpp"
 #include "transport/routes.hpp"
 
 namespace halox::detail {
@@ -82,6 +83,7 @@ struct shm_mailbox::impl {
   std::shared_ptr<std::byte> own;                  // this rank's segment (send buffer inside)
   std::vector<std::shared_ptr<std::byte>> mapped;  // the senders' segments
   std::map<std::pair<long long, int>, std::shared_ptr<std::byte>> fields;  // peers' fields
+  std::map<long long, std::string> cross;  // by process: why cross-memory attach is refused
 };
 
 namespace testing {
@@ -132,13 +134,22 @@ void swap_per_message(MPI_Comm comm, int me, const std::vector<T>& out,
 }
 
 // Shared memory's exported memory: halox's own field memory (memfd blocks, see
-// allocate_shareable), which a peer opens through /proc/<pid>/fd/<fd>.
+// allocate_shareable), which a peer opens through /proc/<pid>/fd/<fd>; or, with `fd` ==
+// cross_fd, any memory of the process, which a peer reads and writes by cross-memory attach
+// (transport/cross_memory.hpp): `size` is then the address, one block per region.
 struct field_block {
   long long pid = 0;
   int fd = -1, pad = 0;
   unsigned long long size = 0;
 };
 static_assert(sizeof(field_block) <= sizeof(export_handle::bytes));
+constexpr int cross_fd = -2;
+
+field_block block_of(const export_handle& h) {
+  field_block b;
+  std::memcpy(&b, h.bytes, sizeof b);
+  return b;
+}
 
 // The block of halox's own field memory that holds `p` (program/direct_writes.hpp's find_export).
 bool find_field_block(const std::byte* p, export_handle& h, const std::byte*& base) {
@@ -148,6 +159,20 @@ bool find_field_block(const std::byte* p, export_handle& h, const std::byte*& ba
   std::memcpy(h.bytes, &f, sizeof f);
   base = b.base;
   return true;
+}
+
+// Any memory of this process, for cross-memory attach (find_export).
+bool find_cross_block(const std::byte* p, export_handle& h, const std::byte*& base) {
+  const field_block f{getpid(), cross_fd, 0, reinterpret_cast<std::uintptr_t>(p)};
+  std::memcpy(h.bytes, &f, sizeof f);
+  base = p;
+  return true;
+}
+
+// Whether a peer's regions lie in memory it reaches by cross-memory attach (the same for all
+// of a message's regions, see describe_exported).
+bool cross_regions(const std::vector<direct_region>& r) {
+  return !r.empty() && block_of(r.front().block).fd == cross_fd;
 }
 
 // A list per message each way (`in` sized by the counts swapped before; empty ones skipped).
@@ -182,8 +207,8 @@ std::uint64_t* word(std::uint64_t* slot, std::size_t k) {
 // A block of a peer's field memory, mapped here once per (process, descriptor); null where the
 // system does not allow it.
 std::byte* shm_mailbox::map_peer_field(const export_handle& block) {
-  field_block b;
-  std::memcpy(&b, block.bytes, sizeof b);
+  const field_block b = block_of(block);
+  if (b.fd == cross_fd) return cross_address(b.pid, b.size);
   auto& at = p_->fields[{b.pid, b.fd}];
   if (!at) {
     const std::string path = fmt::format("/proc/{}/fd/{}", b.pid, b.fd);
@@ -231,15 +256,23 @@ void swap_counted_lists(MPI_Comm comm, int me, const std::vector<std::vector<T>>
   swap_lists(comm, me, out, to, in, from, tag, what);
 }
 
+// A message's regions in exported memory: halox's own field memory where all of it is, else,
+// with `cross`, wherever it is (for cross-memory attach); empty where neither applies.
+std::vector<direct_region> describe_exported(const message_steps& steps, bool cross) {
+  std::vector<direct_region> r = describe_regions(steps, find_field_block);
+  if (r.empty() && cross) r = describe_regions(steps, find_cross_block);
+  return r;
+}
+
 // Sender, send message m: its pack steps fused with the receiver's halo regions (the
 // receiver's field mapped here) into `direct.fused_send[m]`; returns its owned regions, for the
 // receiver to copy from (empty, and nothing fused, where the message keeps two copies).
 std::vector<direct_region> fuse_send(const exchange_program& prog, const std::byte* buf,
                                      std::size_t m, const std::vector<direct_region>& halo,
-                                     const map_export& map, placement& direct) {
+                                     const map_export& map, bool cross, placement& direct) {
   if (halo.empty()) return {};
   const message_steps steps = host_message_steps(prog, step_kind::pack, m, buf);
-  std::vector<direct_region> owned = describe_regions(steps, find_field_block);
+  std::vector<direct_region> owned = describe_exported(steps, cross);
   if (owned.empty()) return {};
   std::vector<copy_op> push = fuse_regions(steps, halo, map);
   if (push.empty()) return {};
@@ -283,14 +316,15 @@ void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog,
   auto wanted = [&](const message& m) {
     return allowed && m.bytes >= prog.options.shm_direct_min_bytes;
   };
+  cross_on_ = prog.options.shm_cross_memory;
+  me_ = me;
   const map_export map = [this](const export_handle& h) { return map_peer_field(h); };
 
   std::vector<std::vector<direct_region>> halo_out(sh.recvs.size()), halo_in;
   for (std::size_t k = 0; k < sh.recvs.size(); ++k)
     if (wanted(sh.recvs[k]))
-      halo_out[k] = describe_regions(
-          host_message_steps(prog, step_kind::unpack, sh.recv_at[k], bufs.recv.get()),
-          find_field_block);
+      halo_out[k] = describe_exported(
+          host_message_steps(prog, step_kind::unpack, sh.recv_at[k], bufs.recv.get()), cross_on_);
   swap_counted_lists(comm, me, halo_out, sh.recvs, halo_in, sh.sends, tag_regions,
                      "MPI_Waitall(regions)");
 
@@ -298,7 +332,8 @@ void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog,
   std::vector<std::vector<direct_region>> owned_out(sh.sends.size()), owned_in;
   for (std::size_t k = 0; k < sh.sends.size(); ++k)
     if (wanted(sh.sends[k]))
-      owned_out[k] = fuse_send(prog, bufs.send.get(), sh.send_at[k], halo_in[k], map, direct_);
+      owned_out[k] =
+          fuse_send(prog, bufs.send.get(), sh.send_at[k], halo_in[k], map, cross_on_, direct_);
   swap_counted_lists(comm, me, owned_out, sh.sends, owned_in, sh.recvs, tag_sources,
                      "MPI_Waitall(sources)");
 
@@ -319,6 +354,53 @@ void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog,
       direct_.fused_send[m].clear();
     }
   }
+  go_cross(prog, sh.sends, sh.send_at, halo_in, true);
+  go_cross(prog, sh.recvs, sh.recv_at, owned_in, false);
+}
+
+// The direct messages whose peer side is reached by cross-memory attach: their fused copies
+// (addresses in the peer) become pairs of runs for process_vm_writev (`send`: the sender's
+// copy into the receiver's halo) or process_vm_readv (the receiver's copy out of the sender's
+// owned cells), run in place of the placed steps (see push() and pull()).
+void shm_mailbox::go_cross(const exchange_program& prog, const std::vector<message>& msgs,
+                           const std::vector<std::size_t>& at,
+                           const std::vector<std::vector<direct_region>>& peer, bool send) {
+  auto& flags = send ? direct_.send_direct : direct_.recv_direct;
+  auto& fused = send ? direct_.fused_send : direct_.fused_recv;
+  auto& out = send ? cross_send_ : cross_recv_;
+  out.assign(send ? prog.sends.size() : prog.recvs.size(), {});
+  for (std::size_t k = 0; k < msgs.size(); ++k) {
+    const std::size_t m = at[k];
+    if (!flags[m] || !cross_regions(peer[k])) continue;
+    out[m] = make_cross_copy(fused[m], send, block_of(peer[k].front().block).pid, msgs[k].peer);
+    fused[m].clear();
+    ++cross_messages_;
+  }
+}
+
+// The address `addr` of process `pid` as a fused copy's peer end, never dereferenced here
+// (cross-memory attach copies to and from it); null where this process may not reach that
+// process's memory (probed once per process; the first reason is kept for describe()).
+std::byte* shm_mailbox::cross_address(long long pid, unsigned long long addr) {
+  if (!cross_on_) return nullptr;
+  auto [it, fresh] = p_->cross.try_emplace(pid);
+  if (fresh) it->second = cross_memory_probe(pid, reinterpret_cast<const void*>(addr));
+  if (!it->second.empty()) {
+    if (cross_refused_.empty()) cross_refused_ = it->second;
+    return nullptr;
+  }
+  return reinterpret_cast<std::byte*>(addr);
+}
+
+bool shm_mailbox::push(std::size_t send) const {
+  if (send >= cross_send_.size() || cross_send_[send].pid == 0) return false;
+  run_cross_copy(cross_send_[send], true, me_);
+  return true;
+}
+bool shm_mailbox::pull(std::size_t recv) const {
+  if (recv >= cross_recv_.size() || cross_recv_[recv].pid == 0) return false;
+  run_cross_copy(cross_recv_[recv], false, me_);
+  return true;
 }
 
 // The receiver's side of one offer: maps the sender's buffer (or says why not: the plans
@@ -474,9 +556,19 @@ std::string shm_mailbox::how() const {
           ? "one copy, straight from the sender's owned cells into the receiver's halo, by "
             "whichever of the two ranks gets to it first"
           : "one copy straight from the sender's owned cells into the receiver's halo where "
-            "both fields are halox's own, else packed into a shared send buffer and unpacked "
-            "out of it";
-  return fmt::format("shared memory (node-local: {}; no MPI message per exchange)", how);
+            "the fields allow it, else packed into a shared send buffer and unpacked out of it";
+  std::string cross;
+  if (cross_messages_ > 0)
+    cross = fmt::format(
+        "; {} of this rank's messages reach memory halox does not own by "
+        "cross-memory attach (process_vm_readv/writev)",
+        cross_messages_);
+  if (!cross_refused_.empty())
+    cross += fmt::format(
+        "; memory halox does not own takes two copies where the system refuses "
+        "cross-memory attach ({})",
+        cross_refused_);
+  return fmt::format("shared memory (node-local: {}{}; no MPI message per exchange)", how, cross);
 }
 
 shm_mailbox::~shm_mailbox() = default;

@@ -13,6 +13,10 @@
 ///   and the receiver unpacks straight out of it, with `ready` (packed) and `consumed`
 ///   (unpacked, the slot may be reused).
 ///
+/// Memory halox does not own (wrapped fields) cannot be mapped by a peer; there the one copy is
+/// made by cross-memory attach (transport/cross_memory.hpp) where the system allows it, else
+/// the message takes two copies.
+///
 /// Either way no MPI message per exchange. Set-up is collective: each rank's send buffer
 /// becomes a `memfd` mapping; its receivers map it through `/proc/<pid>/fd/<fd>` and say
 /// whether that worked, so every message either goes through shared memory on both sides or
@@ -39,6 +43,7 @@
 #include "program/message_buffers.hpp"
 #include "program/placement.hpp"
 #include "program/program.hpp"
+#include "transport/cross_memory.hpp"
 
 namespace halox::detail {
 
@@ -120,6 +125,11 @@ class shm_mailbox {
   void post_copied_send(std::size_t send, std::uint64_t g) const;
   bool copied_send(std::size_t send, std::uint64_t g) const;
   bool copied_recv(std::size_t recv, std::uint64_t g) const;
+  /// Either side, a direct message whose peer side is memory halox does not own (wrapped
+  /// fields): runs its copy by cross-memory attach (transport/cross_memory.hpp) and returns
+  /// true; false, having done nothing, for any other message (its placed steps copy it).
+  bool push(std::size_t send) const;
+  bool pull(std::size_t recv) const;
   std::size_t direct_send_count() const { return direct_sends_; }
   std::size_t direct_recv_count() const { return direct_recvs_; }
 
@@ -134,6 +144,10 @@ class shm_mailbox {
   void unshared(std::size_t ns, std::size_t nr);
   void go_direct(MPI_Comm comm, const exchange_program& prog, const message_buffers& bufs, int me);
   std::byte* map_peer_field(const export_handle& block);
+  std::byte* cross_address(long long pid, unsigned long long addr);
+  void go_cross(const exchange_program& prog, const std::vector<message>& msgs,
+                const std::vector<std::size_t>& at,
+                const std::vector<std::vector<direct_region>>& peer, bool send);
   std::unique_ptr<impl> p_;
   std::vector<int> send_slot_, recv_slot_;  // -1: through MPI
   std::size_t send_shift_ = 0;              // from copy 0 of the send buffer to copy 1
@@ -143,6 +157,11 @@ class shm_mailbox {
   std::vector<std::uint64_t*> send_ready_, send_consumed_, recv_ready_, recv_consumed_;
   placement direct_;  // the direct messages: flags and fused copies (no buffer addresses)
   std::size_t direct_sends_ = 0, direct_recvs_ = 0;
+  std::vector<cross_copy> cross_send_, cross_recv_;  // pid 0: not by cross-memory attach
+  std::size_t cross_messages_ = 0;
+  bool cross_on_ = true;
+  int me_ = 0;
+  std::string cross_refused_;  // why cross-memory attach was refused, where it was
   std::vector<message> mpi_sends_, mpi_recvs_;
   std::size_t shared_recvs_ = 0;
   std::map<int, std::string> fallback_;
