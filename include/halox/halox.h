@@ -236,6 +236,22 @@ halox_status halox_unstructured_create(MPI_Comm comm, const int64_t* owned, int6
 halox_status halox_unstructured_create_f(MPI_Fint comm, const int64_t* owned, int64_t owned_count,
                                          const int64_t* ghosts, int64_t ghost_count,
                                          halox_unstructured** out);
+/* The same with your own local order and what you know (the C++ unstructured_options):
+ * ghost_owners, the owner rank of each ghost (ghost_count entries; NULL: halox finds them);
+ * owned_local and ghost_local, the 0-based local index of each owned entity and each ghost
+ * (NULL: the owned first, then the ghosts); local_count, the entities in your local arrays
+ * (-1: owned + ghosts). A wrong owner, an index out of range or used twice fails on every rank. */
+halox_status halox_unstructured_create_local(MPI_Comm comm, const int64_t* owned,
+                                             int64_t owned_count, const int64_t* ghosts,
+                                             int64_t ghost_count, const int* ghost_owners,
+                                             const int64_t* owned_local, const int64_t* ghost_local,
+                                             int64_t local_count, halox_unstructured** out);
+halox_status halox_unstructured_create_local_f(MPI_Fint comm, const int64_t* owned,
+                                               int64_t owned_count, const int64_t* ghosts,
+                                               int64_t ghost_count, const int* ghost_owners,
+                                               const int64_t* owned_local,
+                                               const int64_t* ghost_local, int64_t local_count,
+                                               halox_unstructured** out);
 halox_status halox_unstructured_destroy(halox_unstructured* pat); /* NULL is fine */
 /* This rank's owned, ghost and local (owned + ghost) entity counts; any pointer may be NULL. */
 halox_status halox_unstructured_counts(const halox_unstructured* pat, int64_t* owned,

@@ -26,15 +26,29 @@ std::span<const global_id> ids_of(const std::int64_t* ids, std::int64_t count, c
   return {ids, std::size_t(count)};
 }
 
+/// What halox_unstructured_create_local takes beyond the ids (NULL: the default).
+struct local_order {
+  const int* ghost_owners = nullptr;
+  const std::int64_t* owned_local = nullptr;
+  const std::int64_t* ghost_local = nullptr;
+  std::int64_t local_count = -1;
+};
+
 halox_unstructured* new_pattern(MPI_Comm raw, const std::int64_t* owned, std::int64_t n_owned,
-                                const std::int64_t* ghosts, std::int64_t n_ghosts) {
+                                const std::int64_t* ghosts, std::int64_t n_ghosts,
+                                const local_order& order) {
   const auto comm = attach(raw, "halox_unstructured_create");
   std::span<const global_id> own, ghost;
   detail::agree(comm, [&] {
     own = ids_of(owned, n_owned, "owned", comm.rank());
     ghost = ids_of(ghosts, n_ghosts, "ghost", comm.rank());
   });
-  return new halox_unstructured{unstructured(comm, own, ghost)};
+  unstructured_options o;
+  if (order.ghost_owners) o.ghost_owners = {order.ghost_owners, ghost.size()};
+  if (order.owned_local) o.owned_local = {order.owned_local, own.size()};
+  if (order.ghost_local) o.ghost_local = {order.ghost_local, ghost.size()};
+  o.local_count = order.local_count;
+  return new halox_unstructured{unstructured(comm, own, ghost, o)};
 }
 
 const unstructured& pattern_of(const halox_unstructured* p, const char* call) {
@@ -108,8 +122,31 @@ halox_status halox_unstructured_create(MPI_Comm comm, const int64_t* owned, int6
                                        halox_unstructured** out) {
   return guard([&] {
     *need(out, "halox_unstructured_create", "out") = nullptr;
-    *out = new_pattern(comm, owned, owned_count, ghosts, ghost_count);
+    *out = new_pattern(comm, owned, owned_count, ghosts, ghost_count, {});
   });
+}
+
+halox_status halox_unstructured_create_local(MPI_Comm comm, const int64_t* owned,
+                                             int64_t owned_count, const int64_t* ghosts,
+                                             int64_t ghost_count, const int* ghost_owners,
+                                             const int64_t* owned_local, const int64_t* ghost_local,
+                                             int64_t local_count, halox_unstructured** out) {
+  return guard([&] {
+    *need(out, "halox_unstructured_create_local", "out") = nullptr;
+    *out = new_pattern(comm, owned, owned_count, ghosts, ghost_count,
+                       {ghost_owners, owned_local, ghost_local, local_count});
+  });
+}
+
+halox_status halox_unstructured_create_local_f(MPI_Fint comm, const int64_t* owned,
+                                               int64_t owned_count, const int64_t* ghosts,
+                                               int64_t ghost_count, const int* ghost_owners,
+                                               const int64_t* owned_local,
+                                               const int64_t* ghost_local, int64_t local_count,
+                                               halox_unstructured** out) {
+  return halox_unstructured_create_local(MPI_Comm_f2c(comm), owned, owned_count, ghosts,
+                                         ghost_count, ghost_owners, owned_local, ghost_local,
+                                         local_count, out);
 }
 
 halox_status halox_unstructured_create_f(MPI_Fint comm, const int64_t* owned, int64_t owned_count,

@@ -191,6 +191,64 @@ static void test_reverse(void) {
   OK(halox_unstructured_destroy(l.pat));
 }
 
+/* Your own local order, owners given: ghosts first (reversed), two spare entries, then the
+ * owned entities; every ghost filled, the spare entries untouched. Then a wrong owner (rank 0)
+ * and a local index out of range (the last rank), rejected on every rank. */
+static void test_local_order(void) {
+  layout l;
+  l.n_owned = owned_count(rank);
+  for (int k = 0; k < l.n_owned; ++k) l.owned[k] = id_of(rank, k);
+  l.n_ghosts = ghosts_of(rank, l.ghosts, l.ghost_owner);
+  const int64_t n = l.n_owned + l.n_ghosts + 2;
+  int64_t owned_local[max_entities], ghost_local[max_entities];
+  double x[max_entities + 2], want[max_entities + 2];
+  for (int i = 0; i < l.n_ghosts; ++i) {
+    ghost_local[i] = l.n_ghosts - 1 - i;
+    x[ghost_local[i]] = -1, want[ghost_local[i]] = u_value(l.ghosts[i], 0);
+  }
+  x[l.n_ghosts] = x[l.n_ghosts + 1] = want[l.n_ghosts] = want[l.n_ghosts + 1] = -7;
+  for (int k = 0; k < l.n_owned; ++k) {
+    owned_local[k] = l.n_ghosts + 2 + k;
+    x[owned_local[k]] = want[owned_local[k]] = u_value(l.owned[k], 0);
+  }
+  halox_unstructured* pat = NULL;
+  OK(halox_unstructured_create_local(MPI_COMM_WORLD, l.owned, l.n_owned, l.ghosts, l.n_ghosts,
+                                     l.ghost_owner, owned_local, ghost_local, n, &pat));
+  halox_entity_field* f = NULL;
+  halox_exchange* ex = NULL;
+  OK(halox_entity_field_wrap(pat, HALOX_FLOAT64, x, n, &f));
+  OK(halox_unstructured_exchange_create(pat, &f, 1, NULL, &ex));
+  OK(halox_exchange_run(ex));
+  for (int e = 0; e < n; ++e)
+    CHECK(x[e] == want[e], "local order: entity %d holds %.0f, expected %.0f", e, x[e], want[e]);
+  OK(halox_exchange_destroy(ex));
+  OK(halox_entity_field_destroy(f));
+  OK(halox_unstructured_destroy(pat));
+  char text[160];
+  if (size > 1) {
+    int64_t first0[max_entities];
+    int owners0[max_entities];
+    ghosts_of(0, first0, owners0);
+    if (rank == 0) l.ghost_owner[0] = 0;
+    snprintf(text, sizeof text,
+             "rank 0: ghost id %ld has owner rank 0, not another rank in [0, %d)", (long)first0[0],
+             size);
+    REJECTED(halox_unstructured_create_local(MPI_COMM_WORLD, l.owned, l.n_owned, l.ghosts,
+                                             l.n_ghosts, l.ghost_owner, NULL, NULL, -1, &pat),
+             text);
+  }
+  int64_t last_ids[max_entities];
+  int last_owners[max_entities];
+  const int64_t n_last = owned_count(size - 1) + ghosts_of(size - 1, last_ids, last_owners) + 2;
+  if (rank == size - 1) owned_local[0] = n;
+  snprintf(text, sizeof text, "rank %d: owned_local[0] = %ld is outside [0, ", size - 1,
+           (long)n_last);
+  REJECTED(halox_unstructured_create_local(MPI_COMM_WORLD, l.owned, l.n_owned, l.ghosts, l.n_ghosts,
+                                           NULL, owned_local, ghost_local, n, &pat),
+           text);
+  CHECK(pat == NULL, "a rejected pattern is not NULL");
+}
+
 /* Patterns every rank must reject: an id nobody owns (on the last rank only), a negative
  * count (on rank 0 only); and a NULL output pointer, reported by each rank alone. */
 static void test_bad_patterns(void) {
@@ -311,6 +369,7 @@ int main(int argc, char** argv) {
   MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   test_forward();
   test_reverse();
+  test_local_order();
   test_bad_patterns();
   test_bad_fields();
   int total = 0;
