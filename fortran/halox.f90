@@ -106,11 +106,16 @@ module halox
     module procedure box_list_f08, box_list_int
   end interface halox_box_list
 
-  !> halox_unstructured(pat, comm, owned, ghosts, stat, errmsg): the pattern of a rank that
-  !> owns the entities of global ids `owned` and needs ghosts of `ghosts` (integer(int64) or
-  !> default integer arrays), collective over comm (type(MPI_Comm) or an integer communicator).
-  !> Fails on every rank when any rank's ids are wrong (listed twice, owned twice, a ghost id
-  !> no rank owns). comm must stay valid while exchanges are built on the pattern.
+  !> halox_unstructured(pat, comm, owned, ghosts, ghost_owners, owned_local, ghost_local,
+  !> local_count, stat, errmsg): the pattern of a rank that owns the entities of global ids
+  !> `owned` and needs ghosts of `ghosts` (integer(int64) or default integer arrays), collective
+  !> over comm (type(MPI_Comm) or an integer communicator). Optional: the owner rank of each
+  !> ghost (0-based, as MPI numbers them; absent: halox finds them), the local index (1-based)
+  !> of each owned entity and each ghost (absent: the owned first, then the ghosts) and the
+  !> entities in your local arrays (absent: owned + ghosts). Fails on every rank when any
+  !> rank's input is wrong (an id listed twice or owned twice, a ghost id no rank owns, a wrong
+  !> owner, a local index out of range or used twice). comm must stay valid while exchanges
+  !> are built on the pattern.
   interface halox_unstructured
     module procedure unstructured_f08_i8, unstructured_f08_int, unstructured_int_i8, &
       unstructured_int_int
@@ -304,12 +309,15 @@ module halox
       type(c_ptr), intent(in) :: fields(*)
       type(c_ptr), intent(out) :: out
     end function
-    integer(c_int) function c_unstructured(comm, owned, n_owned, ghosts, n_ghosts, out) &
-        bind(C, name='halox_unstructured_create_f')
+    integer(c_int) function c_unstructured_local(comm, owned, n_owned, ghosts, n_ghosts, &
+                                                 ghost_owners, owned_local, ghost_local, &
+                                                 local_count, out) &
+        bind(C, name='halox_unstructured_create_local_f')
       import :: c_int, c_int64_t, c_ptr
       integer(c_int), value :: comm
       integer(c_int64_t), intent(in) :: owned(*), ghosts(*)
-      integer(c_int64_t), value :: n_owned, n_ghosts
+      integer(c_int64_t), value :: n_owned, n_ghosts, local_count
+      type(c_ptr), value :: ghost_owners, owned_local, ghost_local
       type(c_ptr), intent(out) :: out
     end function
     integer(c_int) function c_unstructured_counts(pat, owned, ghosts, local) &
@@ -628,48 +636,91 @@ contains
 
   ! ---- unstructured patterns ------------------------------------------------------------
 
-  subroutine unstructured_f08_i8(pat, comm, owned, ghosts, stat, errmsg)
+  subroutine unstructured_f08_i8(pat, comm, owned, ghosts, ghost_owners, owned_local, &
+                                 ghost_local, local_count, stat, errmsg)
     type(halox_pattern), intent(inout) :: pat
     type(MPI_Comm), intent(in) :: comm
     integer(int64), intent(in) :: owned(:), ghosts(:)
+    integer, intent(in), optional :: ghost_owners(:), owned_local(:), ghost_local(:), local_count
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    call unstructured_int_i8(pat, comm%MPI_VAL, owned, ghosts, stat, errmsg)
+    call unstructured_int_i8(pat, comm%MPI_VAL, owned, ghosts, ghost_owners, owned_local, &
+                             ghost_local, local_count, stat, errmsg)
   end subroutine unstructured_f08_i8
 
-  subroutine unstructured_f08_int(pat, comm, owned, ghosts, stat, errmsg)
+  subroutine unstructured_f08_int(pat, comm, owned, ghosts, ghost_owners, owned_local, &
+                                  ghost_local, local_count, stat, errmsg)
     type(halox_pattern), intent(inout) :: pat
     type(MPI_Comm), intent(in) :: comm
     integer, intent(in) :: owned(:), ghosts(:)
+    integer, intent(in), optional :: ghost_owners(:), owned_local(:), ghost_local(:), local_count
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    call unstructured_int_i8(pat, comm%MPI_VAL, int(owned, int64), int(ghosts, int64), stat, &
-                             errmsg)
+    call unstructured_int_i8(pat, comm%MPI_VAL, int(owned, int64), int(ghosts, int64), &
+                             ghost_owners, owned_local, ghost_local, local_count, stat, errmsg)
   end subroutine unstructured_f08_int
 
-  subroutine unstructured_int_int(pat, comm, owned, ghosts, stat, errmsg)
+  subroutine unstructured_int_int(pat, comm, owned, ghosts, ghost_owners, owned_local, &
+                                  ghost_local, local_count, stat, errmsg)
     type(halox_pattern), intent(inout) :: pat
     integer, intent(in) :: comm
     integer, intent(in) :: owned(:), ghosts(:)
+    integer, intent(in), optional :: ghost_owners(:), owned_local(:), ghost_local(:), local_count
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    call unstructured_int_i8(pat, comm, int(owned, int64), int(ghosts, int64), stat, errmsg)
+    call unstructured_int_i8(pat, comm, int(owned, int64), int(ghosts, int64), ghost_owners, &
+                             owned_local, ghost_local, local_count, stat, errmsg)
   end subroutine unstructured_int_int
 
-  subroutine unstructured_int_i8(pat, comm, owned, ghosts, stat, errmsg)
+  subroutine unstructured_int_i8(pat, comm, owned, ghosts, ghost_owners, owned_local, &
+                                 ghost_local, local_count, stat, errmsg)
     type(halox_pattern), intent(inout) :: pat
     integer, intent(in) :: comm
     integer(int64), intent(in) :: owned(:), ghosts(:)
+    integer, intent(in), optional :: ghost_owners(:), owned_local(:), ghost_local(:), local_count
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     ! Contiguous copies with at least one element: C reads no element of an empty list.
     integer(c_int64_t) :: own(max(size(owned), 1)), ghost(max(size(ghosts), 1))
+    integer(c_int64_t), target :: own_at(size(own)), ghost_at(size(ghost))
+    integer(c_int), target :: owner(size(ghost))
+    type(c_ptr) :: po, pol, pgl
+    integer(c_int64_t) :: n
     own = 0
     ghost = 0
     own(1:size(owned)) = owned
     ghost(1:size(ghosts)) = ghosts
-    call check(c_unstructured(int(comm, c_int), own, int(size(owned), c_int64_t), ghost, &
-                              int(size(ghosts), c_int64_t), pat%ptr), stat, errmsg)
+    po = c_null_ptr
+    pol = c_null_ptr
+    pgl = c_null_ptr
+    n = -1
+    if (present(ghost_owners)) call fit(ghost_owners, owner, po)
+    if (present(owned_local)) call fit64(owned_local, size(owned), own_at, pol)
+    if (present(ghost_local)) call fit64(ghost_local, size(ghosts), ghost_at, pgl)
+    if (present(local_count)) n = local_count
+    call check(c_unstructured_local(int(comm, c_int), own, int(size(owned), c_int64_t), ghost, &
+                                    int(size(ghosts), c_int64_t), po, pol, pgl, n, pat%ptr), &
+               stat, errmsg)
+  contains
+    !> `v` as C takes it; a list of the wrong length as one of entries halox rejects (-1: no
+    !> rank, no local index), so that every rank fails together.
+    subroutine fit(v, to, p)
+      integer, intent(in) :: v(:)
+      integer(c_int), intent(out), target :: to(:)
+      type(c_ptr), intent(out) :: p
+      to = -1
+      if (size(v) == size(ghosts)) to(1:size(v)) = int(v, c_int)
+      p = c_loc(to)
+    end subroutine fit
+    !> 1-based local indices `v` as C takes them (0-based), or -1 entries as above.
+    subroutine fit64(v, n, to, p)
+      integer, intent(in) :: v(:), n
+      integer(c_int64_t), intent(out), target :: to(:)
+      type(c_ptr), intent(out) :: p
+      to = -1
+      if (size(v) == n) to(1:n) = int(v - 1, c_int64_t)
+      p = c_loc(to)
+    end subroutine fit64
   end subroutine unstructured_int_i8
 
   !> This rank's owned, ghost and local (owned + ghost) entity counts.

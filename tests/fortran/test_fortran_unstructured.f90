@@ -19,6 +19,7 @@ program test_fortran_unstructured
   n = 6 * nranks + 1  ! entities 1..n on a ring
   call test_forward()
   call test_reverse()
+  call test_local_order()
   call test_bad_input()
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
   if (rank == 0) print '(a, i0, a, i0, a)', 'test_fortran_unstructured: ', nranks, ' rank(s), ', &
@@ -43,7 +44,7 @@ contains
   end function owner
 
   !> Ring entity g as a global id beyond 32 bits.
-  pure integer(int64) function big_id(g)
+  elemental integer(int64) function big_id(g)
     integer, intent(in) :: g
     big_id = int(g, int64) * 1000000007_int64
   end function big_id
@@ -207,6 +208,56 @@ contains
     call f%destroy()
     call pat%destroy()
   end subroutine test_reverse
+
+  !> Your own local order, owners given (1-based local indices): the ghosts first, reversed,
+  !> two spare entries, then the owned entities; every ghost filled, the spare entries
+  !> untouched. Then a ghost index out of range (the last rank) and owners of the wrong length
+  !> (rank 0), rejected on every rank.
+  subroutine test_local_order()
+    type(halox_pattern) :: pat
+    type(halox_entity_field) :: f
+    type(halox_exchange) :: ex
+    real(real64), allocatable, target :: x(:), want(:)
+    integer, allocatable :: own(:), ghosts(:), owners(:), own_at(:), ghost_at(:)
+    integer :: ng, nl, k, stat
+    character(300) :: msg
+    character(80) :: text
+    allocate (own, source=owned_of(rank))
+    allocate (ghosts, source=ghosts_of(rank))
+    ng = size(ghosts)
+    nl = size(own) + ng + 2
+    allocate (owners(ng), own_at(size(own)), ghost_at(ng), x(nl), want(nl))
+    owners(:) = [(owner(ghosts(k)), k = 1, ng)]
+    ghost_at(:) = [(ng + 1 - k, k = 1, ng)]
+    own_at(:) = [(ng + 2 + k, k = 1, size(own))]
+    x = -1
+    x(ng + 1:ng + 2) = -7
+    want = -7
+    x(own_at) = 10.0_real64 * big_id(own) + 1
+    want(own_at) = x(own_at)
+    want(ghost_at) = 10.0_real64 * big_id(ghosts) + 1
+    call halox_unstructured(pat, MPI_COMM_WORLD, own, ghosts, ghost_owners=owners, &
+                            owned_local=own_at, ghost_local=ghost_at, local_count=nl)
+    call halox_wrap(f, pat, x)
+    call halox_make_exchange(ex, pat, [f])
+    call ex%exchange()
+    call expect(all(x == want), 'local order')
+    call ex%destroy()
+    call f%destroy()
+    call pat%destroy()
+    if (nranks == 1) return  ! no ghosts
+    if (rank == nranks - 1) ghost_at(1) = nl + 1
+    write (text, '(a, i0, a)') 'rank ', nranks - 1, ': ghost_local[0] = '
+    call halox_unstructured(pat, MPI_COMM_WORLD, own, ghosts, owned_local=own_at, &
+                            ghost_local=ghost_at, local_count=nl, stat=stat, errmsg=msg)
+    call expect(stat == HALOX_ERROR .and. index(msg, trim(text)) > 0, &
+                'ghost index out of range: '//trim(msg))
+    call halox_unstructured(pat, MPI_COMM_WORLD, own, ghosts, &
+                            ghost_owners=owners(1:merge(ng - 1, ng, rank == 0)), stat=stat, &
+                            errmsg=msg)
+    call expect(stat == HALOX_ERROR .and. index(msg, 'has owner rank -1') > 0, &
+                'owners of the wrong length: '//trim(msg))
+  end subroutine test_local_order
 
   !> Bad input, each on some ranks only, rejected on every rank with stat and errmsg; the
   !> arrays are left as they were.
