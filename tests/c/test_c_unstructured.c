@@ -308,6 +308,30 @@ static void test_disagreement(const layout* l, halox_entity_field** f, const sna
   expect_untouched(before, u, v, "ranks that disagree");
 }
 
+/* A field declared as device memory, on the last rank, in a build without CUDA: rejected on
+ * every rank, the array untouched. */
+static void test_device_memory(const layout* l, double* u, const snapshot* before,
+                               const int64_t* v) {
+#ifdef HALOX_TEST_WITHOUT_CUDA
+  halox_entity_field* f = NULL;
+  halox_exchange* ex = NULL;
+  OK(halox_entity_field_wrap(l->pat, HALOX_FLOAT64, u, l->n_local, &f));
+  OK(halox_entity_field_set_components(f, 2, HALOX_INTERLEAVED, 0));
+  OK(halox_entity_field_set_memory(f, rank == size - 1 ? HALOX_DEVICE : HALOX_HOST));
+  OK(halox_entity_field_set_name(f, "d"));
+  char text[120];
+  snprintf(text, sizeof text,
+           "rank %d: field #0 'd' lives in device memory; this halox was built without CUDA",
+           size - 1);
+  REJECTED(halox_unstructured_exchange_create(l->pat, &f, 1, NULL, &ex), text);
+  CHECK(ex == NULL, "a rejected exchange is not NULL");
+  expect_untouched(before, u, v, "device memory");
+  OK(halox_entity_field_destroy(f));
+#else
+  (void)l, (void)u, (void)before, (void)v;
+#endif
+}
+
 /* Exchanges every rank must reject, each failing on some ranks only; nothing is written. */
 static void test_bad_fields(void) {
   layout l, other;
@@ -357,6 +381,7 @@ static void test_bad_fields(void) {
            "rank 0: field #1 is NULL");
   expect_untouched(&before, u, v, "bad fields");
   test_disagreement(&l, f, &before, u, v);
+  test_device_memory(&l, u, &before, v);
   OK(halox_entity_field_destroy(f[0]));
   OK(halox_entity_field_destroy(f[1]));
   OK(halox_unstructured_destroy(l.pat));
