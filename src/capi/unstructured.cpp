@@ -19,10 +19,10 @@ namespace {
 /// new_pattern) so that a bad count on one rank cannot leave the others in the pattern's own
 /// collective checks.
 std::span<const global_id> ids_of(const std::int64_t* ids, std::int64_t count, const char* what,
-                                  int me) {
-  detail::require(count >= 0, "rank {}: halox_unstructured_create: {} {} ids", me, count, what);
-  detail::require(count == 0 || ids != nullptr,
-                  "rank {}: halox_unstructured_create: {} {} ids at NULL", me, count, what);
+                                  int me, const char* call) {
+  detail::require(count >= 0, "rank {}: {}: {} {} ids", me, call, count, what);
+  detail::require(count == 0 || ids != nullptr, "rank {}: {}: {} {} ids at NULL", me, call, count,
+                  what);
   return {ids, std::size_t(count)};
 }
 
@@ -36,12 +36,12 @@ struct local_order {
 
 halox_unstructured* new_pattern(MPI_Comm raw, const std::int64_t* owned, std::int64_t n_owned,
                                 const std::int64_t* ghosts, std::int64_t n_ghosts,
-                                const local_order& order) {
-  const auto comm = attach(raw, "halox_unstructured_create");
+                                const local_order& order, const char* call) {
+  const auto comm = attach(raw, call);
   std::span<const global_id> own, ghost;
   detail::agree(comm, [&] {
-    own = ids_of(owned, n_owned, "owned", comm.rank());
-    ghost = ids_of(ghosts, n_ghosts, "ghost", comm.rank());
+    own = ids_of(owned, n_owned, "owned", comm.rank(), call);
+    ghost = ids_of(ghosts, n_ghosts, "ghost", comm.rank(), call);
   });
   unstructured_options o;
   if (order.ghost_owners) o.ghost_owners = {order.ghost_owners, ghost.size()};
@@ -122,7 +122,8 @@ halox_status halox_unstructured_create(MPI_Comm comm, const int64_t* owned, int6
                                        halox_unstructured** out) {
   return guard([&] {
     *need(out, "halox_unstructured_create", "out") = nullptr;
-    *out = new_pattern(comm, owned, owned_count, ghosts, ghost_count, {});
+    *out =
+        new_pattern(comm, owned, owned_count, ghosts, ghost_count, {}, "halox_unstructured_create");
   });
 }
 
@@ -134,7 +135,8 @@ halox_status halox_unstructured_create_local(MPI_Comm comm, const int64_t* owned
   return guard([&] {
     *need(out, "halox_unstructured_create_local", "out") = nullptr;
     *out = new_pattern(comm, owned, owned_count, ghosts, ghost_count,
-                       {ghost_owners, owned_local, ghost_local, local_count});
+                       {ghost_owners, owned_local, ghost_local, local_count},
+                       "halox_unstructured_create_local");
   });
 }
 
