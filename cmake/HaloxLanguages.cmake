@@ -6,7 +6,8 @@ add_library(halox_c
   src/capi/common.cpp
   src/capi/domain.cpp
   src/capi/field.cpp
-  src/capi/exchange.cpp)
+  src/capi/exchange.cpp
+  src/capi/unstructured.cpp)
 add_library(halox::c ALIAS halox_c)
 target_include_directories(halox_c PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(halox_c PUBLIC halox MPI::MPI_C PRIVATE fmt::fmt)

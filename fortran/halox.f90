@@ -73,8 +73,28 @@ module halox
     procedure :: destroy => exchange_destroy
   end type halox_exchange
 
+  !> Entities named by global ids, owned by this rank or copies (ghosts) of other ranks':
+  !> halox_unstructured. Local entity k (1-based): the owned ids in the order given, then the
+  !> ghosts.
+  type, public :: halox_pattern
+    type(c_ptr) :: ptr = c_null_ptr
+  contains
+    procedure :: owned_count => pattern_owned_count
+    procedure :: ghost_count => pattern_ghost_count
+    procedure :: local_count => pattern_local_count
+    procedure :: ghost_owners => pattern_ghost_owners
+    procedure :: destroy => pattern_destroy
+  end type halox_pattern
+
+  !> Your array over a pattern's local entities, described: halox_wrap(f, pat, array, ...).
+  type, public :: halox_entity_field
+    type(c_ptr) :: ptr = c_null_ptr
+  contains
+    procedure :: destroy => entity_field_destroy
+  end type halox_entity_field
+
   public :: halox_cartesian, halox_box_list, halox_star, halox_box, halox_wrap, &
-            halox_wrap_device, halox_wrap_blocks, halox_make_exchange
+            halox_wrap_device, halox_wrap_blocks, halox_make_exchange, halox_unstructured
 
   !> halox_cartesian(dom, comm, global, periodic, grid, stat, errmsg): comm a type(MPI_Comm)
   !> (mpi_f08) or an integer communicator (mpi, mpif.h).
@@ -86,9 +106,28 @@ module halox
     module procedure box_list_f08, box_list_int
   end interface halox_box_list
 
+  !> halox_unstructured(pat, comm, owned, ghosts, ghost_owners, owned_local, ghost_local,
+  !> local_count, stat, errmsg): the pattern of a rank that owns the entities of global ids
+  !> `owned` and needs ghosts of `ghosts` (integer(int64) or default integer arrays), collective
+  !> over comm (type(MPI_Comm) or an integer communicator). Optional: the owner rank of each
+  !> ghost (0-based, as MPI numbers them; absent: halox finds them), the local index (1-based)
+  !> of each owned entity and each ghost (absent: the owned first, then the ghosts) and the
+  !> entities in your local arrays (absent: owned + ghosts). Fails on every rank when any
+  !> rank's input is wrong (an id listed twice or owned twice, a ghost id no rank owns, a wrong
+  !> owner, a local index out of range or used twice). comm must stay valid while exchanges
+  !> are built on the pattern.
+  interface halox_unstructured
+    module procedure unstructured_f08_i8, unstructured_f08_int, unstructured_int_i8, &
+      unstructured_int_int
+  end interface halox_unstructured
+
   !> halox_wrap(f, dom, array, pad | pad_lo + pad_hi, components, name, centering,
   !> centering_dim, stat, errmsg): `array` of rank dim (or dim + 1 with components=.true., the
   !> last axis holding the components), of any integer, real or complex kind halox knows.
+  !> halox_wrap(f, pat, array, entities_first, name, device, stat, errmsg): an entity field,
+  !> `array(entities)` or `array(components, entities)` (`array(entities, components)` with
+  !> entities_first=.true.), of the pattern's local entity count (checked on every rank when an
+  !> exchange is built).
   interface halox_wrap
     include 'halox_wrap_names.inc'
   end interface halox_wrap
@@ -103,6 +142,14 @@ module halox
   include 'halox_boundary_interfaces.inc'
   public :: halox_boundary_constant, halox_boundary_zero_gradient, halox_boundary_reflect, &
             halox_boundary_mirror
+
+  !> halox_make_exchange(ex, dom, st, fields, reverse, label, stat, errmsg) over a domain, or
+  !> halox_make_exchange(ex, pat, fields, reverse, label, stat, errmsg) over an unstructured
+  !> pattern (entity fields): collective; reverse, a reduction (HALOX_SUM, ...) for the
+  !> reverse, halo-to-owner (ghost-to-owner) exchange.
+  interface halox_make_exchange
+    module procedure make_exchange_structured, make_exchange_entities
+  end interface halox_make_exchange
 
   interface
     function c_last_error() bind(C, name='halox_last_error') result(p)
@@ -262,6 +309,71 @@ module halox
       type(c_ptr), intent(in) :: fields(*)
       type(c_ptr), intent(out) :: out
     end function
+    integer(c_int) function c_unstructured_local(comm, owned, n_owned, ghosts, n_ghosts, &
+                                                 ghost_owners, owned_local, ghost_local, &
+                                                 local_count, out) &
+        bind(C, name='halox_unstructured_create_local_f')
+      import :: c_int, c_int64_t, c_ptr
+      integer(c_int), value :: comm
+      integer(c_int64_t), intent(in) :: owned(*), ghosts(*)
+      integer(c_int64_t), value :: n_owned, n_ghosts, local_count
+      type(c_ptr), value :: ghost_owners, owned_local, ghost_local
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_unstructured_counts(pat, owned, ghosts, local) &
+        bind(C, name='halox_unstructured_counts')
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: pat
+      integer(c_int64_t), intent(out) :: owned, ghosts, local
+    end function
+    integer(c_int) function c_unstructured_ghost_owners(pat, owners) &
+        bind(C, name='halox_unstructured_ghost_owners')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: pat
+      integer(c_int), intent(out) :: owners(*)
+    end function
+    integer(c_int) function c_entity_wrap(pat, type, data, count, out) &
+        bind(C, name='halox_entity_field_wrap')
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: pat, data
+      integer(c_int), value :: type
+      integer(c_int64_t), value :: count
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_entity_set_components(f, count, layout, stride) &
+        bind(C, name='halox_entity_field_set_components')
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: f
+      integer(c_int), value :: count, layout
+      integer(c_int64_t), value :: stride
+    end function
+    integer(c_int) function c_entity_set_memory(f, space) &
+        bind(C, name='halox_entity_field_set_memory')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: f
+      integer(c_int), value :: space
+    end function
+    integer(c_int) function c_entity_set_name(f, name) bind(C, name='halox_entity_field_set_name')
+      import :: c_int, c_ptr, c_char
+      type(c_ptr), value :: f
+      character(kind=c_char), intent(in) :: name(*)
+    end function
+    integer(c_int) function c_entity_exchange_create(pat, fields, count, options, out) &
+        bind(C, name='halox_unstructured_exchange_create')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: pat, options
+      type(c_ptr), intent(in) :: fields(*)
+      integer(c_int), value :: count
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_entity_reverse_create(pat, op, fields, count, options, out) &
+        bind(C, name='halox_unstructured_reverse_exchange_create')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: pat, options
+      integer(c_int), value :: op, count
+      type(c_ptr), intent(in) :: fields(*)
+      type(c_ptr), intent(out) :: out
+    end function
     integer(c_int) function c_options_create(out) bind(C, name='halox_options_create')
       import :: c_int, c_ptr
       type(c_ptr), intent(out) :: out
@@ -316,6 +428,14 @@ module halox
       type(c_ptr), value :: h
     end function
     integer(c_int) function c_field_destroy(h) bind(C, name='halox_field_destroy')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: h
+    end function
+    integer(c_int) function c_pattern_destroy(h) bind(C, name='halox_unstructured_destroy')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: h
+    end function
+    integer(c_int) function c_entity_field_destroy(h) bind(C, name='halox_entity_field_destroy')
       import :: c_int, c_ptr
       type(c_ptr), value :: h
     end function
@@ -513,6 +633,196 @@ contains
     call check(c_domain_destroy(dom%ptr))
     dom%ptr = c_null_ptr
   end subroutine domain_destroy
+
+  ! ---- unstructured patterns ------------------------------------------------------------
+
+  subroutine unstructured_f08_i8(pat, comm, owned, ghosts, ghost_owners, owned_local, &
+                                 ghost_local, local_count, stat, errmsg)
+    type(halox_pattern), intent(inout) :: pat
+    type(MPI_Comm), intent(in) :: comm
+    integer(int64), intent(in) :: owned(:), ghosts(:)
+    integer, intent(in), optional :: ghost_owners(:), owned_local(:), ghost_local(:), local_count
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call unstructured_int_i8(pat, comm%MPI_VAL, owned, ghosts, ghost_owners, owned_local, &
+                             ghost_local, local_count, stat, errmsg)
+  end subroutine unstructured_f08_i8
+
+  subroutine unstructured_f08_int(pat, comm, owned, ghosts, ghost_owners, owned_local, &
+                                  ghost_local, local_count, stat, errmsg)
+    type(halox_pattern), intent(inout) :: pat
+    type(MPI_Comm), intent(in) :: comm
+    integer, intent(in) :: owned(:), ghosts(:)
+    integer, intent(in), optional :: ghost_owners(:), owned_local(:), ghost_local(:), local_count
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call unstructured_int_i8(pat, comm%MPI_VAL, int(owned, int64), int(ghosts, int64), &
+                             ghost_owners, owned_local, ghost_local, local_count, stat, errmsg)
+  end subroutine unstructured_f08_int
+
+  subroutine unstructured_int_int(pat, comm, owned, ghosts, ghost_owners, owned_local, &
+                                  ghost_local, local_count, stat, errmsg)
+    type(halox_pattern), intent(inout) :: pat
+    integer, intent(in) :: comm
+    integer, intent(in) :: owned(:), ghosts(:)
+    integer, intent(in), optional :: ghost_owners(:), owned_local(:), ghost_local(:), local_count
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call unstructured_int_i8(pat, comm, int(owned, int64), int(ghosts, int64), ghost_owners, &
+                             owned_local, ghost_local, local_count, stat, errmsg)
+  end subroutine unstructured_int_int
+
+  subroutine unstructured_int_i8(pat, comm, owned, ghosts, ghost_owners, owned_local, &
+                                 ghost_local, local_count, stat, errmsg)
+    type(halox_pattern), intent(inout) :: pat
+    integer, intent(in) :: comm
+    integer(int64), intent(in) :: owned(:), ghosts(:)
+    integer, intent(in), optional :: ghost_owners(:), owned_local(:), ghost_local(:), local_count
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    ! Contiguous copies with at least one element: C reads no element of an empty list.
+    integer(c_int64_t) :: own(max(size(owned), 1)), ghost(max(size(ghosts), 1))
+    integer(c_int64_t), target :: own_at(size(own)), ghost_at(size(ghost))
+    integer(c_int), target :: owner(size(ghost))
+    type(c_ptr) :: po, pol, pgl
+    integer(c_int64_t) :: n
+    own = 0
+    ghost = 0
+    own(1:size(owned)) = owned
+    ghost(1:size(ghosts)) = ghosts
+    po = c_null_ptr
+    pol = c_null_ptr
+    pgl = c_null_ptr
+    n = -1
+    if (present(ghost_owners)) call fit(ghost_owners, owner, po)
+    if (present(owned_local)) call fit64(owned_local, size(owned), own_at, pol)
+    if (present(ghost_local)) call fit64(ghost_local, size(ghosts), ghost_at, pgl)
+    if (present(local_count)) n = local_count
+    call check(c_unstructured_local(int(comm, c_int), own, int(size(owned), c_int64_t), ghost, &
+                                    int(size(ghosts), c_int64_t), po, pol, pgl, n, pat%ptr), &
+               stat, errmsg)
+  contains
+    !> `v` as C takes it; a list of the wrong length as one of entries halox rejects (-1: no
+    !> rank, no local index), so that every rank fails together.
+    subroutine fit(v, to, p)
+      integer, intent(in) :: v(:)
+      integer(c_int), intent(out), target :: to(:)
+      type(c_ptr), intent(out) :: p
+      to = -1
+      if (size(v) == size(ghosts)) to(1:size(v)) = int(v, c_int)
+      p = c_loc(to)
+    end subroutine fit
+    !> 1-based local indices `v` as C takes them (0-based), or -1 entries as above.
+    subroutine fit64(v, n, to, p)
+      integer, intent(in) :: v(:), n
+      integer(c_int64_t), intent(out), target :: to(:)
+      type(c_ptr), intent(out) :: p
+      to = -1
+      if (size(v) == n) to(1:n) = int(v - 1, c_int64_t)
+      p = c_loc(to)
+    end subroutine fit64
+  end subroutine unstructured_int_i8
+
+  !> This rank's owned, ghost and local (owned + ghost) entity counts.
+  integer(int64) function pattern_owned_count(pat) result(n)
+    class(halox_pattern), intent(in) :: pat
+    integer(c_int64_t) :: o, g, l
+    call check(c_unstructured_counts(pat%ptr, o, g, l))
+    n = o
+  end function pattern_owned_count
+
+  integer(int64) function pattern_ghost_count(pat) result(n)
+    class(halox_pattern), intent(in) :: pat
+    integer(c_int64_t) :: o, g, l
+    call check(c_unstructured_counts(pat%ptr, o, g, l))
+    n = g
+  end function pattern_ghost_count
+
+  integer(int64) function pattern_local_count(pat) result(n)
+    class(halox_pattern), intent(in) :: pat
+    integer(c_int64_t) :: o, g, l
+    call check(c_unstructured_counts(pat%ptr, o, g, l))
+    n = l
+  end function pattern_local_count
+
+  !> The rank (0-based, as MPI numbers them) that owns each ghost, in the order given.
+  subroutine pattern_ghost_owners(pat, owners, stat, errmsg)
+    class(halox_pattern), intent(in) :: pat
+    integer, intent(out) :: owners(:)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int), allocatable :: o(:)
+    integer :: n
+    n = int(pat%ghost_count())
+    allocate (o(max(n, 1)))
+    o = -1
+    n = min(size(owners), n)
+    call check(c_unstructured_ghost_owners(pat%ptr, o), stat, errmsg)
+    owners = -1
+    owners(1:n) = int(o(1:n))
+  end subroutine pattern_ghost_owners
+
+  subroutine pattern_destroy(pat)
+    class(halox_pattern), intent(inout) :: pat
+    call check(c_pattern_destroy(pat%ptr))
+    pat%ptr = c_null_ptr
+  end subroutine pattern_destroy
+
+  !> What every entity halox_wrap specific does with its array: one value per entity (rank 1),
+  !> or components along the first axis and entities along the second (entities_first: the
+  !> other way round). Along the entity axis the array must be contiguous.
+  subroutine entity_wrap_any(f, pat, type, elem_bytes, p, ext, step, entities_first, name, &
+                             device, stat, errmsg)
+    type(halox_entity_field), intent(inout) :: f
+    type(halox_pattern), intent(in) :: pat
+    integer, intent(in) :: type, elem_bytes
+    type(c_ptr), intent(in) :: p
+    integer(c_int64_t), intent(in) :: ext(:)
+    integer(c_intptr_t), intent(in) :: step(:)
+    logical, intent(in), optional :: entities_first, device
+    character(*), intent(in), optional :: name
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: n, comps, stride
+    integer(c_int) :: status, layout
+    integer :: e
+    logical :: dense
+    e = size(ext)  ! the entity axis
+    layout = 0     ! HALOX_INTERLEAVED
+    stride = 0
+    if (present(entities_first)) then
+      if (entities_first) e = 1
+    end if
+    n = ext(e)
+    comps = product(ext) / max(n, 1_c_int64_t)
+    if (size(ext) == 1) comps = 1
+    dense = ext(e) <= 1 .or. step(e) == elem_bytes * merge(comps, 1_c_int64_t, e == 2)
+    if (size(ext) == 2 .and. e == 2) dense = dense .and. (ext(1) <= 1 .or. step(1) == elem_bytes)
+    if (size(ext) == 2 .and. e == 1) then
+      layout = 1  ! HALOX_PLANAR
+      if (ext(2) > 1) stride = step(2) / elem_bytes
+    end if
+    if (.not. dense) then
+      call fail(HALOX_ERROR, 'halox: halox_wrap: an entity field''s array must be contiguous '// &
+                'along its entities (and its components, entities last)', stat, errmsg)
+      return
+    end if
+    status = c_entity_wrap(pat%ptr, int(type, c_int), p, n, f%ptr)
+    if (status == HALOX_SUCCESS .and. size(ext) == 2) &
+      status = c_entity_set_components(f%ptr, int(ext(3 - e), c_int), layout, stride)
+    if (status == HALOX_SUCCESS .and. present(name)) &
+      status = c_entity_set_name(f%ptr, c_string(name))
+    if (status == HALOX_SUCCESS .and. present(device)) then
+      if (device) status = c_entity_set_memory(f%ptr, 1_c_int)
+    end if
+    call check(status, stat, errmsg)
+  end subroutine entity_wrap_any
+
+  subroutine entity_field_destroy(f)
+    class(halox_entity_field), intent(inout) :: f
+    call check(c_entity_field_destroy(f%ptr))
+    f%ptr = c_null_ptr
+  end subroutine entity_field_destroy
 
   ! ---- stencils -------------------------------------------------------------------------
 
@@ -713,7 +1023,7 @@ contains
 
   !> The exchange of `fields`' halos for stencil `st` (collective). reverse: a reduction
   !> (HALOX_SUM, ...) for the reverse, halo-to-owner exchange. label: its name in messages.
-  subroutine halox_make_exchange(ex, dom, st, fields, reverse, label, stat, errmsg)
+  subroutine make_exchange_structured(ex, dom, st, fields, reverse, label, stat, errmsg)
     type(halox_exchange), intent(inout) :: ex
     type(halox_domain), intent(in) :: dom
     type(halox_stencil), intent(in) :: st
@@ -729,12 +1039,7 @@ contains
     do k = 1, size(fields)
       ptrs(k) = fields(k)%ptr
     end do
-    opts = c_null_ptr
-    status = HALOX_SUCCESS
-    if (present(label)) then
-      status = c_options_create(opts)
-      if (status == HALOX_SUCCESS) status = c_options_set_label(opts, c_string(label))
-    end if
+    call options_with(label, opts, status)
     if (status == HALOX_SUCCESS) then
       if (present(reverse)) then
         status = c_reverse_create(dom%ptr, st%ptr, int(reverse, c_int), ptrs, &
@@ -745,7 +1050,50 @@ contains
     end if
     if (c_options_destroy(opts) /= HALOX_SUCCESS) continue
     call check(status, stat, errmsg)
-  end subroutine halox_make_exchange
+  end subroutine make_exchange_structured
+
+  !> The exchange of entity fields over an unstructured pattern (collective): owners' values
+  !> to their ghosts, or with reverse (HALOX_SUM, ...) each ghost's value combined into its
+  !> owner's (in a fixed order; ghosts are left as they are). label: its name in messages.
+  subroutine make_exchange_entities(ex, pat, fields, reverse, label, stat, errmsg)
+    type(halox_exchange), intent(inout) :: ex
+    type(halox_pattern), intent(in) :: pat
+    type(halox_entity_field), intent(in) :: fields(:)
+    integer, intent(in), optional :: reverse
+    character(*), intent(in), optional :: label
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(c_ptr) :: ptrs(max(size(fields), 1)), opts
+    integer(c_int) :: status
+    integer :: k
+    ptrs = c_null_ptr
+    do k = 1, size(fields)
+      ptrs(k) = fields(k)%ptr
+    end do
+    call options_with(label, opts, status)
+    if (status == HALOX_SUCCESS) then
+      if (present(reverse)) then
+        status = c_entity_reverse_create(pat%ptr, int(reverse, c_int), ptrs, &
+                                         int(size(fields), c_int), opts, ex%ptr)
+      else
+        status = c_entity_exchange_create(pat%ptr, ptrs, int(size(fields), c_int), opts, ex%ptr)
+      end if
+    end if
+    if (c_options_destroy(opts) /= HALOX_SUCCESS) continue
+    call check(status, stat, errmsg)
+  end subroutine make_exchange_entities
+
+  !> Exchange options carrying `label`, or none (c_null_ptr) without one.
+  subroutine options_with(label, opts, status)
+    character(*), intent(in), optional :: label
+    type(c_ptr), intent(out) :: opts
+    integer(c_int), intent(out) :: status
+    opts = c_null_ptr
+    status = HALOX_SUCCESS
+    if (.not. present(label)) return
+    status = c_options_create(opts)
+    if (status == HALOX_SUCCESS) status = c_options_set_label(opts, c_string(label))
+  end subroutine options_with
 
   !> One whole exchange: returns when every halo is filled.
   subroutine exchange_run(ex, stat, errmsg)

@@ -4,10 +4,11 @@
  * of the last call that failed on the calling thread is halox_last_error() (like errno, a
  * successful call leaves it as it was). Nothing throws or aborts across this interface.
  *
- * Collective calls (domains, exchanges) fail on every rank of the communicator together, with
- * the same status, when any rank's input is wrong: the lowest failing rank gets its own message,
- * the others a message that quotes it. The one exception is a null handle or output pointer,
- * which the calling rank reports alone (it cannot reach the others without a domain).
+ * Collective calls (domains, unstructured patterns, exchanges) fail on every rank of the
+ * communicator together, with the same status, when any rank's input is wrong: the lowest failing
+ * rank gets its own message, the others a message that quotes it. The one exception is a null
+ * handle or output pointer, which the calling rank reports alone (it cannot reach the others
+ * without a domain).
  *
  * A field describes your memory; it is checked against its domain when an exchange is built
  * from it (collectively), so a field with wrong extents makes halox_exchange_create fail on
@@ -49,6 +50,8 @@ typedef struct halox_stencil halox_stencil;   /* halo widths per side and neighb
 typedef struct halox_field halox_field;       /* your array, described */
 typedef struct halox_options halox_options;   /* how an exchange's messages travel */
 typedef struct halox_exchange halox_exchange; /* the communication object */
+typedef struct halox_unstructured halox_unstructured; /* entities named by global ids */
+typedef struct halox_entity_field halox_entity_field; /* your array over a pattern's entities */
 
 /* ---- enumerations ------------------------------------------------------------------------ */
 
@@ -217,6 +220,69 @@ halox_status halox_options_set_staging(halox_options* o, halox_staging s);
 halox_status halox_options_set_wait_timeout(halox_options* o, double seconds);
 /* 0: host messages between ranks of a node go through MPI, not shared memory. */
 halox_status halox_options_set_host_shared_memory(halox_options* o, int enabled);
+
+/* ---- unstructured patterns (collective over comm) --------------------------------------- */
+
+/* The pattern of a rank that owns the entities of global ids owned[0..owned_count) and needs
+ * copies (ghosts) of ghosts[0..ghost_count), owned by other ranks. halox finds each ghost's
+ * owner. Local entity indices: the owned ids first, in the order given, then the ghosts.
+ * Fails on every rank when any rank's input is wrong: an id listed twice, a ghost id the rank
+ * also owns, an id owned by two ranks, a ghost id no rank owns. comm must stay valid while
+ * exchanges are built on the pattern. */
+halox_status halox_unstructured_create(MPI_Comm comm, const int64_t* owned, int64_t owned_count,
+                                       const int64_t* ghosts, int64_t ghost_count,
+                                       halox_unstructured** out);
+/* The same with the communicator as a Fortran handle (MPI_Comm_c2f). */
+halox_status halox_unstructured_create_f(MPI_Fint comm, const int64_t* owned, int64_t owned_count,
+                                         const int64_t* ghosts, int64_t ghost_count,
+                                         halox_unstructured** out);
+/* The same with your own local order and what you know (the C++ unstructured_options):
+ * ghost_owners, the owner rank of each ghost (ghost_count entries; NULL: halox finds them);
+ * owned_local and ghost_local, the 0-based local index of each owned entity and each ghost
+ * (NULL: the owned first, then the ghosts); local_count, the entities in your local arrays
+ * (-1: owned + ghosts). A wrong owner, an index out of range or used twice fails on every rank. */
+halox_status halox_unstructured_create_local(MPI_Comm comm, const int64_t* owned,
+                                             int64_t owned_count, const int64_t* ghosts,
+                                             int64_t ghost_count, const int* ghost_owners,
+                                             const int64_t* owned_local, const int64_t* ghost_local,
+                                             int64_t local_count, halox_unstructured** out);
+halox_status halox_unstructured_create_local_f(MPI_Fint comm, const int64_t* owned,
+                                               int64_t owned_count, const int64_t* ghosts,
+                                               int64_t ghost_count, const int* ghost_owners,
+                                               const int64_t* owned_local,
+                                               const int64_t* ghost_local, int64_t local_count,
+                                               halox_unstructured** out);
+halox_status halox_unstructured_destroy(halox_unstructured* pat); /* NULL is fine */
+/* This rank's owned, ghost and local (owned + ghost) entity counts; any pointer may be NULL. */
+halox_status halox_unstructured_counts(const halox_unstructured* pat, int64_t* owned,
+                                       int64_t* ghosts, int64_t* local);
+/* The owner rank of each ghost, in the order given (ghost_count entries). */
+halox_status halox_unstructured_ghost_owners(const halox_unstructured* pat, int* owners);
+
+/* Your array of `count` entities (the pattern's local count: checked when an exchange is built,
+ * on every rank together), one value each unless set otherwise. The field does not own data. */
+halox_status halox_entity_field_wrap(const halox_unstructured* pat, halox_type type, void* data,
+                                     int64_t count, halox_entity_field** out);
+halox_status halox_entity_field_destroy(halox_entity_field* f);
+/* `count` values per entity: HALOX_INTERLEAVED, [entity][component]; HALOX_PLANAR, one array
+ * per component, `component_stride` elements apart (0: the entity count). */
+halox_status halox_entity_field_set_components(halox_entity_field* f, int count,
+                                               halox_components_layout l, int64_t component_stride);
+halox_status halox_entity_field_set_memory(halox_entity_field* f, halox_memory space);
+halox_status halox_entity_field_set_name(halox_entity_field* f, const char* name);
+
+/* The exchange of `fields` (owners to ghosts, one message per peer for all of them), driven by
+ * the halox_exchange calls below. Collective over the pattern's communicator. */
+halox_status halox_unstructured_exchange_create(const halox_unstructured* pat,
+                                                halox_entity_field* const* fields, int count,
+                                                const halox_options* options, halox_exchange** out);
+/* The reverse exchange: each ghost's value is combined into its owner's with `op`, in a fixed
+ * order (peers by increasing rank); ghosts are left as they are. */
+halox_status halox_unstructured_reverse_exchange_create(const halox_unstructured* pat,
+                                                        halox_reduction op,
+                                                        halox_entity_field* const* fields,
+                                                        int count, const halox_options* options,
+                                                        halox_exchange** out);
 
 /* ---- exchanges (collective over the domain's communicator) ------------------------------- */
 

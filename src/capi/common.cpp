@@ -1,4 +1,4 @@
-// The C interface's per-thread message and its element types.
+// The C interface's per-thread message, its element types and its communicators.
 
 #include <string>
 
@@ -19,6 +19,11 @@ std::size_t type_size(halox_type t) {
     return 0;
   }
   return n;
+}
+
+boost::mpi::communicator attach(MPI_Comm comm, const char* call) {
+  if (comm == MPI_COMM_NULL) throw null_argument(detail::format("{}: comm is MPI_COMM_NULL", call));
+  return boost::mpi::communicator(comm, boost::mpi::comm_attach);
 }
 
 const char* type_name(halox_type t) {

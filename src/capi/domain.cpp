@@ -54,11 +54,6 @@ extents<D> extents_of(const std::int64_t* v) {
   return e;
 }
 
-boost::mpi::communicator attach(MPI_Comm comm, const char* call) {
-  if (comm == MPI_COMM_NULL) throw null_argument(detail::format("{}: comm is MPI_COMM_NULL", call));
-  return boost::mpi::communicator(comm, boost::mpi::comm_attach);
-}
-
 halox_domain* new_cartesian(MPI_Comm raw, int dim, const std::int64_t* global, const int* per,
                             const int* grid) {
   const auto comm = attach(raw, "halox_cartesian_create");

@@ -16,6 +16,7 @@
 #include <halox/core/index.hpp>
 #include <halox/core/options.hpp>
 #include <halox/core/reduction.hpp>
+#include <halox/domain/unstructured.hpp>
 #include <halox/exchange/halo_exchange.hpp>
 #include <halox/field/centering.hpp>
 #include <halox/field/field.hpp>
@@ -65,6 +66,9 @@ T* need(T* p, const char* call, const char* what) {
   if (p == nullptr) throw null_argument(detail::format("{}: {} is NULL", call, what));
   return p;
 }
+
+/// `comm` as halox uses it (attached, not duplicated); MPI_COMM_NULL is a null argument.
+boost::mpi::communicator attach(MPI_Comm comm, const char* call);
 
 /// Bytes of one value of `t`, 0 for a value that is no halox_type.
 std::size_t type_size(halox_type t);
@@ -171,4 +175,22 @@ struct halox_exchange {
   halox::halo_exchange ex;
   std::optional<halox::exchange_handle> pending;
   std::string text;
+};
+
+struct halox_unstructured {
+  halox::unstructured pattern;
+};
+
+/// An entity field as the C interface received it: wrapped when an exchange is built.
+struct halox_entity_field {
+  const halox_unstructured* pattern = nullptr;
+  halox_type type = HALOX_FLOAT64;
+  void* data = nullptr;
+  halox::index count = 0;  ///< entities in the user's array
+  int components = 1;
+  halox::entity_layout layout = halox::entity_layout::entity_major;
+  halox::index component_stride = -1;  ///< planar only; -1: the entity count
+  halox::memory_space space = halox::memory_space::host;
+  std::string name;
+  std::string invalid;  ///< a bad argument given to a setter: the exchange build reports it
 };
