@@ -12,12 +12,20 @@
 // the same result (--shared=keep|owner). --walls=halox hands the walls to halox's boundary
 // rules instead of the app's boundaries().
 //
-// Verified bit for bit against the same steps on one tile holding the whole domain.
+// --device (a CUDA build) keeps the same arrays in GPU memory (one cudaMalloc per tile and
+// field, padded alike), runs the wall code and the update as kernels (port2d_device.cu) on the
+// app's stream (--stream own|default) and schedules the exchange on it.
+//
+// Verified bit for bit against the same steps on one tile holding the whole domain (on the
+// host; --device copies its arrays back first).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/mpi.hpp>
@@ -25,6 +33,11 @@
 
 #include "../common/app.hpp"
 #include "../common/cli.hpp"
+
+#ifdef HALOX_PORT2D_DEVICE
+#include "../common/select_gpu.hpp"
+#include "port2d_device.hpp"
+#endif
 
 namespace {
 
@@ -34,6 +47,8 @@ struct options {
   std::string shared = "keep";
   std::string walls = "app";  // the app's boundaries() or halox's boundary rules
   bool describe = false;
+  bool device = false;         // --device: the arrays in GPU memory, the steps as kernels
+  std::string stream = "own";  // --device: the app's own stream or CUDA's legacy default stream
 };
 
 constexpr int pad = 2;  // the app's own padding; halox exchanges one layer of it (star(1))
@@ -42,10 +57,14 @@ bool is_face(const std::string& name) {
   return name == "xvel";
 }
 
+/// An array in GPU memory (cudaMalloc), released by cudaFree.
+using gpu_array = std::unique_ptr<double, void (*)(void*) noexcept>;
+
 /// One chunk of the app's decomposition: its cells and one padded array per field.
 struct tile {
-  int x0, x1, y0, y1;                        // cells [x0, x1) x [y0, y1), global
-  std::vector<std::vector<double>> u, next;  // per field, row-major (y fastest), padded
+  int x0, x1, y0, y1;                            // cells [x0, x1) x [y0, y1), global
+  std::vector<std::vector<double>> u{}, next{};  // per field, row-major (y fastest), padded
+  std::vector<gpu_array> gpu_u{}, gpu_next{};    // --device: u and next in GPU memory, alike
 };
 
 int points_x(const tile& t, bool face) {
@@ -69,8 +88,7 @@ std::vector<tile> decompose(const options& o, int n, int first, int count) {
   std::vector<tile> out;
   for (int c = first; c < first + count; ++c) {
     const int cx = c % px, cy = c / px;
-    out.push_back(
-        {o.nx * cx / px, o.nx * (cx + 1) / px, o.ny * cy / py, o.ny * (cy + 1) / py, {}, {}});
+    out.push_back({o.nx * cx / px, o.nx * (cx + 1) / px, o.ny * cy / py, o.ny * (cy + 1) / py});
   }
   return out;
 }
@@ -153,10 +171,11 @@ halox::halo_exchange make_halo_exchange(const boost::mpi::communicator& world,
     std::vector<double*> ptrs;
     std::vector<halox::extents<2>> ext;
     for (auto& t : tiles) {
-      ptrs.push_back(t.u[f].data());
+      ptrs.push_back(o.device ? t.gpu_u[f].get() : t.u[f].data());
       ext.push_back({points_x(t, is_face(o.fields[f])) + 2 * pad, alloc_y(t)});
     }
-    const auto f_wrapped = dom.wrap(ptrs, ext, {pad, pad}, {pad, pad}, fo);
+    const auto space = o.device ? halox::device : halox::host;
+    const auto f_wrapped = dom.wrap(ptrs, ext, {pad, pad}, {pad, pad}, fo, space);
     if (o.walls == "halox")
       fields.push_back(
           halox::as_exchange_field(halox::halo(st, f_wrapped, wall_rules(is_face(fo.name)))));
@@ -179,7 +198,28 @@ long mismatches(const std::vector<tile>& tiles, const tile& whole, const options
   return bad;
 }
 
-int run(const boost::mpi::communicator& world, const options& o) {
+/// Compares `tiles` with the serial run (on every rank) and says so; 0 when every point matches.
+int verify(const boost::mpi::communicator& world, const std::vector<tile>& tiles,
+           const options& o) {
+  tile whole = std::move(decompose(o, 1, 0, 1)[0]);  // the serial run, on every rank
+  init(whole, o);
+  for (int s = 0; s < o.steps; ++s) boundaries(whole, o), advance(whole, o);
+  const long bad = boost::mpi::all_reduce(world, mismatches(tiles, whole, o), std::plus<long>());
+  if (world.rank() == 0) {
+    std::printf("port2d: %dx%d cells, %d ranks x %d tiles, %zu fields, %d steps%s\n", o.nx, o.ny,
+                world.size(), o.tiles, o.fields.size(), o.steps,
+                !o.device           ? ""
+                : o.stream == "own" ? ", device (own stream)"
+                                    : ", device (default stream)");
+    if (bad == 0)
+      std::printf("verified bit for bit against the serial run\n");
+    else
+      std::printf("FAILED: %ld points differ from the serial run\n", bad);
+  }
+  return bad == 0 ? 0 : 1;
+}
+
+int run_host(const boost::mpi::communicator& world, const options& o) {
   auto tiles = decompose(o, world.size() * o.tiles, world.rank() * o.tiles, o.tiles);
   for (auto& t : tiles) init(t, o);
   auto ex = make_halo_exchange(world, tiles, o);
@@ -191,19 +231,93 @@ int run(const boost::mpi::communicator& world, const options& o) {
       advance(t, o);
     }
   }
-  tile whole = decompose(o, 1, 0, 1)[0];  // the serial run, on every rank
-  init(whole, o);
-  for (int s = 0; s < o.steps; ++s) boundaries(whole, o), advance(whole, o);
-  const long bad = boost::mpi::all_reduce(world, mismatches(tiles, whole, o), std::plus<long>());
-  if (world.rank() == 0) {
-    std::printf("port2d: %dx%d cells, %d ranks x %d tiles, %zu fields, %d steps\n", o.nx, o.ny,
-                world.size(), o.tiles, o.fields.size(), o.steps);
-    if (bad == 0)
-      std::printf("verified bit for bit against the serial run\n");
-    else
-      std::printf("FAILED: %ld points differ from the serial run\n", bad);
+  return verify(world, tiles, o);
+}
+
+#ifdef HALOX_PORT2D_DEVICE
+/// Gives every array of `tiles` its copy in GPU memory: one cudaMalloc per tile and array.
+void to_device(std::vector<tile>& tiles) {
+  auto upload = [](const std::vector<double>& host, std::vector<gpu_array>& gpu) {
+    const std::size_t bytes = host.size() * sizeof(double);
+    gpu.emplace_back(static_cast<double*>(example_gpu::device_alloc(bytes)),
+                     example_gpu::device_free);
+    example_gpu::copy_to_device(gpu.back().get(), host.data(), bytes);
+  };
+  for (auto& t : tiles)
+    for (std::size_t f = 0; f < t.u.size(); ++f) {
+      upload(t.u[f], t.gpu_u);
+      upload(t.next[f], t.gpu_next);
+    }
+}
+
+/// Field `f` of `t` as the kernels see it.
+port2d_device::tile_array array_of(const tile& t, std::size_t f, const options& o) {
+  const bool face = is_face(o.fields[f]);
+  return {.u = t.gpu_u[f].get(),
+          .next = t.gpu_next[f].get(),
+          .mx = points_x(t, face),
+          .my = t.y1 - t.y0,
+          .pad = pad,
+          .face = face,
+          .x_lo = t.x0 == 0,
+          .x_hi = t.x1 == o.nx,
+          .y_lo = t.y0 == 0,
+          .y_hi = t.y1 == o.ny};
+}
+
+/// run_host's time loop in stream order on `s`: the exchange scheduled on it, then the app's
+/// kernels; returns once `s` has finished, with every u copied back to the host.
+void device_steps(std::vector<tile>& tiles, halox::halo_exchange& ex, const options& o,
+                  CUstream_st* s) {
+  for (int step = 0; step < o.steps; ++step) {
+    ex.schedule_exchange(s);  // waits (on the GPU) for the work already on s
+    ex.schedule_wait(s);      // s waits for the halos (and halox's walls, with --walls halox)
+    for (auto& t : tiles)
+      for (std::size_t f = 0; f < o.fields.size(); ++f) {
+        if (o.walls == "app") port2d_device::boundaries(array_of(t, f, o), s);
+        port2d_device::advance(array_of(t, f, o), s);
+      }
   }
-  return bad == 0 ? 0 : 1;
+  example_gpu::synchronize(s);
+  for (auto& t : tiles)
+    for (std::size_t f = 0; f < o.fields.size(); ++f)
+      example_gpu::copy_to_host(t.u[f].data(), t.gpu_u[f].get(), t.u[f].size() * sizeof(double));
+}
+
+int run_device(const boost::mpi::communicator& world, const options& o) {
+  if (const int code = example_gpu::select_gpu(world, "port2d"); code != 0) return code;
+  auto tiles = decompose(o, world.size() * o.tiles, world.rank() * o.tiles, o.tiles);
+  for (auto& t : tiles) init(t, o);
+  to_device(tiles);
+  {
+    auto ex = make_halo_exchange(world, tiles, o);
+    // A CUDA failure below ends the job from inside this scope: unwinding would destroy an
+    // exchange in flight, whose destructor waits for messages that may never come.
+    try {
+      // --stream default: a null stream, which halox takes as CUDA's legacy default stream
+      // (cudaStreamLegacy), as the app's kernels do in a build without per-thread default streams.
+      CUstream_st* s = o.stream == "own" ? example_gpu::create_stream() : nullptr;
+      device_steps(tiles, ex, o, s);
+      if (s != nullptr) example_gpu::destroy_stream(s);
+    } catch (const std::exception& e) {
+      example_app::abort_run("port2d", world, e);
+    }
+  }
+  world.barrier();  // no rank's exchange still maps another's arrays when they are freed
+  return verify(world, tiles, o);
+}
+#else
+int run_device(const boost::mpi::communicator& world, const options&) {
+  if (world.rank() == 0)
+    std::fprintf(stderr,
+                 "port2d: --device needs a build with CUDA (configure with "
+                 "-DHALOX_ENABLE_CUDA=ON); this one has none\n");
+  return 2;
+}
+#endif
+
+int run(const boost::mpi::communicator& world, const options& o) {
+  return o.device ? run_device(world, o) : run_host(world, o);
 }
 
 int parse(int argc, char** argv, options& o, const boost::mpi::communicator& world) {
@@ -222,6 +336,11 @@ int parse(int argc, char** argv, options& o, const boost::mpi::communicator& wor
       ->check(CLI::IsMember({"app", "halox"}))
       ->capture_default_str();
   app.add_flag("--describe", o.describe, "rank 0 prints the exchange's describe()");
+  example_app::add_device(app, o.device, "the arrays (and the steps: CUDA kernels)");
+  app.add_option("--stream", o.stream,
+                 "with --device: the app's own stream or CUDA's legacy default stream")
+      ->check(CLI::IsMember({"own", "default"}))
+      ->capture_default_str();
   return example_app::parse(world, app, argc, argv);
 }
 
