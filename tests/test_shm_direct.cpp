@@ -43,9 +43,9 @@ int one_copy_lines(const std::string& d) {
 }  // namespace
 
 // A wrapped field over memory of its own with the shape halox's own would have (padding 2).
-template <class T>
+template <class T, class Alloc = std::allocator<T>>
 struct wrapped {
-  std::vector<T> mem;
+  std::vector<T, Alloc> mem;
   halox::field<T, 3> f;
   wrapped(const halox::cartesian<3>& dom, int comps = 1) {
     const auto n = dom.local_boxes()[0].size();
@@ -67,15 +67,19 @@ TEST_CASE("one copy: halox's fields by mapping, wrapped ones by cross-memory att
   auto b = dom.make_field<float>(st, halox::host, 3);
   wrapped<double> w(dom);
   wrapped<float> v(dom, 3);
+  wrapped<double, halox::node_shared_allocator<double>> ws(dom);
+  wrapped<float, halox::node_shared_allocator<float>> vs(dom, 3);
   struct mode {
     const char* what;
-    int wrap;  // 0: halox's fields, 1: one of three wrapped, 2: all wrapped
+    int wrap;  // 0: halox's fields, 1: one of three wrapped, 2: all wrapped, 3: all wrapped
+               // over node_shared_allocator arrays
     const char* var;
     const char* value;
     bool deny;  // rank 1's system refuses cross-memory attach
   };
   const auto m = GENERATE(mode{"halox's fields", 0, "HALOX_SHM_INTO", nullptr, false},
                           mode{"a wrapped field", 1, "HALOX_SHM_INTO", nullptr, false},
+                          mode{"node_shared_allocator", 3, "HALOX_SHM_INTO", nullptr, false},
                           mode{"wrapped fields", 2, "HALOX_SHM_INTO", nullptr, false},
                           mode{"HALOX_SHM_CROSS=off", 1, "HALOX_SHM_CROSS", "off", false},
                           mode{"rank 1 refuses", 2, "HALOX_SHM_INTO", nullptr, true},
@@ -84,9 +88,11 @@ TEST_CASE("one copy: halox's fields by mapping, wrapped ones by cross-memory att
   CAPTURE(m.what);
   scoped_env env(m.var, m.value);
   scoped_flag deny(halox::detail::testing::deny_cross_memory, m.deny && me == 1);
-  auto ex = m.wrap == 0   ? halox::make_exchange(dom, st, a, b)
-            : m.wrap == 1 ? halox::make_exchange(dom, st, a, b, w.f)
-                          : halox::make_exchange(dom, st, w.f, v.f);
+  // The fields the exchange holds: the first two checked every round, the third with wrap 1.
+  const auto f0 = m.wrap == 0 || m.wrap == 1 ? a : m.wrap == 2 ? w.f : ws.f;
+  const auto f1 = m.wrap == 0 || m.wrap == 1 ? b : m.wrap == 2 ? v.f : vs.f;
+  auto ex = m.wrap == 1 ? halox::make_exchange(dom, st, f0, f1, w.f)
+                        : halox::make_exchange(dom, st, f0, f1);
   const std::string d = ex.describe();
   INFO(d);
   const bool off = m.value != nullptr;  // each variable set here leaves two copies
@@ -96,12 +102,12 @@ TEST_CASE("one copy: halox's fields by mapping, wrapped ones by cross-memory att
     // does not involve rank 1 (at three ranks and more).
     const bool some_direct = !off && !(m.deny && (me == 1 || P == 2));
     CHECK((one_copy_lines(d) > 0) == some_direct);
-    CHECK((d.find(cross) != std::string::npos) == (some_direct && m.wrap > 0));
+    CHECK((d.find(cross) != std::string::npos) == (some_direct && (m.wrap == 1 || m.wrap == 2)));
     CHECK((d.find(refused) != std::string::npos) == (m.deny && me == 1));
   }
   for (int round = 0; round < 4; ++round) {
-    hxt::fill(dom, m.wrap == 2 ? w.f : a, {0, round});
-    hxt::fill(dom, m.wrap == 2 ? v.f : b, {1, round});
+    hxt::fill(dom, f0, {0, round});
+    hxt::fill(dom, f1, {1, round});
     if (m.wrap == 1) hxt::fill(dom, w.f, {2, round});
     if (round % 2) {
       auto h = ex.start();
@@ -110,8 +116,8 @@ TEST_CASE("one copy: halox's fields by mapping, wrapped ones by cross-memory att
     } else {
       ex.exchange();
     }
-    HXT_REQUIRE_OK(hxt::check(dom, m.wrap == 2 ? w.f : a, st, {0, round}));
-    HXT_REQUIRE_OK(hxt::check(dom, m.wrap == 2 ? v.f : b, st, {1, round}));
+    HXT_REQUIRE_OK(hxt::check(dom, f0, st, {0, round}));
+    HXT_REQUIRE_OK(hxt::check(dom, f1, st, {1, round}));
     if (m.wrap == 1) HXT_REQUIRE_OK(hxt::check(dom, w.f, st, {2, round}));
   }
 }

@@ -105,3 +105,39 @@ std::shared_ptr<std::byte> allocate(memory_space space, std::size_t bytes) {
 }
 
 }  // namespace halox::detail
+
+namespace halox {
+
+namespace {
+// The live allocate_node_shared() blocks, by first byte.
+struct node_shared_blocks {
+  std::mutex lock;
+  std::map<void*, std::shared_ptr<std::byte>> live;
+};
+node_shared_blocks& node_shared() {
+  static auto* b = new node_shared_blocks();  // (never destroyed: arrays may outlive statics)
+  return *b;
+}
+}  // namespace
+
+void* allocate_node_shared(std::size_t bytes) {
+  std::shared_ptr<std::byte> mem = detail::allocate_shareable(bytes);
+  void* p = mem.get();
+  auto& b = node_shared();
+  const std::lock_guard<std::mutex> hold(b.lock);
+  b.live.emplace(p, std::move(mem));
+  return p;
+}
+
+void free_node_shared(void* p) noexcept {
+  if (p == nullptr) return;
+  std::shared_ptr<std::byte> mem;  // released after the lock
+  auto& b = node_shared();
+  const std::lock_guard<std::mutex> hold(b.lock);
+  auto it = b.live.find(p);
+  if (it == b.live.end()) return;
+  mem = std::move(it->second);
+  b.live.erase(it);
+}
+
+}  // namespace halox

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <string>
 
 namespace halox {
@@ -18,6 +19,35 @@ inline constexpr memory_space device = memory_space::device;
 constexpr const char* to_string(memory_space s) {
   return s == memory_space::host ? "host" : "device";
 }
+
+/// Host memory the other ranks of the node can map (a `memfd` mapping; ordinary memory where the
+/// system has none), zero-initialised, aligned to 64 bytes. Fields wrapped over it exchange between
+/// ranks of a node with one copy, straight from a neighbour's owned cells into the halo, as
+/// halox's own fields do. Each allocation is a mapping of whole pages: meant for a solver's
+/// arrays, allocated once. Throws halox::error when the allocation fails.
+void* allocate_node_shared(std::size_t bytes);
+/// Frees allocate_node_shared() memory (null: nothing).
+void free_node_shared(void* p) noexcept;
+
+/// A standard allocator over allocate_node_shared():
+/// `std::vector<double, halox::node_shared_allocator<double>> u(n);` gives an existing code's
+/// arrays the one-copy shared-memory path when it wraps them.
+template <class T>
+struct node_shared_allocator {
+  using value_type = T;
+  node_shared_allocator() noexcept = default;
+  template <class U>
+  node_shared_allocator(const node_shared_allocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    if (n > std::size_t(-1) / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(allocate_node_shared(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t) noexcept { free_node_shared(p); }
+  template <class U>
+  bool operator==(const node_shared_allocator<U>&) const noexcept {
+    return true;
+  }
+};
 
 namespace detail {
 /// Allocates `bytes` zero-initialised bytes in `space`, aligned to 64 bytes; the returned
