@@ -75,16 +75,19 @@ TEST_CASE("one copy: halox's fields by mapping, wrapped ones by cross-memory att
                // over node_shared_allocator arrays
     const char* var;
     const char* value;
-    bool deny;  // rank 1's system refuses cross-memory attach
+    bool direct;  // one copy where the pair allows it
+    bool cross;   // by cross-memory attach
+    bool deny;    // rank 1's system refuses cross-memory attach
   };
-  const auto m = GENERATE(mode{"halox's fields", 0, "HALOX_SHM_INTO", nullptr, false},
-                          mode{"a wrapped field", 1, "HALOX_SHM_INTO", nullptr, false},
-                          mode{"node_shared_allocator", 3, "HALOX_SHM_INTO", nullptr, false},
-                          mode{"wrapped fields", 2, "HALOX_SHM_INTO", nullptr, false},
-                          mode{"HALOX_SHM_CROSS=off", 1, "HALOX_SHM_CROSS", "off", false},
-                          mode{"rank 1 refuses", 2, "HALOX_SHM_INTO", nullptr, true},
-                          mode{"HALOX_SHM_INTO=buffer", 2, "HALOX_SHM_INTO", "buffer", false},
-                          mode{"below the threshold", 2, "HALOX_SHM_DIRECT_MIN", "1G", false});
+  const auto m = GENERATE(
+      mode{"halox's fields", 0, "HALOX_SHM_INTO", nullptr, true, false, false},
+      mode{"node_shared_allocator", 3, "HALOX_SHM_INTO", nullptr, true, false, false},
+      mode{"a wrapped field", 1, "HALOX_SHM_INTO", nullptr, false, false, false},
+      mode{"a wrapped field, HALOX_SHM_CROSS=on", 1, "HALOX_SHM_CROSS", "on", true, true, false},
+      mode{"wrapped fields, HALOX_SHM_CROSS=on", 2, "HALOX_SHM_CROSS", "on", true, true, false},
+      mode{"rank 1 refuses", 2, "HALOX_SHM_CROSS", "on", true, true, true},
+      mode{"HALOX_SHM_INTO=buffer", 3, "HALOX_SHM_INTO", "buffer", false, false, false},
+      mode{"below the threshold", 3, "HALOX_SHM_DIRECT_MIN", "1G", false, false, false});
   CAPTURE(m.what);
   scoped_env env(m.var, m.value);
   scoped_flag deny(halox::detail::testing::deny_cross_memory, m.deny && me == 1);
@@ -95,14 +98,13 @@ TEST_CASE("one copy: halox's fields by mapping, wrapped ones by cross-memory att
                         : halox::make_exchange(dom, st, f0, f1);
   const std::string d = ex.describe();
   INFO(d);
-  const bool off = m.value != nullptr;  // each variable set here leaves two copies
   if (P > 1) {
     CHECK(d.find("via shared memory") != std::string::npos);
     // Rank 1 refuses, so its pairs keep two copies; a rank beside two others has a pair that
     // does not involve rank 1 (at three ranks and more).
-    const bool some_direct = !off && !(m.deny && (me == 1 || P == 2));
+    const bool some_direct = m.direct && !(m.deny && (me == 1 || P == 2));
     CHECK((one_copy_lines(d) > 0) == some_direct);
-    CHECK((d.find(cross) != std::string::npos) == (some_direct && (m.wrap == 1 || m.wrap == 2)));
+    CHECK((d.find(cross) != std::string::npos) == (some_direct && m.cross));
     CHECK((d.find(refused) != std::string::npos) == (m.deny && me == 1));
   }
   for (int round = 0; round < 4; ++round) {
@@ -133,11 +135,12 @@ TEST_CASE("one copy: owners overwrite their cells right after wait(), slow ranks
   const int me = world.rank();
   const bool slow = me % 2 == 1;
   const bool buffer = GENERATE(false, true);
-  const bool wrap = GENERATE(false, true);  // one copy by cross-memory attach
+  const bool wrap = GENERATE(false, true);  // wrapped arrays, one copy by cross-memory attach
   CAPTURE(buffer, wrap);
   halox::exchange_options o;
   o.shm_into_fields = !buffer;
   o.shm_direct_min_bytes = 0;
+  o.shm_cross_memory = wrap;
   const halox::cartesian<3> dom(world, {96, 40, 40}, halox::periodic{true, true, true},
                                 halox::process_grid<3>{{world.size(), 1, 1}});
   constexpr auto st = halox::stencil<3>::box(2);

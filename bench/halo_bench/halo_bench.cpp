@@ -2,7 +2,7 @@
 //
 //   mpirun -np 2 halo_bench [--sizes 8,64,128] [--widths 1,2] [--fields 3]
 //                           [--impls halox,mpi_manual,mpi_types] [--iters N] [--warmup N]
-//                           [--mac] [--device] [--wrapped]
+//                           [--mac] [--device] [--wrapped] [--node-shared]
 //
 // Every case: a periodic 3-D domain of `local`^3 cells per rank on the automatic process grid,
 // a box stencil of width `w` (26 neighbour directions), `fields` double fields. Each
@@ -50,11 +50,12 @@ struct options {
   int iters = 0;  // 0: chosen per case
   int warmup = 10;
   bool device = false;
-  bool mac = false;       // --mac: the MAC grid case (mac_case.hpp) instead of the box cases
-  bool sweep = false;     // --sweep: message sizes between two GPUs, peer_ipc vs host_staged
-  int sweep_max_kib = 0;  // --sweep-max: the largest message size of the sweep (0: every size)
-  bool graph = false;     // --graph: also ten exchanges captured in a CUDA graph and replayed
-  bool wrapped = false;   // --wrapped: host fields over the benchmark's own arrays
+  bool mac = false;          // --mac: the MAC grid case (mac_case.hpp) instead of the box cases
+  bool sweep = false;        // --sweep: message sizes between two GPUs, peer_ipc vs host_staged
+  int sweep_max_kib = 0;     // --sweep-max: the largest message size of the sweep (0: every size)
+  bool graph = false;        // --graph: also ten exchanges captured in a CUDA graph and replayed
+  bool wrapped = false;      // --wrapped: host fields over the benchmark's own arrays
+  bool node_shared = false;  // --node-shared: those arrays from halox::node_shared_allocator
   // --sweep: host_staged once per chunk size (KiB; 0: messages in one piece, as mapped pinned
   // memory); empty: 0 and the default of exchange_options.
   std::vector<int> chunks_kib;
@@ -249,7 +250,7 @@ bool sweep(const mpi::communicator& world, const options& o, const gpu_rates& ra
     const double ceiling = world.rank() == 0 ? peer_copy_gbps(bytes, 20) : 0;
     print_raw_rows(world, bytes, bytes >= (std::size_t(8) << 20) ? 100 : 500, raw_ptr);
     for (const auto& [policy, chunk] : legs) {
-      setup s{dom, halox::stencil<3>::star({1, 0, 0}, {1, 0, 0}), {}, {}, global, {}};
+      setup s{dom, halox::stencil<3>::star({1, 0, 0}, {1, 0, 0}), {}, {}, global, {}, {}, {}};
       s.f.push_back(dom.make_field<double>(s.st, halox::device));
       s.mirror.push_back(dom.make_field<double>(s.st));
       s.owned = s.f[0].owned_box();
@@ -332,6 +333,8 @@ int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
   app.add_flag("--wrapped", o.wrapped,
                "host fields over the benchmark's own arrays (wrap) instead of halox's own memory "
                "(make_field): what an existing code's arrays get");
+  app.add_flag("--node-shared", o.node_shared,
+               "--wrapped over arrays from halox::node_shared_allocator (implies --wrapped)");
   app.add_flag("--mac", o.mac,
                "the MAC grid case instead of the box cases: u, v, w on x-, y-, z-faces with "
                "box(2), p in cells with star(1), one exchange object for all four (one message "
@@ -353,6 +356,7 @@ int parse(int argc, char** argv, options& o, const mpi::communicator& world) {
       ->delimiter(',');
   const int code = example_app::parse(world, app, argc, argv);
   o.device = o.device || o.sweep;
+  o.wrapped = o.wrapped || o.node_shared;
   if (code == 0 && o.wrapped && o.device) {
     if (world.rank() == 0) std::fprintf(stderr, "halo_bench: --wrapped is for host fields\n");
     return 2;
@@ -520,10 +524,10 @@ int box_case(const mpi::communicator& world, const options& o, int L, int w,
   const halox::extents<3> global{idx(L) * grid.dims[0], idx(L) * grid.dims[1],
                                  idx(L) * grid.dims[2]};
   const halox::cartesian<3> dom(world, global, halox::periodic<3>::all(), grid);
-  setup s{dom, halox::stencil<3>::box(w), {}, {}, global, {}, {}};
+  setup s{dom, halox::stencil<3>::box(w), {}, {}, global, {}, {}, {}};
   for (int k = 0; k < o.fields; ++k) {
     if (o.wrapped) {
-      s.f.push_back(s.wrap_own(w));
+      s.f.push_back(s.wrap_own(w, o.node_shared));
       continue;
     }
     s.f.push_back(dom.make_field<double>(s.st, o.device ? halox::device : halox::host));
@@ -554,9 +558,13 @@ int box_case(const mpi::communicator& world, const options& o, int L, int w,
           "{\"impl\":\"%s\",\"case\":\"%d^3 w%d%s\",\"ranks\":%d,\"local\":%d,\"width\":%d,"
           "\"fields\":%d,\"stencil\":\"box\",\"grid\":\"%dx%dx%d\",\"iters\":%d,"
           "\"median_us\":%.2f,\"min_us\":%.2f,\"bytes\":%zu,\"verified\":%s%s}\n",
-          impl.c_str(), L, w, o.device ? " device" : o.wrapped ? " wrapped" : "", world.size(), L, w, o.fields, grid.dims[0],
-          grid.dims[1], grid.dims[2], iters, median, best, s.halo_bytes(), ok ? "true" : "false",
-          extras.c_str());
+          impl.c_str(), L, w,
+          o.device        ? " device"
+          : o.node_shared ? " node_shared"
+          : o.wrapped     ? " wrapped"
+                          : "",
+          world.size(), L, w, o.fields, grid.dims[0], grid.dims[1], grid.dims[2], iters, median,
+          best, s.halo_bytes(), ok ? "true" : "false", extras.c_str());
     std::fflush(stdout);
   }
   return all_ok ? 0 : 1;

@@ -77,13 +77,20 @@ struct setup {
   halox::extents<3> global;
   std::vector<halox::field<double, 3>> mirror;  // host copies of device fields (--device)
   std::vector<std::vector<double>> own;         // the arrays of wrapped fields (--wrapped)
+  std::vector<std::vector<double, halox::node_shared_allocator<double>>> own_shared;
 
-  // A host field over an array of the benchmark's own, padded by `w` (--wrapped).
-  halox::field<double, 3> wrap_own(int w) {
+  // A host field over an array of the benchmark's own, padded by `w` (--wrapped), allocated
+  // with halox::node_shared_allocator (--node-shared).
+  halox::field<double, 3> wrap_own(int w, bool node_shared) {
     const auto n = dom.local_boxes()[0].size();
     const halox::extents<3> alloc{n[0] + 2 * w, n[1] + 2 * w, n[2] + 2 * w};
-    own.emplace_back(std::size_t(alloc[0] * alloc[1] * alloc[2]));
-    return dom.wrap<double>(own.back().data(), alloc, {w, w, w}, {w, w, w});
+    const auto cells = std::size_t(alloc[0] * alloc[1] * alloc[2]);
+    double* data = nullptr;
+    if (node_shared)
+      data = own_shared.emplace_back(cells).data();
+    else
+      data = own.emplace_back(cells).data();
+    return dom.wrap<double>(data, alloc, {w, w, w}, {w, w, w});
   }
 
   const halox::field<double, 3>& host_view(int k) const {

@@ -103,8 +103,8 @@ exchange_options with_environment(exchange_options o) {
                                     o.host_shared_memory);
   o.shm_into_fields = env_switch("HALOX_SHM_INTO", "a shared-memory target", "field", "buffer",
                                  true, o.shm_into_fields);
-  o.shm_cross_memory = env_switch("HALOX_SHM_CROSS", "a cross-memory attach switch", "on", "off",
-                                  true, o.shm_cross_memory);
+  o.shm_cross_memory = env_switch("HALOX_SHM_CROSS", "a cross-memory attach switch", "off", "on",
+                                  false, o.shm_cross_memory);
   o.nccl_register = env_switch("HALOX_NCCL_REGISTER", "an NCCL registration switch", "0", "1",
                                false, o.nccl_register);
   if (const char* v = std::getenv("HALOX_IPC_INLINE_MAX"); v != nullptr && *v != '\0')

@@ -2,20 +2,20 @@
 /// @file
 /// Node-local transport for host fields. A message goes one of two ways:
 ///
-/// - **one copy** where the fields on both sides are halox's own (`make_field`: memfd memory,
-///   see allocate_shareable): each rank maps the other's field memory, and the message is
-///   copied straight from the sender's owned cells into the receiver's halo by whichever rank
-///   gets to it first once both have started the exchange (`ready`, `started`, `claim`,
-///   `copied` counters in the sender's segment; see host_mode.cpp for who copies when). The
-///   copies are matched as CUDA IPC's are (program/direct_writes.hpp) and run as the message's
-///   placed pack or unpack steps;
+/// - **one copy** where the fields on both sides are memfd memory (`make_field`, or wrapped
+///   arrays from node_shared_allocator; see allocate_shareable): each rank maps the other's field
+///   memory, and the message is copied straight from the sender's owned cells into the receiver's
+///   halo by whichever rank gets to it first once both have started the exchange (`ready`,
+///   `started`, `claim`, `copied` counters in the sender's segment; see host_mode.cpp for who
+///   copies when). The copies are matched as CUDA IPC's are (program/direct_writes.hpp) and run as
+///   the message's placed pack or unpack steps;
 /// - **two copies** otherwise: the sender packs into a send buffer that lives in shared memory
 ///   and the receiver unpacks straight out of it, with `ready` (packed) and `consumed`
 ///   (unpacked, the slot may be reused).
 ///
-/// Memory halox does not own (wrapped fields) cannot be mapped by a peer; there the one copy is
-/// made by cross-memory attach (transport/cross_memory.hpp) where the system allows it, else
-/// the message takes two copies.
+/// Wrapped memory a peer cannot map (the application's own, not from node_shared_allocator)
+/// takes two copies, or, with `shm_cross_memory`, one copy by cross-memory attach
+/// (transport/cross_memory.hpp) where the system allows it.
 ///
 /// Either way no MPI message per exchange. Set-up is collective: each rank's send buffer
 /// becomes a `memfd` mapping; its receivers map it through `/proc/<pid>/fd/<fd>` and say
@@ -159,7 +159,7 @@ class shm_mailbox {
   std::size_t direct_sends_ = 0, direct_recvs_ = 0;
   std::vector<cross_copy> cross_send_, cross_recv_;  // pid 0: not by cross-memory attach
   std::size_t cross_messages_ = 0;
-  bool cross_on_ = true;
+  bool cross_on_ = false;
   int me_ = 0;
   std::string cross_refused_;  // why cross-memory attach was refused, where it was
   std::vector<message> mpi_sends_, mpi_recvs_;

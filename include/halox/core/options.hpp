@@ -39,20 +39,23 @@ struct exchange_options {
   /// Host fields: messages between ranks of one node go through shared memory where the
   /// system allows it; false sends everything through MPI (`HALOX_HOST_TRANSPORT=auto|mpi`).
   bool host_shared_memory = true;
-  /// Shared memory: a message whose fields are halox's own on both ranks (`make_field`; wrapped
-  /// memory too, see shm_cross_memory) and of at least `shm_direct_min_bytes` is copied once,
-  /// straight from the sender's owned cells into the receiver's halo, by whichever rank gets to it
-  /// first (true); else packed into a shared buffer and unpacked out of it
+  /// Shared memory: a message whose fields a peer can map on both ranks (`make_field`, or
+  /// wrapped arrays from node_shared_allocator; see also shm_cross_memory) and of at least
+  /// `shm_direct_min_bytes` is copied once, straight from the sender's owned cells into the
+  /// receiver's halo, by whichever rank gets to it first (true); else packed into a shared buffer
+  /// and unpacked out of it
   /// (`HALOX_SHM_INTO=field|buffer`).
   bool shm_into_fields = true;
   /// Smaller messages take the shared buffer: their cells sit in the sender's caches, and one
   /// contiguous buffer crosses between cores faster than the scattered rows of a halo region
   /// (`HALOX_SHM_DIRECT_MIN=bytes`, with an optional K, M or G suffix).
   std::size_t shm_direct_min_bytes = std::size_t(32) << 10;
-  /// Shared memory, one copy into or out of memory halox does not own (wrapped fields, which a
-  /// peer cannot map): by Linux cross-memory attach (`process_vm_readv` / `process_vm_writev`)
-  /// where the system allows it (true), else two copies (`HALOX_SHM_CROSS=on|off`).
-  bool shm_cross_memory = true;
+  /// Shared memory, wrapped memory a peer cannot map (not from node_shared_allocator): one copy
+  /// by Linux cross-memory attach (`process_vm_readv` / `process_vm_writev`) where the system
+  /// allows it (true), or two copies (false, the default: on the machines measured, each run
+  /// of a halo region costs the kernel a page lookup, and two copies were 2-8x faster; see
+  /// docs/performance.md) (`HALOX_SHM_CROSS=on|off`).
+  bool shm_cross_memory = false;
   /// Treat each block of `node_size` consecutive ranks of the domain's communicator as a node
   /// of its own (inside the real nodes): shared memory and CUDA IPC only inside a block, MPI
   /// between blocks. 0: the real nodes. Tests multi-node paths on one machine
