@@ -1,7 +1,7 @@
 // port2d: an existing-style 2-D MPI code ported to halox (docs/porting.md).
 //
 // The app keeps everything of its own: its decomposition (chunks numbered x-fastest, uneven
-// splits, --tiles chunks per rank), its arrays (std::vector<double> per tile and field, padded
+// splits, --tiles chunks per rank), its arrays (a std::vector per tile and field, padded
 // by its own `pad`), the fields it advances (chosen with --fields), and its physical boundary
 // code. Only the halo exchange is halox's: a box_list from the app's own boxes, its arrays
 // wrapped in place, one exchange built from the run-time field list.
@@ -60,11 +60,16 @@ bool is_face(const std::string& name) {
 /// An array in GPU memory (cudaMalloc), released by cudaFree.
 using gpu_array = std::unique_ptr<double, void (*)(void*) noexcept>;
 
+/// The app's arrays. Allocated by halox's allocator, they are memory the other ranks of the node
+/// can map, so halox copies their halos between ranks of a node once instead of twice
+/// (docs/porting.md, step 2); a plain std::vector<double> works the same otherwise.
+using array = std::vector<double, halox::node_shared_allocator<double>>;
+
 /// One chunk of the app's decomposition: its cells and one padded array per field.
 struct tile {
-  int x0, x1, y0, y1;                            // cells [x0, x1) x [y0, y1), global
-  std::vector<std::vector<double>> u{}, next{};  // per field, row-major (y fastest), padded
-  std::vector<gpu_array> gpu_u{}, gpu_next{};    // --device: u and next in GPU memory, alike
+  int x0, x1, y0, y1;                          // cells [x0, x1) x [y0, y1), global
+  std::vector<array> u{}, next{};              // per field, row-major (y fastest), padded
+  std::vector<gpu_array> gpu_u{}, gpu_next{};  // --device: u and next in GPU memory, alike
 };
 
 int points_x(const tile& t, bool face) {
@@ -237,7 +242,7 @@ int run_host(const boost::mpi::communicator& world, const options& o) {
 #ifdef HALOX_PORT2D_DEVICE
 /// Gives every array of `tiles` its copy in GPU memory: one cudaMalloc per tile and array.
 void to_device(std::vector<tile>& tiles) {
-  auto upload = [](const std::vector<double>& host, std::vector<gpu_array>& gpu) {
+  auto upload = [](const array& host, std::vector<gpu_array>& gpu) {
     const std::size_t bytes = host.size() * sizeof(double);
     gpu.emplace_back(static_cast<double*>(example_gpu::device_alloc(bytes)),
                      example_gpu::device_free);
