@@ -95,6 +95,11 @@ module halox
 
   public :: halox_cartesian, halox_box_list, halox_star, halox_box, halox_wrap, &
             halox_wrap_device, halox_wrap_blocks, halox_make_exchange, halox_unstructured
+  !> halox_allocate_node_shared(p, bytes, stat, errmsg): host memory the node's other ranks can
+  !> map (type(c_ptr); c_f_pointer gives it a shape, pointer remapping its lower bounds): an
+  !> array wrapped over it exchanges between ranks of a node with one copy instead of two.
+  !> halox_free_node_shared(p, stat, errmsg) frees it.
+  public :: halox_allocate_node_shared, halox_free_node_shared
 
   !> halox_cartesian(dom, comm, global, periodic, grid, stat, errmsg): comm a type(MPI_Comm)
   !> (mpi_f08) or an integer communicator (mpi, mpif.h).
@@ -416,6 +421,16 @@ module halox
       type(c_ptr), value :: ex
       type(c_ptr), intent(out) :: text
     end function
+    integer(c_int) function c_allocate_node_shared(bytes, p) &
+        bind(C, name='halox_allocate_node_shared')
+      import :: c_int, c_ptr, c_size_t
+      integer(c_size_t), value :: bytes
+      type(c_ptr), intent(out) :: p
+    end function
+    integer(c_int) function c_free_node_shared(p) bind(C, name='halox_free_node_shared')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: p
+    end function
   end interface
 
   interface
@@ -595,6 +610,28 @@ contains
     lo(1:n) = int(l(1:n)) + 1
     hi(1:n) = int(h(1:n))
   end subroutine domain_local_box
+
+  subroutine halox_allocate_node_shared(p, bytes, stat, errmsg)
+    type(c_ptr), intent(out) :: p
+    integer(int64), intent(in) :: bytes
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    p = c_null_ptr
+    if (bytes < 0) then
+      call fail(HALOX_ERROR, 'halox_allocate_node_shared: a negative number of bytes', stat, &
+                errmsg)
+      return
+    end if
+    call check(c_allocate_node_shared(int(bytes, c_size_t), p), stat, errmsg)
+  end subroutine halox_allocate_node_shared
+
+  subroutine halox_free_node_shared(p, stat, errmsg)
+    type(c_ptr), intent(inout) :: p
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_free_node_shared(p), stat, errmsg)
+    p = c_null_ptr
+  end subroutine halox_free_node_shared
 
   !> How many boxes this rank owns (box lists may give a rank several; cartesian: 1).
   integer function domain_block_count(dom) result(n)

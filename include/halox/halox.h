@@ -210,6 +210,13 @@ typedef void (*halox_boundary_fn)(void* user, int block, const int64_t* lo, cons
 halox_status halox_field_boundary_callback(halox_field* f, int dim, halox_side side,
                                            halox_boundary_fn fn, void* user);
 
+/* Host memory the other ranks of the node can map (halox::allocate_node_shared): a field wrapped
+ * over it exchanges between ranks of a node with one copy, as halox's own fields do, instead of
+ * two. Zeroed, aligned to 64 bytes, whole pages each: for arrays allocated once. `*data` is
+ * NULL after a failure. */
+halox_status halox_allocate_node_shared(size_t bytes, void** data);
+halox_status halox_free_node_shared(void* data); /* NULL is fine */
+
 /* ---- options ----------------------------------------------------------------------------- */
 
 halox_status halox_options_create(halox_options** out);

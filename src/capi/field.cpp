@@ -295,4 +295,15 @@ halox_status halox_options_set_host_shared_memory(halox_options* o, int enabled)
   });
 }
 
+halox_status halox_allocate_node_shared(size_t bytes, void** data) {
+  return guard([&] {
+    *need(data, "halox_allocate_node_shared", "data") = nullptr;
+    *data = halox::allocate_node_shared(bytes);
+  });
+}
+
+halox_status halox_free_node_shared(void* data) {
+  return guard([&] { halox::free_node_shared(data); });
+}
+
 }  // extern "C"

@@ -477,6 +477,42 @@ static void test_blocks(void) {
   free(a[1]);
 }
 
+/* A field over halox_allocate_node_shared memory: exchanged, checked, and (between ranks, whose
+ * messages are above the 32 KiB one-copy threshold here) copied once, as describe() says. */
+static void test_node_shared(void) {
+  const int64_t global[3] = {96, 88, 80};
+  const int periodic[3] = {1, 1, 0}, w[3] = {2, 2, 2};
+  halox_domain* dom = NULL;
+  OK(halox_cartesian_create(MPI_COMM_WORLD, 3, global, periodic, NULL, &dom));
+  array_shape s;
+  shape_of(dom, 3, w, 0, &s);
+  void* mem = NULL;
+  CHECK(halox_allocate_node_shared(8, NULL) == HALOX_ERROR_NULL_ARGUMENT,
+        "halox_allocate_node_shared without an output pointer: %s", halox_last_error());
+  OK(halox_allocate_node_shared(sizeof(double) * (size_t)volume(&s), &mem));
+  double* a = mem;
+  fill(&s, a, NULL);
+  halox_stencil* st = NULL;
+  OK(halox_stencil_box(3, w, w, &st));
+  halox_field* f = NULL;
+  OK(halox_field_wrap(dom, HALOX_FLOAT64, a, s.ext, w, w, &f));
+  halox_exchange* ex = NULL;
+  OK(halox_exchange_create(dom, st, &f, 1, NULL, &ex));
+  OK(halox_exchange_run(ex));
+  verify(&s, a, NULL, global, periodic, w, w, 1, "node-shared memory");
+  const char* text = NULL;
+  OK(halox_exchange_describe(ex, &text));
+  if (size > 1)
+    CHECK(text && strstr(text, "one copy") != NULL, "describe(), node-shared memory: %s",
+          text ? text : "");
+  OK(halox_exchange_destroy(ex));
+  OK(halox_field_destroy(f));
+  OK(halox_stencil_destroy(st));
+  OK(halox_domain_destroy(dom));
+  OK(halox_free_node_shared(mem));
+  OK(halox_free_node_shared(NULL));
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -489,6 +525,7 @@ int main(int argc, char** argv) {
   test_shared_points(1);
   test_bad_input();
   test_blocks();
+  test_node_shared();
   int total = 0;
   MPI_OK(MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
   if (rank == 0) printf("test_c_api: %d rank(s), %d failure(s)\n", size, total);

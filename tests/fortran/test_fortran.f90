@@ -3,10 +3,11 @@
 ! communicator) and 3-D (integer communicator) domains, periodic and not, with fields of
 ! different types and stencils in one exchange, an array section, components; bad input on
 ! every rank rejected with stat and errmsg, the arrays left as they were; the boundary rules
-! beyond a non-periodic box against a model of each rule; two boxes per rank, one array each.
+! beyond a non-periodic box against a model of each rule; two boxes per rank, one array each;
+! an array in halox_allocate_node_shared memory, given its global bounds by pointer remapping.
 program test_fortran
   use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64, error_unit
-  use, intrinsic :: iso_c_binding, only: c_ptr, c_loc
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_loc, c_f_pointer, c_associated
   use mpi_f08
   use halox
   implicit none
@@ -23,6 +24,7 @@ program test_fortran
   call test_bad_input()
   call test_boundary()
   call test_blocks()
+  call test_node_shared()
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
   if (rank == 0) print '(a, i0, a, i0, a)', 'test_fortran: ', nranks, ' rank(s), ', total, ' failure(s)'
   call MPI_Finalize()
@@ -183,6 +185,49 @@ contains
     call st%destroy()
     call dom%destroy()
   end subroutine test_3d
+
+  !> A 2-D periodic exchange of an array in node-shared memory (c_f_pointer, then its bounds by
+  !> pointer remapping), every cell checked; the memory freed.
+  subroutine test_node_shared()
+    integer, parameter :: n(2) = [24, 20]
+    type(halox_domain) :: dom
+    type(halox_stencil) :: st
+    type(halox_field) :: f
+    type(halox_exchange) :: ex
+    type(c_ptr) :: mem
+    real(real64), pointer :: flat(:), u(:, :)
+    integer :: lo(2), hi(2), i, j, bad, stat
+    call halox_cartesian(dom, MPI_COMM_WORLD, n, periodic=[.true., .true.])
+    call dom%local_box(lo, hi)
+    call halox_allocate_node_shared(mem, int(8 * (hi(1) - lo(1) + 5) * (hi(2) - lo(2) + 5), int64), &
+                                    stat=stat)
+    call expect(stat == HALOX_SUCCESS .and. c_associated(mem), 'node-shared memory not allocated')
+    call c_f_pointer(mem, flat, [(hi(1) - lo(1) + 5) * (hi(2) - lo(2) + 5)])
+    u(lo(1) - 2:hi(1) + 2, lo(2) - 2:hi(2) + 2) => flat
+    u = -1
+    do j = lo(2), hi(2)
+      do i = lo(1), hi(1)
+        u(i, j) = code([i, j])
+      end do
+    end do
+    call halox_box(st, [2, 2])
+    call halox_wrap(f, dom, u, pad=[2, 2], name='node-shared')
+    call halox_make_exchange(ex, dom, st, [f])
+    call ex%exchange()
+    bad = 0
+    do j = lbound(u, 2), ubound(u, 2)
+      do i = lbound(u, 1), ubound(u, 1)
+        if (u(i, j) /= expected([i, j], lo, hi, n, [.true., .true.], [2, 2], .true.)) bad = bad + 1
+      end do
+    end do
+    call expect(bad == 0, 'node-shared memory: wrong halo cells')
+    call ex%destroy()
+    call f%destroy()
+    call st%destroy()
+    call dom%destroy()
+    call halox_free_node_shared(mem, stat=stat)
+    call expect(stat == HALOX_SUCCESS .and. .not. c_associated(mem), 'node-shared memory not freed')
+  end subroutine test_node_shared
 
   !> Builds an exchange of `a` that must fail on every rank with HALOX_ERROR and a message
   !> containing `needle`, leaving `a` as it was.
