@@ -39,6 +39,7 @@ from ._halox import (  # noqa: F401  (the public API)
     cuda_enabled,
     current_device,
     device_count,
+    node_shared_zeros,
     set_device,
     split_interior,
     synchronize,
@@ -49,7 +50,8 @@ __all__ = [
     "DeviceArray", "Domain", "Error", "FieldBlocks", "Exchange", "Handle", "Reduction", "Stencil",
     "Unstructured", "Boundary", "Field", "Halo", "field", "halo", "make_exchange",
     "make_reverse_exchange", "origin", "owned_slices", "interior_slices", "split_interior",
-    "cuda_enabled", "current_device", "device_count", "set_device", "synchronize",
+    "cuda_enabled", "current_device", "device_count", "node_shared_zeros", "set_device",
+    "synchronize",
 ]
 
 

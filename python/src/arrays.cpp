@@ -443,9 +443,37 @@ the work already there, and returns when it is done.)doc")
 
 }  // namespace
 
+namespace {
+
+// A zeroed C-ordered NumPy array in node-shared memory (halox::allocate_node_shared).
+py::array node_shared_zeros(py::object shape, py::object dtype) {
+  const py::dtype dt = py::dtype::from_args(dtype);
+  std::vector<py::ssize_t> sh;
+  if (py::isinstance<py::int_>(shape))
+    sh.push_back(shape.cast<py::ssize_t>());
+  else
+    for (py::handle n : shape) sh.push_back(n.cast<py::ssize_t>());
+  std::size_t bytes = std::size_t(dt.itemsize());
+  for (py::ssize_t n : sh) {
+    if (n < 0) throw halox::error(detail::format("node_shared_zeros: a negative extent {}", n));
+    bytes *= std::size_t(n);
+  }
+  void* p = allocate_node_shared(bytes);
+  py::capsule owner(p, [](void* q) { free_node_shared(q); });
+  return py::array(dt, sh, p, owner);
+}
+
+}  // namespace
+
 void bind_arrays(py::module_& m) {
   bind_field_blocks(m);
   bind_device_array(m);
+  m.def("node_shared_zeros", &node_shared_zeros, py::arg("shape"), py::arg("dtype") = "float64",
+        R"doc(
+A zeroed NumPy array (C order) in memory the other ranks of the node can map. Wrapped in an
+exchange, it is copied between ranks of a node once, straight into the neighbours' halos, as
+``make_field``'s arrays are; other arrays of your own take two copies. Each array is a mapping of
+whole pages: for arrays made once.)doc");
 }
 
 }  // namespace halox::python

@@ -152,21 +152,27 @@ def test_domain_queries(comm):
 
 
 def test_one_copy_shared_memory_for_owned_fields(comm):
-    """Owned host fields keep halox's one-copy shared-memory path; wrapped arrays take two."""
+    """Owned host fields and node_shared_zeros arrays keep halox's one-copy shared-memory path;
+    other arrays take two."""
     dom = halox.Cartesian(comm, (24, 20, 16), periodic=True)
     st = halox.Stencil.box(3, 1)
     owned = dom.make_field(st)
     wrapped = np.zeros_like(owned)
+    shared = halox.node_shared_zeros(owned.shape, owned.dtype)
+    check(comm, shared.shape == owned.shape and shared.dtype == owned.dtype and not shared.any())
     one_copy = "one copy, straight from the sender's owned cells"
     ex_owned = halox.make_exchange(dom, st, owned, shm_direct_min_bytes=0)
     ex_wrapped = halox.make_exchange(dom, st, wrapped, shm_direct_min_bytes=0)
+    ex_shared = halox.make_exchange(dom, st, shared, shm_direct_min_bytes=0)
     ex_mpi = halox.make_exchange(dom, st, dom.make_field(st), host_shared_memory=False)
     d_owned, d_wrapped, d_mpi = ex_owned.describe(), ex_wrapped.describe(), ex_mpi.describe()
+    d_shared = ex_shared.describe()
     if comm.size > 1:
         check(comm, one_copy in d_owned, d_owned)
+        check(comm, one_copy in d_shared, d_shared)
         check(comm, one_copy not in d_wrapped and "shared memory" in d_wrapped, d_wrapped)
         check(comm, "shared memory" not in d_mpi, d_mpi)
-    for ex, arr in ((ex_owned, owned), (ex_wrapped, wrapped)):
+    for ex, arr in ((ex_owned, owned), (ex_wrapped, wrapped), (ex_shared, shared)):
         blk = block_of(dom, arr, st.lo)
         for salt in range(3):
             ref.fill(blk, dom.extents, dom.periodic, salt=salt)
