@@ -47,6 +47,7 @@ struct options {
   std::string shared = "keep";
   std::string walls = "app";  // the app's boundaries() or halox's boundary rules
   bool describe = false;
+  bool overlap = false;        // update the points that read no halo while the exchange runs
   bool device = false;         // --device: the arrays in GPU memory, the steps as kernels
   std::string stream = "own";  // --device: the app's own stream or CUDA's legacy default stream
 };
@@ -132,21 +133,36 @@ void boundaries(tile& t, const options& o) {
   }
 }
 
-/// One diffusion step of every field of `t` (halos filled); x-face wall points stay zero.
-void advance(tile& t, const options& o) {
+/// Which points advance() updates: all of them; those that read nothing the exchange writes
+/// (halos, and an x-face field's shared points, which their owner may overwrite), while the
+/// exchange runs (--overlap); or the rest, once it is done.
+enum class part { all, interior, shell };
+
+bool in_part(part p, int i, int j, int mx, int my, bool face) {
+  if (p == part::all) return true;
+  const int m = face ? 2 : 1;  // an x-face field's first and last points are shared
+  const bool interior = i >= m && i < mx - m && j >= 1 && j < my - 1;
+  return interior == (p == part::interior);
+}
+
+/// One diffusion step of every field of `t` (halos filled, except for part::interior); x-face
+/// wall points stay zero. The new values replace the old ones once the step is complete (all,
+/// shell): the wrapped arrays stay where they are.
+void advance(tile& t, const options& o, part p = part::all) {
   for (std::size_t f = 0; f < o.fields.size(); ++f) {
     const bool face = is_face(o.fields[f]);
     const auto& a = t.u[f];
     auto& b = t.next[f];
-    for (int i = 0; i < points_x(t, face); ++i)
-      for (int j = 0; j < t.y1 - t.y0; ++j) {
+    const int mx = points_x(t, face), my = t.y1 - t.y0;
+    for (int i = 0; i < mx; ++i)
+      for (int j = 0; j < my; ++j) {
         const int gi = t.x0 + i;
-        if (face && (gi == 0 || gi == o.nx)) continue;
+        if ((face && (gi == 0 || gi == o.nx)) || !in_part(p, i, j, mx, my, face)) continue;
         const double c = a[at(t, i, j)];
         b[at(t, i, j)] = c + 0.125 * (a[at(t, i - 1, j)] + a[at(t, i + 1, j)] + a[at(t, i, j - 1)] +
                                       a[at(t, i, j + 1)] - 4.0 * c);
       }
-    std::copy(b.begin(), b.end(), t.u[f].begin());  // the wrapped arrays stay where they are
+    if (p != part::interior) std::copy(b.begin(), b.end(), t.u[f].begin());
   }
 }
 
@@ -229,11 +245,13 @@ int run_host(const boost::mpi::communicator& world, const options& o) {
   for (auto& t : tiles) init(t, o);
   auto ex = make_halo_exchange(world, tiles, o);
   for (int s = 0; s < o.steps; ++s) {
-    auto h = ex.start();  // nothing to overlap here: every point reads a neighbour
+    auto h = ex.start();
+    if (o.overlap)
+      for (auto& t : tiles) advance(t, o, part::interior);  // reads no halo
     h.wait();
     for (auto& t : tiles) {
       if (o.walls == "app") boundaries(t, o);
-      advance(t, o);
+      advance(t, o, o.overlap ? part::shell : part::all);
     }
   }
   return verify(world, tiles, o);
@@ -322,6 +340,13 @@ int run_device(const boost::mpi::communicator& world, const options&) {
 #endif
 
 int run(const boost::mpi::communicator& world, const options& o) {
+  if (o.overlap && o.device) {
+    if (world.rank() == 0)
+      std::fprintf(stderr,
+                   "port2d: --overlap is for host arrays (the device steps are in stream "
+                   "order after the exchange)\n");
+    return 2;
+  }
   return o.device ? run_device(world, o) : run_host(world, o);
 }
 
@@ -341,6 +366,8 @@ int parse(int argc, char** argv, options& o, const boost::mpi::communicator& wor
       ->check(CLI::IsMember({"app", "halox"}))
       ->capture_default_str();
   app.add_flag("--describe", o.describe, "rank 0 prints the exchange's describe()");
+  app.add_flag("--overlap", o.overlap,
+               "update the points that read no halo between start() and wait() (host arrays)");
   example_app::add_device(app, o.device, "the arrays (and the steps: CUDA kernels)");
   app.add_option("--stream", o.stream,
                  "with --device: the app's own stream or CUDA's legacy default stream")
