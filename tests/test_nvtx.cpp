@@ -8,6 +8,7 @@
 #include <halox/halox.hpp>
 
 #include <cstdlib>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,8 +31,16 @@ std::vector<std::string> events() {
   return out;
 }
 
-// The events of ranges whose name starts with `label`, with the pops that close them.
-std::vector<std::string> of(const std::vector<std::string>& all, const std::string& label) {
+// Whether event `e` pushes one message's range ("pack for rank P", "unpack from rank P").
+bool message_range(const std::string& e) {
+  return e.find(": pack for rank ") != std::string::npos ||
+         e.find(": unpack from rank ") != std::string::npos;
+}
+
+// The events of ranges whose name starts with `label`, with the pops that close them; the
+// ranges of single messages only with `messages`.
+std::vector<std::string> of(const std::vector<std::string>& all, const std::string& label,
+                            bool messages = false) {
   std::vector<std::string> out;
   std::vector<bool> open;  // per pushed range still open: whether it is one of label's
   for (const auto& e : all) {
@@ -41,7 +50,7 @@ std::vector<std::string> of(const std::vector<std::string>& all, const std::stri
       open.pop_back();
       continue;
     }
-    const bool mine = e.rfind("push " + label + ":", 0) == 0;
+    const bool mine = e.rfind("push " + label + ":", 0) == 0 && (messages || !message_range(e));
     open.push_back(mine);
     if (mine) out.push_back(e);
   }
@@ -53,9 +62,10 @@ std::vector<std::string> of(const std::vector<std::string>& all, const std::stri
 
 TEST_CASE("NVTX ranges: set-up, start and wait by the object's label, nothing when off") {
   boost::mpi::communicator world;
-  const int P = world.size();
+  const int P = world.size(), me = world.rank();
   constexpr auto st = halox::stencil<3>::box(1);
-  const halox::cartesian<3> dom(world, {6, 4 * P, 5}, halox::periodic<3>::all());
+  const halox::cartesian<3> dom(world, {6, 4 * P, 5}, halox::periodic<3>::all(),
+                                halox::process_grid<3>{{1, P, 1}});
   auto u = dom.make_field<double>(st);
   halox::exchange_options on, off;
   on.label = "nvtx-on";
@@ -75,6 +85,21 @@ TEST_CASE("NVTX ranges: set-up, start and wait by the object's label, nothing wh
       "push nvtx-on: start",  "pop", "push nvtx-on: wait",  "pop"};
   CHECK(of(all, "nvtx-on") == want);
   CHECK(of(all, "nvtx-off").empty());
+  // Each message's host pack and unpack, by peer: the ranks before and after this one along
+  // the split dimension (none alone: periodic images are local copies).
+  std::set<std::string> packs, unpacks;
+  for (const auto& e : of(all, "nvtx-on", true)) {
+    if (e.find(": pack for rank ") != std::string::npos) packs.insert(e);
+    if (e.find(": unpack from rank ") != std::string::npos) unpacks.insert(e);
+  }
+  std::set<std::string> want_packs, want_unpacks;
+  if (P > 1)
+    for (int peer : {(me + 1) % P, (me + P - 1) % P}) {
+      want_packs.insert("push nvtx-on: pack for rank " + std::to_string(peer));
+      want_unpacks.insert("push nvtx-on: unpack from rank " + std::to_string(peer));
+    }
+  CHECK(packs == want_packs);
+  CHECK(unpacks == want_unpacks);
 }
 
 TEST_CASE("NVTX ranges and GPU time of device fields: pack inside start, unpack inside wait") {

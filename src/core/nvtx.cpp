@@ -16,21 +16,40 @@ nvtxDomainHandle_t halox_domain() {
 }
 }  // namespace
 
-nvtx_names::nvtx_names(const std::string& label, bool on) {
+nvtx_names::nvtx_names(const std::string& label, bool on, const std::vector<int>& send_peers,
+                       const std::vector<int>& recv_peers) {
   if (!on) return;
   const nvtxDomainHandle_t d = halox_domain();
   domain_ = d;
-  for (int k = 0; k < int(nvtx_phase::count); ++k)
-    names_[k] = nvtxDomainRegisterStringA(d, (label + ": " + phase_names[k]).c_str());
+  auto name = [&](const std::string& what) -> void* {
+    return nvtxDomainRegisterStringA(d, (label + ": " + what).c_str());
+  };
+  for (int k = 0; k < int(nvtx_phase::count); ++k) names_[k] = name(phase_names[k]);
+  for (int peer : send_peers) pack_names_.push_back(name("pack for rank " + std::to_string(peer)));
+  for (int peer : recv_peers)
+    unpack_names_.push_back(name("unpack from rank " + std::to_string(peer)));
 }
 
-void nvtx_names::push(nvtx_phase p) const {
+namespace {
+void push_registered(void* domain, void* name) {
   nvtxEventAttributes_t a{};
   a.version = NVTX_VERSION;
   a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
   a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
-  a.message.registered = static_cast<nvtxStringHandle_t>(names_[int(p)]);
-  (void)nvtxDomainRangePushEx(static_cast<nvtxDomainHandle_t>(domain_), &a);
+  a.message.registered = static_cast<nvtxStringHandle_t>(name);
+  (void)nvtxDomainRangePushEx(static_cast<nvtxDomainHandle_t>(domain), &a);
+}
+}  // namespace
+
+void nvtx_names::push(nvtx_phase p) const {
+  push_registered(domain_, names_[int(p)]);
+}
+
+void nvtx_names::push_message(bool pack, std::size_t m) const {
+  const auto& names = pack ? pack_names_ : unpack_names_;
+  push_registered(domain_, m < names.size()
+                               ? names[m]
+                               : names_[int(pack ? nvtx_phase::pack : nvtx_phase::unpack)]);
 }
 
 void nvtx_names::pop() const {

@@ -4,7 +4,9 @@
 // (exchange_options::nvtx or HALOX_NVTX=1): otherwise a range is one test of a null pointer.
 // The names are registered once at set-up, so a range allocates nothing. C++17 (the CUDA
 // library includes it).
+#include <cstddef>
 #include <string>
+#include <vector>
 
 namespace halox::detail {
 
@@ -14,15 +16,21 @@ enum class nvtx_phase { setup, start, wait, schedule_exchange, schedule_wait, pa
 class nvtx_names {
  public:
   nvtx_names() = default;
-  /// Registers "<label>: <phase>" for every phase where `on` (and the build has NVTX).
-  nvtx_names(const std::string& label, bool on);
+  /// Registers "<label>: <phase>" for every phase, and per send (receive) message "<label>:
+  /// pack for rank P" ("<label>: unpack from rank P"), P its peer, where `on` (and the build
+  /// has NVTX).
+  nvtx_names(const std::string& label, bool on, const std::vector<int>& send_peers = {},
+             const std::vector<int>& recv_peers = {});
   bool on() const { return domain_ != nullptr; }
   void push(nvtx_phase p) const;
+  /// The range of the host pack (`pack`) or unpack of message `m`.
+  void push_message(bool pack, std::size_t m) const;
   void pop() const;
 
  private:
   void* domain_ = nullptr;
   void* names_[int(nvtx_phase::count)] = {};
+  std::vector<void*> pack_names_, unpack_names_;
 };
 
 /// A range for the lifetime of the object (nothing when `n` is inactive).
@@ -36,6 +44,22 @@ class nvtx_range {
   }
   nvtx_range(const nvtx_range&) = delete;
   nvtx_range& operator=(const nvtx_range&) = delete;
+
+ private:
+  const nvtx_names& n_;
+};
+
+/// The range of one message's host pack or unpack, for the lifetime of the object.
+class nvtx_message_range {
+ public:
+  nvtx_message_range(const nvtx_names& n, bool pack, std::size_t m) : n_(n) {
+    if (n_.on()) n_.push_message(pack, m);
+  }
+  ~nvtx_message_range() {
+    if (n_.on()) n_.pop();
+  }
+  nvtx_message_range(const nvtx_message_range&) = delete;
+  nvtx_message_range& operator=(const nvtx_message_range&) = delete;
 
  private:
   const nvtx_names& n_;

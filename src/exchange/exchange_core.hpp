@@ -16,6 +16,7 @@
 #include <boost/mpi/communicator.hpp>
 
 #include "boundary/device_boundary.hpp"
+#include "core/nvtx.hpp"
 #include "halox/core/stream.hpp"
 #include "pack/device_copy.hpp"
 #include "program/message_buffers.hpp"
@@ -62,6 +63,8 @@ class exchange_core {
   staging_pipeline* pipeline() const { return pipe_.get(); }
   device_copier* copier() const { return gpu_.get(); }
   device_boundary* boundary() const { return rules_.get(); }
+  /// The exchange object's NVTX ranges: the host pack and unpack of each message get one.
+  void use_nvtx(const nvtx_names* n) { nvtx_ = n; }
   /// For a wait that gave up (exchange_options::wait_timeout): what this rank still waits for
   /// through MPI and the CUDA IPC handshake, one "rank P (route: what)" item per wait, in
   /// `out`. Never blocks.
@@ -111,6 +114,7 @@ class exchange_core {
   std::size_t arrived_ = 0;    // MPI receive messages complete in this exchange
   bool ordered_done_ = false;  // an ordered exchange has been unpacked
   std::uint64_t generation_ = 0;
+  const nvtx_names* nvtx_ = &nvtx_off();  // the exchange object's ranges (use_nvtx)
   bool unpack_pending_ = false;  // an unpack is enqueued that may still read the receive buffer
   /// Boundary rules of device fields, launched after the unpack (null without them). Declared
   /// after `gpu_`: destroyed before the stream its launches use.

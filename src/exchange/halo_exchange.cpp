@@ -24,6 +24,15 @@ namespace halox {
 
 namespace detail {
 
+namespace {
+// The peers of a program's messages, in its order (NVTX names the ranges of each).
+std::vector<int> peers_of(const std::vector<message>& msgs) {
+  std::vector<int> out;
+  for (const message& m : msgs) out.push_back(m.peer);
+  return out;
+}
+}  // namespace
+
 // What every mode shares: one exchange in flight at a time, generations for handles, and an
 // error that ends the object. The mode is an exchange_mode (exchange_core.hpp).
 struct exchange_state {
@@ -54,10 +63,11 @@ struct exchange_state {
       : after_exchange(std::move(p.after_exchange)),
         label(object_label(p)),
         timeout(p.options.wait_timeout),
-        nvtx(label, p.options.nvtx),
+        nvtx(label, p.options.nvtx, peers_of(p.sends), peers_of(p.recvs)),
         core(c, std::move(p)),
         mode(make_mode(core)) {
     if (core.copier()) core.copier()->use_nvtx(&nvtx);
+    core.use_nvtx(&nvtx);
     blocker = mode->capture_blocker();
     int mine = blocker == nullptr ? 1 : 0, all = 0;
     mpi::check(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, core.communicator()),
