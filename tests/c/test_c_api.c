@@ -5,25 +5,8 @@
  * the face) against a model of them; node fields whose shared points the owner overwrites or
  * each rank keeps; bad input on every rank rejected with its status and message,
  * and the user's arrays left as they were. */
-#include <halox/halox.h>
+#include "check.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static int rank = 0, size = 1, failures = 0;
-
-#define CHECK(cond, ...)                                             \
-  do {                                                               \
-    if (!(cond)) {                                                   \
-      fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                  \
-      fputc('\n', stderr);                                           \
-      ++failures;                                                    \
-    }                                                                \
-  } while (0)
-#define OK(call) CHECK((call) == HALOX_SUCCESS, "%s: %s", #call, halox_last_error())
-#define MPI_OK(call) CHECK((call) == MPI_SUCCESS, "%s failed", #call)
 
 /* A global cell as a number: exact in int32 and double for the extents used here. */
 static double code(const int64_t* g, int dim) {

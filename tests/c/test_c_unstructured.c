@@ -5,25 +5,8 @@
  * a reverse sum against a serial count of who ghosts what; bad input (a ghost id nobody owns,
  * a field of the wrong length, ranks that disagree, bad counts and reductions) rejected on
  * every rank with its status and message, and the user's arrays left as they were. */
-#include <halox/halox.h>
+#include "check.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static int rank = 0, size = 1, failures = 0;
-
-#define CHECK(cond, ...)                                             \
-  do {                                                               \
-    if (!(cond)) {                                                   \
-      fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                  \
-      fputc('\n', stderr);                                           \
-      ++failures;                                                    \
-    }                                                                \
-  } while (0)
-#define OK(call) CHECK((call) == HALOX_SUCCESS, "%s: %s", #call, halox_last_error())
-#define MPI_OK(call) CHECK((call) == MPI_SUCCESS, "%s failed", #call)
 /* A call every rank must reject with HALOX_ERROR and a message containing `text`. */
 #define REJECTED(call, text)                                                                \
   do {                                                                                      \
