@@ -143,6 +143,16 @@ halox::cartesian<2> domain_of(const mpi::communicator& comm, const options& o) {
                              halox::process_grid<2>{{comm.size(), 1}});
 }
 
+// The exchange of field `f` (`name`), labelled with the run's rank count: the report of one job
+// (HALOX_REPORT, docs/observing.md) then tells the 1-rank reference's objects from the others.
+template <class T>
+halox::halo_exchange labelled_exchange(const halox::cartesian<2>& dom, const halox::stencil<2>& st,
+                                       const halox::field<T, 2>& f, const char* name) {
+  halox::exchange_options o;
+  o.label = std::string(name) + " (" + std::to_string(dom.comm().size()) + " rank(s))";
+  return halox::make_exchange(dom, st, o, f);
+}
+
 // CPU run over `comm`'s ranks.
 result run_host(const mpi::communicator& comm, const options& o) {
   constexpr auto st = halox::stencil<2>::star(1);
@@ -151,8 +161,8 @@ result run_host(const mpi::communicator& comm, const options& o) {
   fill_initial(a, o);
   fill_initial(a_new, o);
   const auto parts = parts_of(a, st, o.nx);
-  halox::halo_exchange ex_a = halox::make_exchange(dom, st, a),
-                       ex_new = halox::make_exchange(dom, st, a_new);
+  halox::halo_exchange ex_a = labelled_exchange(dom, st, a, "jacobi2d a"),
+                       ex_new = labelled_exchange(dom, st, a_new, "jacobi2d a_new");
 
   result r;
   comm.barrier();
@@ -326,8 +336,8 @@ result run_device(const mpi::communicator& comm, const options& o) {
   example_gpu::copy_to_device(a_new.data(), mirror.data(), bytes);
 
   const auto split = parts_of(a, st, o.nx);
-  halox::halo_exchange ex_a = halox::make_exchange(dom, st, a),
-                       ex_new = halox::make_exchange(dom, st, a_new);
+  halox::halo_exchange ex_a = labelled_exchange(dom, st, a, "jacobi2d a"),
+                       ex_new = labelled_exchange(dom, st, a_new, "jacobi2d a_new");
   result r;
   // A CUDA failure below ends the job from inside this scope: unwinding would destroy an
   // exchange in flight, whose destructor waits for messages that may never come.
