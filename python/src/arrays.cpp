@@ -456,7 +456,8 @@ py::array node_shared_zeros(py::object shape, py::object dtype) {
   std::size_t bytes = std::size_t(dt.itemsize());
   for (py::ssize_t n : sh) {
     if (n < 0) throw halox::error(detail::format("node_shared_zeros: a negative extent {}", n));
-    bytes *= std::size_t(n);
+    if (__builtin_mul_overflow(bytes, std::size_t(n), &bytes))
+      throw halox::error("node_shared_zeros: the array's size overflows");
   }
   void* p = allocate_node_shared(bytes);
   py::capsule owner(p, [](void* q) { free_node_shared(q); });

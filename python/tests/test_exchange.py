@@ -160,6 +160,12 @@ def test_one_copy_shared_memory_for_owned_fields(comm):
     wrapped = np.zeros_like(owned)
     shared = halox.node_shared_zeros(owned.shape, owned.dtype)
     check(comm, shared.shape == owned.shape and shared.dtype == owned.dtype and not shared.any())
+    for bad, text in (((4, -1), "negative extent"), ((1 << 40, 1 << 40), "overflows")):
+        try:
+            halox.node_shared_zeros(bad)
+            check(comm, False, f"node_shared_zeros{bad} was accepted")
+        except halox.Error as e:
+            check(comm, text in str(e), str(e))
     one_copy = "one copy, straight from the sender's owned cells"
     ex_owned = halox.make_exchange(dom, st, owned, shm_direct_min_bytes=0)
     ex_wrapped = halox.make_exchange(dom, st, wrapped, shm_direct_min_bytes=0)
