@@ -25,7 +25,12 @@ namespace {
 class device_mode : public exchange_mode {
  public:
   explicit device_mode(exchange_core& c)
-      : exchange_mode(c), mpi_(c), host_(c), dev_(c), pipe_(c.pipeline()) {}
+      : exchange_mode(c),
+        gpu_(*c.copier()),
+        pipe_(c.pipeline()),
+        mpi_(pipe_ ? static_cast<carrier&>(*pipe_) : c.mpi()) {
+    carriers_.push_back(&mpi_);
+  }
   const char* name() const override { return "device (MPI)"; }
   const char* capture_blocker() const override {
     return "its messages go through MPI (gpu_aware or host_staged): the host waits for the pack "
@@ -33,49 +38,41 @@ class device_mode : public exchange_mode {
   }
 
   void start(stream_t after) override {
-    dev_.reuse_buffers();  // the last unpack read the receive buffer
-    mpi_.start_recvs();
-    dev_.enter(after);
-    dev_.launch_pack();  // device fields of every message, and their local copies
+    const std::uint64_t g = core_.generation();
+    core_.reuse_buffers();  // the last unpack read the receive buffer
+    mpi_.post_receives(g);
+    gpu_.enter(after, core_.rank());
+    core_.launch_pack();  // device fields of every message, and their local copies
     if (pipe_) {
-      pipe_->start(dev_.stream());
-      host_.run_local();  // host fields' local copies, if any
-      while (!pipe_->sends_started()) pipe_->progress(false);
-      clock_.begin();
+      core_.run_local();  // host fields' local copies, if any
+      pipe_->post_sends(g);
       return;
     }
-    dev_.stage_out();
-    host_.pack_all();  // host fields
+    core_.stage_out();
+    core_.pack_all();  // host fields
     // MPI reads what the kernel packed; with nothing to send (only local copies) the host
     // does not wait, and a scheduled exchange stays entirely in stream order.
-    if (host_.sends() > 0) dev_.synchronize();
-    mpi_.start_sends();
-    host_.run_local();
-    clock_.begin();
+    if (!core_.program().sends.empty()) gpu_.synchronize(core_.rank());
+    mpi_.post_sends(g);
+    core_.run_local();
   }
 
   void wait(stream_t before) override {
-    if (pipe_)
-      pipe_->progress(true);
-    else
-      mpi_.receive(true);
-    host_.unpack_ordered();
-    dev_.finish_unpack(before);
-    mpi_.wait_sends();
+    mpi_.complete();
+    core_.unpack_ordered();
+    core_.finish_unpack(before);
   }
 
   bool test() override {
-    const bool arrived = pipe_ ? pipe_->progress(false) : mpi_.receive(false);
-    if (!arrived || !mpi_.test_sends()) return false;
-    host_.unpack_ordered();
-    return dev_.unpack_ready();
+    if (!mpi_.progress().done) return false;
+    core_.unpack_ordered();
+    return core_.unpack_ready();
   }
 
  protected:
-  mpi_messages mpi_;
-  host_steps host_;
-  device_work dev_;
+  device_copier& gpu_;
   staging_pipeline* const pipe_;  // host staging by copies in pieces, or null
+  carrier& mpi_;                  // the pipeline, or the MPI carrier
 };
 
 // Device fields and local copies alone (one rank along every periodic dimension): a scheduled
@@ -93,17 +90,16 @@ class device_local_mode final : public device_mode {
   void start(stream_t after) override {
     on_user_stream_ = after != nullptr;
     if (!on_user_stream_) return device_mode::start(after);
-    dev_.launch_local(after);
-    clock_.begin();
+    gpu_.launch_local(after, core_.rank());
   }
   void wait(stream_t before) override {
     if (!on_user_stream_) return device_mode::wait(before);
-    dev_.wait_local(before);
+    gpu_.wait_local(before, core_.rank());
     on_user_stream_ = false;
   }
   bool test() override {
     if (!on_user_stream_) return device_mode::test();
-    if (!dev_.ready()) return false;
+    if (!gpu_.ready(core_.rank())) return false;
     on_user_stream_ = false;
     return true;
   }
@@ -120,7 +116,12 @@ class device_local_mode final : public device_mode {
 class device_nccl_mode final : public exchange_mode {
  public:
   explicit device_nccl_mode(exchange_core& c)
-      : exchange_mode(c), dev_(c), nccl_(*c.nccl()), timeout_(c.program().options.wait_timeout) {}
+      : exchange_mode(c),
+        gpu_(*c.copier()),
+        nccl_(*c.nccl()),
+        timeout_(c.program().options.wait_timeout) {
+    carriers_.push_back(&nccl_);
+  }
   // With a timeout, an exchange still running on the GPU at destruction (a scheduled one whose
   // peer never came) gets that long before the communicator is aborted: NCCL's kernels never
   // give up by themselves, and the copier's destructor waits for halox's stream.
@@ -128,7 +129,7 @@ class device_nccl_mode final : public exchange_mode {
     if (timeout_ <= 0) return;
     try {
       const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
-      while (!dev_.ready())
+      while (!gpu_.ready(core_.rank()))
         if (std::chrono::steady_clock::now() > until) {
           nccl_.abort(
               "an exchange object was destroyed while its exchange still waited for a "
@@ -144,21 +145,12 @@ class device_nccl_mode final : public exchange_mode {
   // A scheduled wait enqueues only stream work; NCCL's kernels never give up by themselves
   // (the destructor aborts the communicator after the timeout).
   bool waits_on_host(stream_t before) const override { return before == nullptr; }
-  void waiting_for(const exchange_core& c, std::vector<std::string>& out) const override {
-    const auto& p = c.program();
-    for (std::size_t m = 0; m < p.recvs.size(); ++m)
-      if (c.routes().recv(m) == route::nccl)
-        out.push_back(
-            format("rank {} (NCCL: this exchange's group has not completed on the GPU; "
-                   "the NCCL communicator is aborted)",
-                   p.recvs[m].peer));
-  }
   // An exchange that failed (gave up waiting) may leave NCCL kernels waiting for a peer on
   // halox's stream: only an abort ends them.
   void abandon() override {
     bool done = true;
     try {
-      done = dev_.ready();
+      done = gpu_.ready(core_.rank());
     } catch (...) {
       done = false;
     }
@@ -167,25 +159,24 @@ class device_nccl_mode final : public exchange_mode {
   const char* capture_blocker() const override { return nullptr; }  // NCCL captures its groups
 
   void start(stream_t after) override {
-    dev_.enter(after);
-    dev_.launch_pack();
-    dev_.enqueue(nccl_);
-    dev_.buffers_guarded();  // stream order guards the buffers
-    clock_.begin();
+    gpu_.enter(after, core_.rank());
+    core_.launch_pack();
+    nccl_.post_sends(core_.generation());  // the group, on halox's stream
+    core_.buffers_guarded();               // stream order guards the buffers
   }
 
   void wait(stream_t before) override {
-    dev_.finish_unpack(before);
-    nccl_.check_async();
+    core_.finish_unpack(before);
+    nccl_.complete();
   }
 
   bool test() override {
-    nccl_.check_async();
-    return dev_.unpack_ready();
+    nccl_.progress();
+    return core_.unpack_ready();
   }
 
  private:
-  device_work dev_;
+  device_copier& gpu_;
   nccl_carrier& nccl_;
   const double timeout_;
 };

@@ -48,14 +48,6 @@ std::unique_ptr<nccl_carrier> attach_nccl(MPI_Comm comm, const route_table& rout
                               bufs.recv.get(), ipc == nullptr);
 }
 
-std::vector<std::size_t> indices_of(const std::vector<message>& subset,
-                                    const std::vector<message>& all) {
-  std::vector<std::size_t> out;
-  for (const auto& m : subset)
-    for (std::size_t k = 0; k < all.size(); ++k)
-      if (all[k].peer == m.peer) out.push_back(k);
-  return out;
-}
 }  // namespace
 
 // The one route decision of an exchange, in order: every peer plans the same messages; the
@@ -86,34 +78,33 @@ exchange_core::exchange_core(const boost::mpi::communicator& c, routing&& r)
       prog_(std::move(r.prog)),
       transport_problem_(std::move(r.problem)),
       ipc_(peer_ipc::attach(MPI_Comm(comm_), prog_, buffers_, routes_, transport_problem_)),
-      shm_(std::move(r.shm)),
+      mailbox_(std::move(r.shm)),
+      shm_(mailbox_ ? std::make_unique<shm_carrier>(*mailbox_, *this, prog_) : nullptr),
       nccl_(attach_nccl(MPI_Comm(comm_), routes_, prog_, buffers_, ipc_.get())),
       staging_copies_(buffers_.copy_staging && !(ipc_ && ipc_->carries_all())),
-      mpi_send_list_(routes_.select(prog_.sends, true, through_mpi)),
-      mpi_recv_list_(routes_.select(prog_.recvs, false, through_mpi)),
-      channels_(MPI_Comm(comm_), mpi_send_list_,
-                shm_ && shm_->send_buffer() ? shm_->send_buffer() : buffers_.send.get(),
-                mpi_recv_list_, buffers_.recv.get(), routes_.chunk()),
-      recv_message_(indices_of(mpi_recv_list_, prog_.recvs)),
-      done_(prog_.recvs.size() + 1) {
+      mpi_(MPI_Comm(comm_), *this, routes_.select(prog_.sends, true, through_mpi), prog_.sends,
+           mailbox_ && mailbox_->send_buffer() ? mailbox_->send_buffer() : buffers_.send.get(),
+           routes_.select(prog_.recvs, false, through_mpi), prog_.recvs, buffers_.recv.get(),
+           routes_.chunk()) {
   // Every rank leaves set-up together: a transport's size check fails on every rank.
   agree(comm_, [&] {
     if (!transport_problem_.empty()) fail("rank {}: {}", comm_.rank(), transport_problem_);
   });
   place_steps();
   describe_routes();
+  if (nccl_ && gpu_) nccl_->drive_on(*gpu_);
   // NCCL's connections now, not inside the first exchange (every rank got here: set-up agreed).
   if (nccl_) nccl_->connect();
   // Host staging by copies with every message through MPI: in pieces, copies overlapping MPI.
   if (gpu_ && staging_copies_ && !ipc_ && !nccl_)
     pipe_ = std::make_unique<staging_pipeline>(
-        channels_, routes_.chunk(), buffers_.device_send.get(), buffers_.send.get(),
+        mpi_.channels(), *gpu_, routes_.chunk(), buffers_.device_send.get(), buffers_.send.get(),
         buffers_.device_recv.get(), buffers_.recv.get(), rank());
 }
 
 void exchange_core::place_steps() {
   for (int c = 0; c < 2; ++c) {
-    const placement where = shm_ ? shm_->placed(prog_, c) : placement{};
+    const placement where = mailbox_ ? mailbox_->placed(prog_, c) : placement{};
     host_pack_[c] = place_pack(prog_, buffers_.send.get(), where);
     host_unpack_[c] = place_unpack(prog_, buffers_.recv.get(), where);
   }
@@ -166,22 +157,12 @@ void exchange_core::unpack(std::size_t m) const {
   for (std::size_t k = r.g0; k < r.g0 + r.gn; ++k) scatter(st.gathers[k]);
 }
 
-bool exchange_core::receive_mpi(bool block) {
-  while (arrived_ < mpi_recv_list_.size()) {
-    if (block) {
-      const int c = channels_.wait_recv();
-      require(c >= 0, "rank {}: internal error: no MPI receive left to wait for", comm_.rank());
-      ++arrived_;
-      if (!prog_.ordered_unpack) unpack(recv_message_[std::size_t(c)]);
-    } else {
-      const int n = channels_.test_recvs(done_.data());
-      arrived_ += std::size_t(n);
-      if (!prog_.ordered_unpack)
-        for (int k = 0; k < n; ++k) unpack(recv_message_[std::size_t(done_[k])]);
-      if (arrived_ < mpi_recv_list_.size()) return false;
-    }
-  }
-  return true;
+void exchange_core::pack_all() const {
+  for (std::size_t m = 0; m < prog_.sends.size(); ++m) pack(m);
+}
+
+void exchange_core::run_local() const {
+  for (const auto& op : prog_.local_ops) run(op);
 }
 
 bool exchange_core::unpack_ordered() {
@@ -191,9 +172,18 @@ bool exchange_core::unpack_ordered() {
   return true;
 }
 
-bool mpi_messages::receives_from(int peer) const {
-  return std::any_of(c_.mpi_recv_list_.begin(), c_.mpi_recv_list_.end(),
-                     [&](const message& m) { return m.peer == peer; });
+void exchange_core::reuse_buffers() {
+  if (unpack_pending_) gpu_->synchronize(rank());
+  unpack_pending_ = false;
+}
+
+void exchange_core::launch_pack(bool by_generation) {
+  gpu_->launch_pack(rank(), by_generation ? generation_ : 0);
+}
+
+void exchange_core::stage_out() {
+  if (staging_copies_)
+    gpu_->copy(buffers_.send.get(), buffers_.device_send.get(), prog_.send_bytes, rank());
 }
 
 void exchange_core::launch_unpack() {
@@ -222,24 +212,6 @@ bool exchange_core::unpack_ready() {
   if (!gpu_->ready(rank()) || (rules_ && !rules_->ready(rank()))) return false;
   unpack_pending_ = false;
   return true;
-}
-
-void exchange_core::unfinished(std::vector<std::string>& out) const {
-  std::vector<int> recv, send;
-  channels_.unfinished(recv, send);
-  for (int p : recv) out.push_back(format("rank {} (MPI: its message has not arrived)", p));
-  for (int p : send)
-    out.push_back(format("rank {} (MPI: it has not received this rank's message)", p));
-  if (!ipc_ || ipc_->device_signalled()) return;
-  recv.clear(), send.clear();
-  ipc_->unfinished(recv, send);
-  for (int p : recv)
-    out.push_back(format("rank {} (CUDA IPC: its data-ready message has not arrived)", p));
-  for (int p : send)
-    out.push_back(
-        format("rank {} (CUDA IPC: it has not freed its receive buffer, clear-to-send "
-               "not arrived)",
-               p));
 }
 
 std::unique_ptr<exchange_mode> make_mode(exchange_core& c) {

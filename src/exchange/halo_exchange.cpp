@@ -149,7 +149,7 @@ struct exchange_state {
   }
   [[noreturn]] void gave_up() const {
     std::vector<std::string> items;
-    mode->waiting_for(core, items);
+    mode->waiting_for(items);
     std::sort(items.begin(), items.end());
     items.erase(std::unique(items.begin(), items.end()), items.end());
     fail(

@@ -25,12 +25,15 @@ class ipc_handshake_mode final : public exchange_mode {
  public:
   explicit ipc_handshake_mode(exchange_core& c)
       : exchange_mode(c),
-        mpi_(c),
-        host_(c),
-        dev_(c),
+        gpu_(*c.copier()),
+        mpi_(c.mpi()),
         ipc_(*c.ipc()),
         nccl_(c.nccl()),
-        receivers_reply_(replies()) {}
+        receivers_reply_(replies()) {
+    // (Not NCCL's: the host never waits for its group, which ends on the GPU before the
+    // unpack.)
+    carriers_ = {&mpi_, &ipc_};
+  }
   const char* name() const override { return "CUDA IPC (MPI handshake)"; }
   const char* capture_blocker() const override {
     return "its CUDA IPC messages are ordered by an MPI handshake (ranks sharing a GPU, reverse "
@@ -39,38 +42,35 @@ class ipc_handshake_mode final : public exchange_mode {
   }
 
   void start(stream_t after) override {
-    dev_.reuse_buffers();  // the last unpack read the other copy
-    mpi_.start_recvs();    // peers not reached through CUDA IPC
-    ipc_.start();          // our IPC senders may now write into the next copy
-    dev_.enter(after);
-    clock_.begin();
+    const std::uint64_t g = core_.generation();
+    core_.reuse_buffers();  // the last unpack read the other copy
+    mpi_.post_receives(g);  // peers not reached through CUDA IPC
+    ipc_.post_receives(g);  // our IPC senders may now write into the next copy
+    gpu_.enter(after, core_.rank());
     packed_ = false;
-    if (ipc_.cleared(clock_.generation(), receivers_reply_)) pack_and_send();
+    if (ipc_.clear_to_send(g, receivers_reply_)) pack_and_send();
   }
 
   void wait(stream_t before) override {
     if (!packed_) {
-      ipc_.cleared(clock_.generation(), true);
+      ipc_.clear_to_send(core_.generation(), true);
       pack_and_send();
     }
-    ipc_.wait_ready();
-    mpi_.receive(true);
-    host_.unpack_ordered();
-    dev_.finish_unpack(before);
-    mpi_.wait_sends();
-    ipc_.wait_sends();
-    if (nccl_) nccl_->check_async();
+    ipc_.complete();
+    mpi_.complete();
+    core_.unpack_ordered();
+    core_.finish_unpack(before);
+    if (nccl_) nccl_->complete();
   }
 
   bool test() override {
     if (!packed_) {
-      if (!ipc_.cleared(clock_.generation(), false)) return false;
+      if (!ipc_.clear_to_send(core_.generation(), false)) return false;
       pack_and_send();
     }
-    if (!ipc_.test_ready() || !ipc_.test_sends()) return false;
-    if (!mpi_.receive(false) || !mpi_.test_sends()) return false;
-    host_.unpack_ordered();
-    return dev_.unpack_ready();
+    if (!ipc_.progress().done || !mpi_.progress().done) return false;
+    core_.unpack_ordered();
+    return core_.unpack_ready();
   }
 
  private:
@@ -88,19 +88,19 @@ class ipc_handshake_mode final : public exchange_mode {
   // Every receiver has cleared this exchange: the pack writes into their buffers (and into the
   // MPI staging buffer), then they hear "data ready" and the MPI messages go.
   void pack_and_send() {
-    dev_.launch_pack(true);  // (the generation picks the copy)
-    dev_.stage_out();
-    dev_.synchronize();
-    ipc_.signal_ready();
-    mpi_.start_sends();
+    const std::uint64_t g = core_.generation();
+    core_.launch_pack(true);  // (the generation picks the copy)
+    core_.stage_out();
+    gpu_.synchronize(core_.rank());
+    ipc_.post_sends(g);  // data ready
+    mpi_.post_sends(g);
     // Staging nccl: the other peers' messages, on halox's stream before the unpack.
-    if (nccl_) dev_.enqueue(*nccl_);
+    if (nccl_) nccl_->post_sends(g);
     packed_ = true;
   }
 
-  mpi_messages mpi_;
-  host_steps host_;
-  device_work dev_;
+  device_copier& gpu_;
+  mpi_carrier& mpi_;
   peer_ipc& ipc_;
   nccl_carrier* const nccl_;  // staging nccl: the peers CUDA IPC does not reach, or null
   const bool receivers_reply_;
@@ -112,30 +112,29 @@ class ipc_handshake_mode final : public exchange_mode {
 // the pack and the unpack and waits for nothing but, for a blocking wait, the unpack.
 class ipc_signalled_mode final : public exchange_mode {
  public:
-  explicit ipc_signalled_mode(exchange_core& c) : exchange_mode(c), dev_(c) {
-    dev_.use_signals(c.ipc()->signals());
+  explicit ipc_signalled_mode(exchange_core& c) : exchange_mode(c), gpu_(*c.copier()) {
+    gpu_.use_signals(c.ipc()->signals());
   }
   const char* name() const override { return "CUDA IPC (device signals)"; }
   // The kernels give up by themselves (device_signals::timeout); the host's wait then raises.
   bool waits_on_host(stream_t) const override { return false; }
   const char* capture_blocker() const override { return nullptr; }
   // Replays of a graph number their exchanges on the device from now on.
-  void captured() override { dev_.count_on_device(); }
+  void captured() override { gpu_.count_on_device(); }
 
   void start(stream_t after) override {
     // Buffer reuse is guarded on the GPU (consumed flags): the host waits for nothing.
-    dev_.enter(after);
-    dev_.launch_pack(true);
-    dev_.buffers_guarded();  // flags in GPU memory guard the buffers
-    clock_.begin();
+    gpu_.enter(after, core_.rank());
+    core_.launch_pack(true);
+    core_.buffers_guarded();  // flags in GPU memory guard the buffers
   }
 
   // The unpack kernel waits for the senders' data-ready flags itself.
-  void wait(stream_t before) override { dev_.finish_unpack(before); }
-  bool test() override { return dev_.unpack_ready(); }
+  void wait(stream_t before) override { core_.finish_unpack(before); }
+  bool test() override { return core_.unpack_ready(); }
 
  private:
-  device_work dev_;
+  device_copier& gpu_;
 };
 
 }  // namespace

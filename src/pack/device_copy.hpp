@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/stream_source.hpp"
 #include "pack/strided_copy.hpp"
 
 namespace halox::detail {
@@ -52,7 +53,7 @@ struct device_signals {
 /// Descriptor tables live in device memory, uploaded once here.
 class nvtx_names;
 
-class device_copier {
+class device_copier final : public stream_source {
  public:
   /// Uploads the pack launch (strided copies and index-list gathers) and the unpack launch
   /// (strided copies and index-list scatters; their index lists are copied to the device).
@@ -103,7 +104,7 @@ class device_copier {
   /// Blocks until everything enqueued has run.
   void synchronize(int rank);
   /// halox's stream (a `cudaStream_t`), for transports that enqueue between the launches.
-  void* stream() const;
+  void* stream() const override;
   /// True when everything enqueued has run. Never blocks.
   bool ready(int rank);
   /// NVTX ranges around the pack and unpack launches (core/nvtx.hpp), named by `n`, which
@@ -125,7 +126,7 @@ class device_copier {
   /// no host wait; nothing when it is null), and the exchange's capture is noted.
   void enter(void* user_stream, int rank);
   /// The capture this exchange is enqueued into (0: none), as enter() found it.
-  unsigned long long capture() const;
+  unsigned long long capture() const override;
   /// Makes `user_stream` wait for the work enqueued so far (no host wait).
   void signal(void* user_stream, int rank);
   /// One line on the launches, for describe(): copies, tiles, and pairs of adjacent narrow

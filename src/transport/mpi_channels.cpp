@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "halox/core/error.hpp"
+#include "halox/core/format.hpp"
 #include "mpi/check.hpp"
 
 namespace halox::detail {
@@ -179,6 +180,14 @@ void mpi_channels::unfinished(std::vector<int>& recv_peers, std::vector<int>& se
     if (pending(recv_req_, recv_first_[m], recv_first_[m + 1])) recv_peers.push_back(recv_peer_[m]);
   for (std::size_t m = 0; m + 1 < send_first_.size(); ++m)
     if (pending(send_req_, send_first_[m], send_first_[m + 1])) send_peers.push_back(send_peer_[m]);
+}
+
+void mpi_channels::waiting_for(std::vector<std::string>& out) const {
+  std::vector<int> recv, send;
+  unfinished(recv, send);
+  for (int p : recv) out.push_back(format("rank {} (MPI: its message has not arrived)", p));
+  for (int p : send)
+    out.push_back(format("rank {} (MPI: it has not received this rank's message)", p));
 }
 
 }  // namespace halox::detail

@@ -7,6 +7,7 @@
 /// `isend`/`irecv`, and halox promises no allocation per exchange.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -61,6 +62,8 @@ class mpi_channels {
   /// For a wait that gave up (exchange_options::wait_timeout): the peers of the receive
   /// messages not complete and of the send messages MPI has not completed. Never blocks.
   void unfinished(std::vector<int>& recv_peers, std::vector<int>& send_peers) const;
+  /// The same as one "rank P (MPI: what)" item per wait (carrier::waiting_for).
+  void waiting_for(std::vector<std::string>& out) const;
 
  private:
   int finish_recv_request(int req, const MPI_Status& st);

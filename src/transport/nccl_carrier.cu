@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "gpu/ipc_export.hpp"
 #include "halox/core/error.hpp"
 #include "mpi/check.hpp"
@@ -365,6 +367,14 @@ std::string nccl_carrier::describe() const {
   // Less the process's own reference, which keeps it until MPI_Finalize (nccl_comm.hpp).
   return format("NCCL {}.{}.{}, one communicator shared by {} exchange object(s)", v / 10000,
                 v / 100 % 100, v % 100, std::max(1L, comm_.use_count() - 1));
+}
+
+void nccl_carrier::waiting_for(std::vector<std::string>& out) const {
+  for (const route& r : recv_routes_)
+    out.push_back(
+        fmt::format("rank {} (NCCL: this exchange's group has not completed on the GPU; the NCCL "
+                    "communicator is aborted)",
+                    r.peer));
 }
 
 }  // namespace halox::detail

@@ -13,7 +13,9 @@
 
 #include <mpi.h>
 
+#include "gpu/stream_source.hpp"
 #include "program/program.hpp"
+#include "transport/carrier.hpp"
 #include "transport/nccl_comm.hpp"
 
 namespace halox::detail {
@@ -26,7 +28,7 @@ namespace halox::detail {
 /// must have the same size (halox's peers agree on sizes at set-up); empty messages are dropped
 /// on both sides. A message may travel as several calls (zero-copy pieces), cut alike on both
 /// sides. connect() makes NCCL's connections at set-up.
-class nccl_carrier {
+class nccl_carrier final : public carrier {
  public:
   /// Collective over `comm` (every rank calls it, whether or not it has messages): the shared
   /// NCCL communicator for `comm` (nccl_comm::shared) and this rank's messages over the device
@@ -67,7 +69,7 @@ class nccl_carrier {
   /// and the message's peer both `want` it and both sides' memory CUDA IPC can export.
   void register_large(MPI_Comm comm, bool want);
   /// Deregisters what register_large registered.
-  ~nccl_carrier();
+  ~nccl_carrier() override;
   nccl_carrier(const nccl_carrier&) = delete;
   nccl_carrier& operator=(const nccl_carrier&) = delete;
   nccl_carrier(nccl_carrier&&) = default;
@@ -96,6 +98,20 @@ class nccl_carrier {
   /// For describe(): "NCCL 2.28.3, one communicator shared by N exchange object(s)".
   std::string describe() const;
 
+  /// As an exchange's carrier: each exchange's group goes on `on`'s stream in post_sends(),
+  /// stream-ordered between the pack and the unpack kernels, so the host waits for nothing;
+  /// progress() and complete() raise an asynchronous NCCL error (check_async).
+  void drive_on(const stream_source& on) { on_ = &on; }
+  void post_receives(std::uint64_t) override {}
+  void post_sends(std::uint64_t) override { enqueue(on_->stream(), on_->capture()); }
+  progress_report progress() override {
+    check_async();
+    return {false, true};
+  }
+  void complete() override { check_async(); }
+  /// Every peer this rank receives from: its group has not completed on the GPU.
+  void waiting_for(std::vector<std::string>& out) const override;
+
   const nccl_comm& comm() const noexcept { return *comm_; }
   std::size_t send_count() const noexcept { return sends_.size(); }
   std::size_t recv_count() const noexcept { return recvs_.size(); }
@@ -118,8 +134,9 @@ class nccl_carrier {
   std::shared_ptr<nccl_comm> comm_;
   std::vector<nccl_call> sends_, recvs_;
   std::vector<route> send_routes_, recv_routes_;
-  std::vector<void*> registered_;  // ncclCommRegister handles of the calls' memory
-  std::size_t capacity_ = 0;       // variable carriers: calls per group and direction (else 0)
+  std::vector<void*> registered_;      // ncclCommRegister handles of the calls' memory
+  std::size_t capacity_ = 0;           // variable carriers: calls per group and direction (else 0)
+  const stream_source* on_ = nullptr;  // an exchange's carrier: where post_sends() enqueues
 };
 
 /// With exchange_options::nccl_register (HALOX_NCCL_REGISTER=1) on both ranks of a message, its

@@ -517,12 +517,12 @@ const std::string& peer_ipc::how() const {
   return p_->how;
 }
 
-void peer_ipc::start() {
+void peer_ipc::post_receives(std::uint64_t) {
   p_->start_all(p_->ready_in, "MPI_Startall(data-ready in)");
   p_->start_all(p_->clear_out, "MPI_Startall(clear-to-send out)");
 }
-bool peer_ipc::cleared(std::uint64_t exchange, bool block) {
-  if (exchange <= p_->cleared) return true;
+bool peer_ipc::clear_to_send(std::uint64_t g, bool block) {
+  if (g <= p_->cleared) return true;
   // Exchange g is cleared by each receiver's announcement at its start of g-1: the next one.
   if (block)
     p_->wait_all(p_->clear_in, "MPI_Waitall(clear-to-send)");
@@ -530,31 +530,35 @@ bool peer_ipc::cleared(std::uint64_t exchange, bool block) {
     return false;
   p_->start_all(p_->clear_in, "MPI_Startall(clear-to-send in)");
   ++p_->cleared;
-  return exchange <= p_->cleared;
+  return g <= p_->cleared;
 }
-void peer_ipc::signal_ready() {
+void peer_ipc::post_sends(std::uint64_t) {
   p_->start_all(p_->ready_out, "MPI_Startall(data-ready out)");
 }
-void peer_ipc::wait_ready() {
+progress_report peer_ipc::progress() {
+  const bool done = p_->test_all(p_->ready_in, "MPI_Testall(data-ready)") &&
+                    p_->test_all(p_->clear_out, "MPI_Testall(clear-to-send out)") &&
+                    p_->test_all(p_->ready_out, "MPI_Testall(data-ready out)");
+  return {false, done};
+}
+void peer_ipc::complete() {
   p_->wait_all(p_->ready_in, "MPI_Waitall(data-ready)");
-}
-bool peer_ipc::test_ready() {
-  return p_->test_all(p_->ready_in, "MPI_Testall(data-ready)");
-}
-void peer_ipc::wait_sends() {
   p_->wait_all(p_->clear_out, "MPI_Waitall(clear-to-send out)");
   p_->wait_all(p_->ready_out, "MPI_Waitall(data-ready out)");
 }
-bool peer_ipc::test_sends() {
-  return p_->test_all(p_->clear_out, "MPI_Testall(clear-to-send out)") &&
-         p_->test_all(p_->ready_out, "MPI_Testall(data-ready out)");
-}
 
-void peer_ipc::unfinished(std::vector<int>& senders, std::vector<int>& receivers) const {
+void peer_ipc::waiting_for(std::vector<std::string>& out) const {
+  if (p_->device_signalled) return;  // the kernels' flags: device_copier::check_timeout names them
   for (std::size_t k = 0; k < p_->ready_in.size() && k < p_->recv_peers.size(); ++k)
-    if (mpi::pending(p_->ready_in[k])) senders.push_back(p_->recv_peers[k]);
+    if (mpi::pending(p_->ready_in[k]))
+      out.push_back(fmt::format("rank {} (CUDA IPC: its data-ready message has not arrived)",
+                                p_->recv_peers[k]));
   for (std::size_t k = 0; k < p_->clear_in.size() && k < p_->send_peers.size(); ++k)
-    if (mpi::pending(p_->clear_in[k])) receivers.push_back(p_->send_peers[k]);
+    if (mpi::pending(p_->clear_in[k]))
+      out.push_back(
+          fmt::format("rank {} (CUDA IPC: it has not freed its receive buffer, clear-to-send "
+                      "not arrived)",
+                      p_->send_peers[k]));
 }
 
 }  // namespace halox::detail

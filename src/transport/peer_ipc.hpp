@@ -17,12 +17,13 @@
 #include "program/message_buffers.hpp"
 #include "program/placement.hpp"
 #include "program/program.hpp"
+#include "transport/carrier.hpp"
 
 namespace halox::detail {
 
 class route_table;
 
-class peer_ipc {
+class peer_ipc final : public carrier {
  public:
   /// Sets up the messages the route table sends through CUDA IPC (route ipc or ipc_signalled:
   /// both ranks of each pair agreed, see transport/routes.hpp). Those messages arrive in a
@@ -34,7 +35,7 @@ class peer_ipc {
   static std::unique_ptr<peer_ipc> attach(MPI_Comm comm, const exchange_program& prog,
                                           const message_buffers& bufs, const route_table& routes,
                                           std::string& problem);
-  ~peer_ipc();
+  ~peer_ipc() override;
   peer_ipc(const peer_ipc&) = delete;
   peer_ipc& operator=(const peer_ipc&) = delete;
 
@@ -65,26 +66,24 @@ class peer_ipc {
   const std::vector<int>& recv_peers() const;
   const std::string& how() const;
 
-  /// Receiver's side, at the start of exchange g (after the unpack of g-1 has run): posts the
-  /// data-ready receives of g and tells every sender that the copy of the receive buffer for
-  /// g+1 is free.
-  void start();
-  /// Sender's side: whether every receiver has freed the copy of its receive buffer that
-  /// exchange `exchange` writes (exchange 1: at once; g > 1: once the receiver has started
-  /// g-1). Blocks until then with `block`; never blocks otherwise. Call it for consecutive
-  /// exchanges, each until it returns true, before packing that exchange.
-  bool cleared(std::uint64_t exchange, bool block);
-  /// Tells every receiver that its data is in place (after the pack kernel finished).
-  void signal_ready();
-  /// Waits for (or tests) every sender's data-ready message.
-  void wait_ready();
-  bool test_ready();
-  /// Completes (or tests) this rank's own control sends.
-  void wait_sends();
-  bool test_sends();
-  /// For a wait that gave up: the senders whose data-ready has not arrived and the receivers
-  /// whose clear-to-send has not (MPI handshake). Never blocks.
-  void unfinished(std::vector<int>& senders, std::vector<int>& receivers) const;
+  /// The MPI handshake as a carrier (not used with device signals):
+  /// - post_receives(g), the receiver's side at the start of exchange g (after the unpack of
+  ///   g-1 has run): posts the data-ready receives of g and tells every sender that the copy
+  ///   of the receive buffer for g+1 is free;
+  /// - clear_to_send(g, block), the sender's side: whether every receiver has freed the copy
+  ///   of its receive buffer that exchange g writes (exchange 1: at once; g > 1: once the
+  ///   receiver has started g-1). Call it for consecutive exchanges, each until it returns
+  ///   true, before packing that exchange;
+  /// - post_sends(g): tells every receiver that its data is in place (after the pack kernel);
+  /// - progress()/complete(): every sender's data-ready message, this rank's control sends;
+  /// - waiting_for(): the senders whose data-ready has not arrived, the receivers whose
+  ///   clear-to-send has not.
+  void post_receives(std::uint64_t g) override;
+  bool clear_to_send(std::uint64_t g, bool block) override;
+  void post_sends(std::uint64_t g) override;
+  progress_report progress() override;
+  void complete() override;
+  void waiting_for(std::vector<std::string>& out) const override;
 
   struct impl;
 

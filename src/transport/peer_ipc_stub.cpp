@@ -3,7 +3,7 @@
 
 namespace halox::detail {
 
-void peer_ipc::unfinished(std::vector<int>&, std::vector<int>&) const {}
+void peer_ipc::waiting_for(std::vector<std::string>&) const {}
 
 struct peer_ipc::impl {};
 
@@ -21,7 +21,7 @@ const device_signals& peer_ipc::signals() const {
   static const device_signals none;
   return none;
 }
-void peer_ipc::start() {}
+void peer_ipc::post_receives(std::uint64_t) {}
 const device_steps& peer_ipc::steps(int) const {
   static const device_steps none;
   return none;
@@ -43,17 +43,13 @@ const std::string& peer_ipc::how() const {
   static const std::string none;
   return none;
 }
-bool peer_ipc::cleared(std::uint64_t, bool) {
+bool peer_ipc::clear_to_send(std::uint64_t, bool) {
   return true;
 }
-void peer_ipc::signal_ready() {}
-void peer_ipc::wait_ready() {}
-bool peer_ipc::test_ready() {
-  return true;
+void peer_ipc::post_sends(std::uint64_t) {}
+progress_report peer_ipc::progress() {
+  return {false, true};
 }
-void peer_ipc::wait_sends() {}
-bool peer_ipc::test_sends() {
-  return true;
-}
+void peer_ipc::complete() {}
 
 }  // namespace halox::detail

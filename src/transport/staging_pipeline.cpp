@@ -12,24 +12,44 @@ std::size_t total(const std::vector<piece>& pieces) {
 }
 }  // namespace
 
-staging_pipeline::staging_pipeline(mpi_channels& ch, std::size_t chunk,
+staging_pipeline::staging_pipeline(mpi_channels& ch, const stream_source& on, std::size_t chunk,
                                    const std::byte* device_send, std::byte* send,
                                    std::byte* device_recv, const std::byte* recv, int rank)
-    : ch_(ch),
+    : on_(on),
+      ch_(ch),
       chunk_(chunk),
       stages_(group_stages(ch.send_pieces(), chunk)),
       in_pieces_(chunk > 0 && total(ch.recv_pieces()) > chunk),
       copies_(stages_, ch.recv_pieces(), in_pieces_, device_send, send, device_recv, recv, rank),
       done_(ch.recv_pieces().size() + 1) {}
 
-void staging_pipeline::start(void* stream) {
+void staging_pipeline::post_receives(std::uint64_t) {
+  ch_.start_recvs();
   next_stage_ = 0;
   arrived_ = 0;
-  copies_.copy_out(stream);
-  progress(false);
 }
 
-bool staging_pipeline::progress(bool block) {
+void staging_pipeline::post_sends(std::uint64_t) {
+  copies_.copy_out(on_.stream());
+  while (!sends_started()) advance(false);
+}
+
+progress_report staging_pipeline::progress() {
+  const std::size_t before = arrived_;
+  const bool arrived = advance(false);
+  return {arrived_ != before, arrived && ch_.test_sends()};
+}
+
+void staging_pipeline::complete() {
+  advance(true);
+  ch_.wait_sends();
+}
+
+void staging_pipeline::waiting_for(std::vector<std::string>& out) const {
+  ch_.waiting_for(out);
+}
+
+bool staging_pipeline::advance(bool block) {
   const std::size_t pieces = ch_.recv_pieces().size();
   for (;;) {
     while (next_stage_ < stages_.size() && copies_.copied_out(next_stage_)) {

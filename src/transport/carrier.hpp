@@ -1,0 +1,63 @@
+#pragma once
+/// @file
+/// The one interface of a transport inside an exchange. A carrier moves the messages the route
+/// table gave its transport and owns its state for the exchange in flight; a mode
+/// (src/exchange/*_mode.cpp) drives its carriers through the same steps every exchange g:
+///
+///   post_receives(g)    at start(), before the pack: peers may send to this rank now
+///   clear_to_send(g, b) whether the receivers can take exchange g's messages (the pack may
+///                       write them); with `b`, waits until they can
+///   post_sends(g)       after the pack wrote exchange g's messages: they go
+///   progress()          moves the exchange on without blocking (unpacks what arrived)
+///   complete()          blocks until the carrier's part of exchange g is done
+///
+/// A stream-ordered carrier (NCCL) enqueues its work in post_sends and is done on the host once
+/// it has; the GPU finishes it before the unpack kernel. Implementations: mpi_carrier,
+/// shm_carrier, staging_pipeline (device messages staged through the host over MPI), peer_ipc
+/// (CUDA IPC), nccl_carrier.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace halox::detail {
+
+/// What progress() did: whether anything moved (a message arrived, was copied or sent) and
+/// whether the carrier's part of the exchange is done.
+struct progress_report {
+  bool moved = false;
+  bool done = false;
+};
+
+/// The exchange's host steps, for carriers that pack and unpack messages themselves as they
+/// go (message m: the program's send or receive message m).
+class step_runner {
+ public:
+  virtual void pack(std::size_t m) const = 0;
+  virtual void unpack(std::size_t m) const = 0;
+  /// Reverse exchanges: every message arrives first, then all are unpacked in peer order (by
+  /// the exchange, not the carrier).
+  virtual bool ordered() const = 0;
+
+ protected:
+  ~step_runner() = default;
+};
+
+class carrier {
+ public:
+  virtual ~carrier() = default;
+
+  virtual void post_receives(std::uint64_t g) = 0;
+  virtual bool clear_to_send(std::uint64_t, bool) { return true; }
+  virtual void post_sends(std::uint64_t g) = 0;
+  virtual progress_report progress() = 0;
+  virtual void complete() = 0;
+  /// For a wait that gave up (exchange_options::wait_timeout): what this rank still waits for,
+  /// one "rank P (transport: what)" item per wait, in `out`. Never blocks.
+  virtual void waiting_for(std::vector<std::string>& out) const = 0;
+  /// After an error: forget the exchange in flight (the object will not start another).
+  virtual void abandon() {}
+};
+
+}  // namespace halox::detail
