@@ -1,8 +1,8 @@
 // The untyped core of halox::chain<T>, the part that is the chain's own: what a round sends
 // and the call/reject protocol its sizes carry, gathers and their context windows, and the
-// set-up agreement. One round = sizes to both neighbours, then the data; a carrier moves them
-// (chain_round.hpp: the MPI channels and transfers on a duplicated communicator, with pinned
-// staging for device payloads, chain_mpi.cpp; or the NCCL carrier on the chain's stream,
+// set-up agreement. One round = sizes to both neighbours, then the data; a round mode moves
+// them (chain_round.hpp: the MPI channels and transfers on a duplicated communicator, with
+// pinned staging for device payloads, chain_mpi.cpp; or the NCCL carrier on the chain's stream,
 // chain_nccl.cpp).
 #include "halox/chain/chain_exchange.hpp"
 
@@ -62,7 +62,7 @@ struct chain_state final : chain_round {
   chain_options opt;
   // Carries the rounds (MPI, or NCCL under staging nccl); declared before `gpu`, so that the
   // stream has drained before its buffers go and before the last user lets NCCL go.
-  std::unique_ptr<chain_carrier> carrier;
+  std::unique_ptr<round_mode> rounds;
   std::unique_ptr<chain_stream> gpu;  // device chains: staging copies on halox's stream
   std::uint64_t generation = 0;
   bool in_flight = false;
@@ -92,7 +92,7 @@ struct chain_state final : chain_round {
     const bool ends = !opt.periodic;
     side[0].peer = ends && rank == 0 ? -1 : (rank + size - 1) % size;
     side[1].peer = ends && rank == size - 1 ? -1 : (rank + 1) % size;
-    agree_on_carrier(want_nccl);
+    agree_on_rounds(want_nccl);
   }
 
   ~chain_state() {
@@ -148,14 +148,14 @@ struct chain_state final : chain_round {
   // this chain (every rank asked for it, halox has NCCL, no two ranks of a node share a GPU),
   // or throws on every rank where some rank asked and it cannot. Ranks that do not want NCCL
   // anywhere do one all-reduce and nothing else.
-  void agree_on_carrier(bool want) {
+  void agree_on_rounds(bool want) {
     std::vector<int> peers;
     for (const auto& d : side)
       if (d.peer >= 0) peers.push_back(d.peer);
     if (route_table::agree_chain(raw, want, device(), peers).nccl())
-      carrier = make_nccl_carrier(*this, comm, *gpu);
+      rounds = make_nccl_rounds(*this, comm, *gpu);
     else
-      carrier = make_mpi_carrier(*this, raw, rank, gpu.get());
+      rounds = make_mpi_rounds(*this, raw, rank, gpu.get());
   }
 
   bool device() const { return opt.space == memory_space::device; }
@@ -183,7 +183,7 @@ struct chain_state final : chain_round {
           "rank {}: payload for the {} neighbour is not device memory, but this chain's space "
           "is device",
           rank, side_name[s]);
-    const nccl_comm* nccl = carrier->nccl();
+    const nccl_comm* nccl = rounds->nccl();
     if (nccl && gpu_of >= 0 && gpu_of != nccl->device())
       return fmt::format(
           "rank {}: payload for the {} neighbour (rank {}) is memory of GPU {}, but this chain's "
@@ -238,7 +238,7 @@ struct chain_state final : chain_round {
       d.send_head[0] = d.send_count;
       d.send_head[1] = current_call;
     }
-    carrier->start(after);
+    rounds->start(after);
   }
 
   // The neighbour on side `s` made call `theirs`, not this rank's: the error of this round (the
@@ -290,7 +290,7 @@ struct chain_state final : chain_round {
   // As finish, but leaves round_error to the caller (gathers).
   bool progress(bool block, stream_t before) {
     if (block && opt.wait_timeout > 0) return progress_bounded(before);
-    if (!carrier->progress(block, before)) return false;
+    if (!rounds->progress(block, before)) return false;
     in_flight = false;
     return true;
   }
@@ -298,7 +298,7 @@ struct chain_state final : chain_round {
   // chain_options::wait_timeout: polls the round until it completes or the time is up.
   bool progress_bounded(stream_t before) {
     const auto t0 = std::chrono::steady_clock::now();
-    while (!carrier->progress(false, before)) {
+    while (!rounds->progress(false, before)) {
       if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >
           opt.wait_timeout)
         gave_up();
@@ -312,7 +312,7 @@ struct chain_state final : chain_round {
     for (int s = 0; s < 2; ++s)
       if (side[s].active)
         who += fmt::format("{}rank {} ({} neighbour, {})", who.empty() ? "" : ", ", side[s].peer,
-                           s == 0 ? "left" : "right", carrier->nccl() ? "NCCL" : "MPI");
+                           s == 0 ? "left" : "right", rounds->nccl() ? "NCCL" : "MPI");
     failure = fmt::format(
         "rank {}: chain round #{} gave up after {} s (chain_options::wait_timeout / "
         "HALOX_WAIT_TIMEOUT): still waiting for {}",
@@ -322,7 +322,7 @@ struct chain_state final : chain_round {
   }
 
   chain_bytes received(int s) const {
-    return {carrier->received(s), std::size_t(side[s].recv_count)};
+    return {rounds->received(s), std::size_t(side[s].recv_count)};
   }
 
   void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
@@ -525,7 +525,7 @@ memory_space chain_core::space() const {
   return s_->opt.space;
 }
 bool chain_core::uses_nccl() const {
-  return s_->carrier->nccl() != nullptr;
+  return s_->rounds->nccl() != nullptr;
 }
 
 }  // namespace halox::detail

@@ -1,7 +1,7 @@
 // A chain's rounds over plain MPI on the chain's duplicated communicator: each side's size
 // (two words) through the exchanges' persistent MPI channels (transport/mpi_channels.hpp), set
 // up once over the heads; the data, whose size is known only once the size has come, through
-// the variable-size carrier beside them (transport/mpi_transfers.hpp); device payloads and
+// the variable-size transfers beside them (transport/mpi_transfers.hpp); device payloads and
 // received data staged through pinned memory (transport/staging_buffer.hpp) on the chain's
 // stream.
 #include <cstring>
@@ -49,7 +49,7 @@ struct mpi_side {
 };
 
 // The size messages as an exchange's MPI messages: one head each way per neighbour, at the
-// side's slot of the carrier's head buffers, receives in chain_recv_order.
+// side's slot of the head buffers, receives in chain_recv_order.
 struct head_messages {
   std::vector<message> sends, recvs;
   int send_of[2] = {-1, -1}, recv_of[2] = {-1, -1};  // channel message of each side
@@ -70,9 +70,9 @@ struct head_messages {
   }
 };
 
-class mpi_carrier final : public chain_carrier {
+class mpi_rounds final : public round_mode {
  public:
-  mpi_carrier(chain_round& r, MPI_Comm comm, int rank, chain_stream* gpu)
+  mpi_rounds(chain_round& r, MPI_Comm comm, int rank, chain_stream* gpu)
       : r_(r),
         gpu_(gpu),
         side_{mpi_side(0, comm, rank, gpu != nullptr), mpi_side(1, comm, rank, gpu != nullptr)},
@@ -141,7 +141,7 @@ class mpi_carrier final : public chain_carrier {
 };
 
 // Receives first, in chain_recv_order (their matching order), then the sends.
-void mpi_carrier::post_sizes() {
+void mpi_rounds::post_sizes() {
   for (int s : chain_recv_order)
     if (r_.side[s].active) sizes_.start_recv(std::size_t(heads_.recv_of[s]));
   for (int s = 0; s < 2; ++s) {
@@ -153,7 +153,7 @@ void mpi_carrier::post_sizes() {
 }
 
 // Points each side's send at host memory: the user's span, or (device) its pinned copy.
-void mpi_carrier::stage_sends(stream_t after) {
+void mpi_rounds::stage_sends(stream_t after) {
   // Also orders this round's deliveries after the stream's reads of the last round's data.
   if (gpu_ && after) gpu_->wait_for(after);
   bool copied = false;
@@ -171,7 +171,7 @@ void mpi_carrier::stage_sends(stream_t after) {
 }
 
 // Takes the sizes as they arrive, each followed by the receive of its data.
-bool mpi_carrier::sizes_in(bool block) {
+bool mpi_rounds::sizes_in(bool block) {
   while (!side_[0].size_arrived || !side_[1].size_arrived) {
     int done[2] = {-1, -1}, n = 1;
     if (block)
@@ -190,7 +190,7 @@ bool mpi_carrier::sizes_in(bool block) {
 // The protocol reads the size; the data receive is of exactly that size. Data from a
 // neighbour that made another call is received all the same (it is on its way) and never
 // handed out, so that no message is left behind to meet a later call.
-void mpi_carrier::size_arrived(int s) {
+void mpi_rounds::size_arrived(int s) {
   auto& m = side_[s];
   auto& d = r_.side[s];
   m.size_arrived = true;
@@ -204,7 +204,7 @@ void mpi_carrier::size_arrived(int s) {
 }
 
 // Device chains: copies the received data from pinned staging into the device buffers.
-bool mpi_carrier::deliver(bool block, stream_t before) {
+bool mpi_rounds::deliver(bool block, stream_t before) {
   if (!delivery_enqueued_) {
     for (int s = 0; s < 2; ++s) {
       const std::size_t bytes = r_.side[s].recv_count * r_.elem;
@@ -227,9 +227,9 @@ bool mpi_carrier::deliver(bool block, stream_t before) {
 
 }  // namespace
 
-std::unique_ptr<chain_carrier> make_mpi_carrier(chain_round& r, MPI_Comm comm, int rank,
-                                                chain_stream* gpu) {
-  return std::make_unique<mpi_carrier>(r, comm, rank, gpu);
+std::unique_ptr<round_mode> make_mpi_rounds(chain_round& r, MPI_Comm comm, int rank,
+                                            chain_stream* gpu) {
+  return std::make_unique<mpi_rounds>(r, comm, rank, gpu);
 }
 
 }  // namespace halox::detail

@@ -20,9 +20,9 @@ namespace {
 
 constexpr const char* staging_name = "chain staging";
 
-class nccl_chain_carrier final : public chain_carrier {
+class nccl_rounds final : public round_mode {
  public:
-  nccl_chain_carrier(chain_round& r, const boost::mpi::communicator& comm, chain_stream& gpu)
+  nccl_rounds(chain_round& r, const boost::mpi::communicator& comm, chain_stream& gpu)
       : r_(r),
         gpu_(gpu),
         sizes_host_(staging_buffer::place::pinned, staging_name, comm.rank()),
@@ -88,7 +88,7 @@ class nccl_chain_carrier final : public chain_carrier {
 
 // The sizes go device to device as a group, after the work on `after`; their copy back to
 // pinned memory is read once the stream has passed it (progress).
-void nccl_chain_carrier::start(stream_t after) {
+void nccl_rounds::start(stream_t after) {
   nccl_call sends[2], recvs[2];
   std::size_t ns = 0, nr = 0;
   std::byte* dev = sizes_dev_.get();
@@ -112,7 +112,7 @@ void nccl_chain_carrier::start(stream_t after) {
 
 // Once the sizes are in: the data group, receiving straight into the device buffers. Pairs
 // whose calls differ send nothing either way (both sides know).
-void nccl_chain_carrier::post_data() {
+void nccl_rounds::post_data() {
   for (int s = 0; s < 2; ++s) {
     auto& d = r_.side[s];
     if (!d.active) continue;
@@ -138,10 +138,9 @@ void nccl_chain_carrier::post_data() {
 
 }  // namespace
 
-std::unique_ptr<chain_carrier> make_nccl_carrier(chain_round& r,
-                                                 const boost::mpi::communicator& comm,
-                                                 chain_stream& gpu) {
-  return std::make_unique<nccl_chain_carrier>(r, comm, gpu);
+std::unique_ptr<round_mode> make_nccl_rounds(chain_round& r, const boost::mpi::communicator& comm,
+                                             chain_stream& gpu) {
+  return std::make_unique<nccl_rounds>(r, comm, gpu);
 }
 
 }  // namespace halox::detail

@@ -1,9 +1,10 @@
 #pragma once
-// A chain round as its carriers see it (private to src/chain). The protocol (chain_exchange.cpp)
-// fills in what each side sends and reads each arrived size; a carrier (chain_mpi.cpp,
-// chain_nccl.cpp) moves the sizes first, then the data of exactly the announced sizes, on the
-// exchanges' own carriers in src/transport (mpi_channels for the sizes and mpi_transfers for the
-// data; nccl_carrier for both), the way an exchange_mode drives them for an exchange.
+// A chain round as its round modes see it (private to src/chain). The protocol
+// (chain_exchange.cpp) fills in what each side sends and reads each arrived size; a round mode
+// (chain_mpi.cpp, chain_nccl.cpp) moves the sizes first, then the data of exactly the announced
+// sizes, over the exchanges' own transports in src/transport (mpi_channels for the sizes and
+// mpi_transfers for the data; nccl_carrier for both), the way an exchange_mode drives its
+// carriers for an exchange.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,7 +38,7 @@ struct chain_side {
   std::uint64_t send_count = 0;          // elements, or `chain_rejected`
   const std::byte* send_from = nullptr;  // the payload (host or device memory, as the chain's)
   std::uint64_t send_head[chain_head_words] = {0, 0};  // count and call; read until the end
-  std::uint64_t recv_head[chain_head_words] = {0, 0};  // written by the carrier
+  std::uint64_t recv_head[chain_head_words] = {0, 0};  // written by the round mode
   std::uint64_t recv_count = 0;  // elements announced and received (0 after `chain_rejected`)
   bool mismatch = false;         // the neighbour made another call
   bool rejected_in = false;      // the neighbour announced `chain_rejected`
@@ -46,25 +47,25 @@ struct chain_side {
   bool sends_data() const { return active && send_count != chain_rejected && send_count > 0; }
 };
 
-// The protocol's side of a round, for its carrier.
+// The protocol's side of a round, for its round mode.
 class chain_round {
  public:
   chain_side side[2];  // 0: left, 1: right
   std::size_t elem = 1;
 
   // The size from side `s` is in its recv_head: checks the call and the count and sets
-  // recv_count, the elements the carrier receives (0: none). Throws on a count no sender can
+  // recv_count, the elements the round mode receives (0: none). Throws on a count no sender can
   // have announced.
   virtual void on_size(int s) = 0;
   virtual ~chain_round() = default;
 };
 
-// Carries a chain's rounds over one transport, as exchange_mode carries an exchange's: start()
-// posts the round, progress() moves it on. Both sides' heads travel in every round on each
+// Runs a chain's rounds over one transport's carrier, as an exchange_mode runs an exchange's:
+// start() posts the round, progress() moves it on. Both sides' heads travel in every round on each
 // active side, the data only where sends_data() and recv_count say so.
-class chain_carrier {
+class round_mode {
  public:
-  virtual ~chain_carrier() = default;
+  virtual ~round_mode() = default;
   // Posts the round on the active sides: the sizes, then (MPI) the data. `after`: the user's
   // stream whose work comes first (device chains; null for none).
   virtual void start(stream_t after) = 0;
@@ -80,13 +81,12 @@ class chain_carrier {
 
 // Plain MPI on `comm` (the chain's duplicate); device chains (`gpu` set) stage payloads and
 // received data through pinned memory on its stream.
-std::unique_ptr<chain_carrier> make_mpi_carrier(chain_round& r, MPI_Comm comm, int rank,
-                                                chain_stream* gpu);
+std::unique_ptr<round_mode> make_mpi_rounds(chain_round& r, MPI_Comm comm, int rank,
+                                            chain_stream* gpu);
 // NCCL groups between device buffers on `gpu`'s stream. Collective over `comm`: allocates the
 // heads' memory (an error on one rank is an error on all), then the shared NCCL communicator,
 // connected to the neighbours.
-std::unique_ptr<chain_carrier> make_nccl_carrier(chain_round& r,
-                                                 const boost::mpi::communicator& comm,
-                                                 chain_stream& gpu);
+std::unique_ptr<round_mode> make_nccl_rounds(chain_round& r, const boost::mpi::communicator& comm,
+                                             chain_stream& gpu);
 
 }  // namespace halox::detail
