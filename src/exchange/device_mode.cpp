@@ -13,9 +13,14 @@
 // wait()/test() take the remaining pieces, then the unpack follows their copies.
 #include "exchange/exchange_core.hpp"
 
+#include "halox/core/error.hpp"
 #include "halox/core/format.hpp"
+#include "program/label.hpp"
 
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 namespace halox::detail {
@@ -109,23 +114,94 @@ class device_local_mode final : public device_mode {
   bool on_user_stream_ = false;
 };
 
+// With a timeout, a scheduled NCCL exchange that does not complete in time (a peer that never
+// took part) must not hold the user's stream for ever: NCCL's kernels never give up by
+// themselves. A thread of the exchange object watches the last enqueued exchange and, once it
+// is `timeout` seconds late, aborts the communicator (which ends NCCL's kernels, so the stream
+// goes on) and keeps the exchange's number for the next call to raise. The mode enqueues NCCL
+// work only under `lock`, so an abort never meets an enqueue.
+class nccl_watchdog {
+ public:
+  nccl_watchdog(exchange_core& core, nccl_carrier& nccl, double timeout)
+      : core_(core), nccl_(nccl), timeout_(timeout), thread_([this] { run(); }) {}
+  ~nccl_watchdog() {
+    {
+      const std::lock_guard<std::mutex> hold(lock);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  nccl_watchdog(const nccl_watchdog&) = delete;
+  nccl_watchdog& operator=(const nccl_watchdog&) = delete;
+  /// Exchange `g` was enqueued (the caller holds `lock`).
+  void arm(std::uint64_t g) {
+    armed_ = g;
+    deadline_ = std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(timeout_));
+    wake_.notify_all();
+  }
+  /// The exchange it gave up on (0: none; the caller holds `lock`).
+  std::uint64_t gave_up() const { return gave_up_; }
+  std::mutex lock;
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> hold(lock);
+    while (!stop_) {
+      if (armed_ == 0) {
+        wake_.wait(hold);
+        continue;
+      }
+      wake_.wait_for(hold, std::chrono::milliseconds(2));
+      if (armed_ == 0 || stop_) continue;
+      bool done = false;
+      try {
+        done = core_.copier()->ready(core_.rank());
+      } catch (...) {  // an error of the exchange itself: the next call reports it
+        done = true;
+      }
+      if (done) {
+        armed_ = 0;
+      } else if (std::chrono::steady_clock::now() > deadline_) {
+        nccl_.abort(
+            "a scheduled exchange over it did not complete within "
+            "exchange_options::wait_timeout: a peer never took part");
+        gave_up_ = armed_;
+        armed_ = 0;
+      }
+    }
+  }
+  exchange_core& core_;
+  nccl_carrier& nccl_;
+  const double timeout_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::uint64_t armed_ = 0, gave_up_ = 0;
+  std::chrono::steady_clock::time_point deadline_{};
+  std::thread thread_;  // (last: starts once the members above exist)
+};
+
 // Device fields whose messages go through NCCL (staging nccl, no CUDA IPC peer): the pack
 // kernel, the NCCL group and the unpack kernel follow each other on halox's stream, so neither
 // start() nor a scheduled wait waits for anything on the host; buffers are reused in stream
-// order.
+// order. With a timeout, a watchdog (above) ends a scheduled exchange whose peer never came.
 class device_nccl_mode final : public exchange_mode {
  public:
   explicit device_nccl_mode(exchange_core& c)
       : exchange_mode(c),
         gpu_(*c.copier()),
         nccl_(*c.nccl()),
-        timeout_(c.program().options.wait_timeout) {
+        timeout_(c.program().options.wait_timeout),
+        watchdog_(timeout_ > 0 ? std::make_unique<nccl_watchdog>(c, nccl_, timeout_) : nullptr) {
     carriers_.push_back(&nccl_);
   }
   // With a timeout, an exchange still running on the GPU at destruction (a scheduled one whose
   // peer never came) gets that long before the communicator is aborted: NCCL's kernels never
   // give up by themselves, and the copier's destructor waits for halox's stream.
   ~device_nccl_mode() override {
+    watchdog_.reset();
     if (timeout_ <= 0) return;
     try {
       const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
@@ -142,8 +218,7 @@ class device_nccl_mode final : public exchange_mode {
     }
   }
   const char* name() const override { return "device (NCCL)"; }
-  // A scheduled wait enqueues only stream work; NCCL's kernels never give up by themselves
-  // (the destructor aborts the communicator after the timeout).
+  // A scheduled wait enqueues only stream work; the watchdog ends one whose peer never came.
   bool waits_on_host(stream_t before) const override { return before == nullptr; }
   // An exchange that failed (gave up waiting) may leave NCCL kernels waiting for a peer on
   // halox's stream: only an abort ends them.
@@ -159,10 +234,11 @@ class device_nccl_mode final : public exchange_mode {
   const char* capture_blocker() const override { return nullptr; }  // NCCL captures its groups
 
   void start(stream_t after) override {
-    gpu_.enter(after, core_.rank());
-    core_.launch_pack();
-    nccl_.post_sends(core_.generation());  // the group, on halox's stream
-    core_.buffers_guarded();               // stream order guards the buffers
+    if (!watchdog_) return enqueue(after);
+    const std::lock_guard<std::mutex> hold(watchdog_->lock);
+    if (const std::uint64_t g = watchdog_->gave_up(); g != 0) gave_up(g);
+    enqueue(after);
+    if (after != nullptr) watchdog_->arm(core_.generation());
   }
 
   void wait(stream_t before) override {
@@ -176,9 +252,25 @@ class device_nccl_mode final : public exchange_mode {
   }
 
  private:
+  void enqueue(stream_t after) {
+    gpu_.enter(after, core_.rank());
+    core_.launch_pack();
+    nccl_.post_sends(core_.generation());  // the group, on halox's stream
+    core_.buffers_guarded();               // stream order guards the buffers
+  }
+  // The watchdog ended scheduled exchange `g`: raised at the next call, as a wait would have.
+  [[noreturn]] void gave_up(std::uint64_t g) const {
+    std::vector<std::string> items;
+    waiting_for(items);
+    fail(
+        "rank {}: exchange '{}' #{} gave up on the GPU after {} s "
+        "(exchange_options::wait_timeout / HALOX_WAIT_TIMEOUT): still waiting for {}",
+        core_.rank(), object_label(core_.program()), g, timeout_, join(items, ", "));
+  }
   device_copier& gpu_;
   nccl_carrier& nccl_;
   const double timeout_;
+  std::unique_ptr<nccl_watchdog> watchdog_;  // with a timeout
 };
 
 }  // namespace

@@ -42,8 +42,9 @@ struct table {
   int pairs = 0;  // pairs of adjacent narrow copies run as one
   long long tiles = 0;
   bool plain = true;
-  int cap = 1;            // one wave of this table's kernel
-  std::size_t bytes = 0;  // moved per launch
+  int cap = 1;                           // one wave of this table's kernel
+  std::size_t bytes = 0;                 // moved per launch
+  std::vector<const std::byte*> src_of;  // each copy's source, as the kernels number them
 
   table() = default;
   // `caps`: one wave of the plain kernel, of the general one.
@@ -56,6 +57,7 @@ struct table {
     plain = t.plain;
     cap = plain ? caps.first : caps.second;
     bytes = t.bytes;
+    for (const auto& d : t.copies) src_of.push_back(reinterpret_cast<const std::byte*>(d.src));
     indices = gpu::device_array<long long>::upload(t.indices, "index lists", rank);
     if (n == 0) return;
     for (auto& d : t.copies)  // index lists: from the host copy to the device copy
@@ -371,6 +373,15 @@ std::string device_copier::impl::timeout_text(unsigned report) const {
         "rank {} (CUDA IPC with device signals: its data of this exchange has not "
         "arrived)",
         peer(watched.unpack_wait_peer));
+  // The peer whose flagged words copy k of the unpack reads (either list of the exchange).
+  for (const table* t : {&unpack, &unpack_alt})
+    if (k < t->src_of.size())
+      for (const auto& r : watched.flagged_from)
+        if (t->src_of[k] >= r.lo && t->src_of[k] < r.hi)
+          return fmt::format(
+              "rank {} (CUDA IPC with device signals: its flagged words of this exchange have "
+              "not arrived)",
+              r.peer);
   return fmt::format(
       "flagged words from rank(s) {} (CUDA IPC with device signals: copy {} of the "
       "unpack has not arrived)",

@@ -42,6 +42,14 @@ struct device_signals {
   /// The rank behind each flag of `pack_wait` and of `unpack_wait`, and the peers that send this
   /// rank flagged words, for that error.
   std::vector<int> pack_wait_peer, unpack_wait_peer, flagged_peers;
+  /// Where each peer's flagged words land in this rank's receive buffer (each copy of it):
+  /// names the peer of an unpack copy whose words did not arrive.
+  struct flagged_range {
+    const std::byte* lo = nullptr;
+    const std::byte* hi = nullptr;
+    int peer = -1;
+  };
+  std::vector<flagged_range> flagged_from;
   /// The object's name in that error.
   std::string name;
 };

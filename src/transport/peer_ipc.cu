@@ -333,6 +333,10 @@ class ipc_setup {
         where.recv_at[recvs_[k]] = p_.recv.get() + std::size_t(two ? c : 0) * copy_bytes_ + offset;
         where.recv_direct[recvs_[k]] = char(direct_in_[k]);
         where.recv_flagged[recvs_[k]] = inline_in_[k];
+        if (p_.device_signalled && inline_in_[k]) {  // (twice its bytes: flagged words)
+          const std::byte* at = where.recv_at[recvs_[k]];
+          p_.signals.flagged_from.push_back({at, at + 2 * recv(k).bytes, recv(k).peer});
+        }
       }
       where.fused_send = fused_;
       p_.steps[c] = place_device(prog_, where, old_send_, old_recv_);
