@@ -148,6 +148,7 @@ class nccl_watchdog {
 
  private:
   void run() {
+    nccl_.bind_thread();  // (a new thread's current device is 0)
     std::unique_lock<std::mutex> hold(lock);
     while (!stop_) {
       if (armed_ == 0) {

@@ -357,6 +357,10 @@ void nccl_carrier::check_async() {
   comm_->check_async();
 }
 
+void nccl_carrier::bind_thread() const {
+  (void)cudaSetDevice(comm_->device());  // (a failure shows at the next checked call)
+}
+
 void nccl_carrier::abort(const std::string& why) {
   comm_->abort(why);
 }

@@ -95,6 +95,8 @@ class nccl_carrier final : public carrier {
   void check_async();
   /// After an exchange gave up waiting: aborts the shared communicator (nccl_comm::abort).
   void abort(const std::string& why);
+  /// Makes the communicator's GPU the calling thread's current device (a watchdog thread).
+  void bind_thread() const;
   /// For describe(): "NCCL 2.28.3, one communicator shared by N exchange object(s)".
   std::string describe() const;
 

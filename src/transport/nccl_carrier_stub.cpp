@@ -71,6 +71,7 @@ void nccl_carrier::recut(bool, int, std::vector<nccl_call>, bool) {}
 void nccl_carrier::check_async() {}
 void nccl_carrier::waiting_for(std::vector<std::string>&) const {}
 void nccl_carrier::abort(const std::string&) {}
+void nccl_carrier::bind_thread() const {}
 std::string nccl_carrier::describe() const {
   return {};
 }
