@@ -239,7 +239,9 @@ class device_nccl_mode final : public exchange_mode {
     const std::lock_guard<std::mutex> hold(watchdog_->lock);
     if (const std::uint64_t g = watchdog_->gave_up(); g != 0) gave_up(g);
     enqueue(after);
-    if (after != nullptr) watchdog_->arm(core_.generation());
+    // (Not inside a CUDA graph capture: nothing runs until a replay, and a query of the
+    // capturing stream would invalidate the capture.)
+    if (after != nullptr && gpu_.capture() == 0) watchdog_->arm(core_.generation());
   }
 
   void wait(stream_t before) override {
