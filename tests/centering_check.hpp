@@ -14,7 +14,7 @@
 
 #include "check.hpp"
 
-namespace hxt {
+namespace test_support {
 
 /// Whether block b of `f` keeps its copy of point g: a stored point it does not own, of a field
 /// with shared_points::keep.
@@ -137,4 +137,4 @@ std::map<std::int64_t, std::int64_t> copy_counts(const halox::field<T, D>& f,
   return out;
 }
 
-}  // namespace hxt
+}  // namespace test_support

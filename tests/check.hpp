@@ -18,7 +18,7 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
-namespace hxt {
+namespace test_support {
 
 /// This rank's halox::error message from `f()`, empty when it does not throw.
 template <class F>
@@ -231,24 +231,24 @@ std::vector<T> snapshot(const halox::field<T, D>& f) {
   return v;
 }
 
-}  // namespace hxt
+}  // namespace test_support
 
-namespace hxt {
+namespace test_support {
 /// Number of mismatches over all ranks of the world (every rank must call it at the same point,
 /// so that a failure on one rank stops every rank at once instead of deadlocking the others).
 inline long long bad_everywhere(const result& r) {
   return boost::mpi::all_reduce(boost::mpi::communicator(), static_cast<long long>(r.bad),
                                 std::plus<long long>());
 }
-}  // namespace hxt
+}  // namespace test_support
 
 /// Collective check of a result: the failing rank reports its first mismatches, every rank
 /// fails together.
-#define HXT_REQUIRE_OK(expr)                                  \
-  do {                                                        \
-    const ::hxt::result hxt_r_ = (expr);                      \
-    const long long hxt_all_ = ::hxt::bad_everywhere(hxt_r_); \
-    INFO(hxt_r_.report);                                      \
-    CHECK(hxt_r_.bad == 0);                                   \
-    REQUIRE(hxt_all_ == 0);                                   \
+#define HXT_REQUIRE_OK(expr)                                           \
+  do {                                                                 \
+    const ::test_support::result hxt_r_ = (expr);                      \
+    const long long hxt_all_ = ::test_support::bad_everywhere(hxt_r_); \
+    INFO(hxt_r_.report);                                               \
+    CHECK(hxt_r_.bad == 0);                                            \
+    REQUIRE(hxt_all_ == 0);                                            \
   } while (0)

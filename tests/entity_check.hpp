@@ -19,7 +19,7 @@
 
 #include "check.hpp"
 
-namespace hxt {
+namespace test_support {
 
 using gid = halox::global_id;
 
@@ -409,4 +409,4 @@ inline std::string plan_mismatch(const halox::unstructured& pat, const std::vect
   return why;
 }
 
-}  // namespace hxt
+}  // namespace test_support

@@ -14,7 +14,7 @@
 #include <boost/serialization/vector.hpp>
 #include <halox/halox.hpp>
 
-namespace hxt {
+namespace test_support {
 
 /// Sets an environment variable for one scope on this rank (null: leaves it unset).
 struct scoped_env {
@@ -86,4 +86,4 @@ inline unsigned long long shared_seed(const boost::mpi::communicator& world, con
   return seed;
 }
 
-}  // namespace hxt
+}  // namespace test_support

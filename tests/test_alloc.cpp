@@ -108,11 +108,11 @@ TEST_CASE("the counting operator new counts (the test can fail)") {
 template <class Dom, int D>
 void steady_state(const Dom& dom, const halox::stencil<D>& st) {
   auto u = dom.template make_field<double>(st, halox::host, 2);
-  auto v = dom.template make_field<hxt::triple>(
+  auto v = dom.template make_field<test_support::triple>(
       st, halox::host,
       halox::field_options{1, halox::components_layout::planar, halox::layout::column_major, "v"});
-  hxt::fill(dom, u, {0, 0});
-  hxt::fill(dom, v, {1, 0});
+  test_support::fill(dom, u, {0, 0});
+  test_support::fill(dom, v, {1, 0});
   auto ex = halox::make_exchange(dom, st, u, v);
   ex.exchange();  // warm-up
   {
@@ -136,8 +136,8 @@ void steady_state(const Dom& dom, const halox::stencil<D>& st) {
   const long mine = news;
   CHECK(mine == 0);
   REQUIRE(mpi::all_reduce(mpi::communicator(), mine, std::plus<long>()) == 0);
-  HXT_REQUIRE_OK(hxt::check(dom, u, st, {0, 0}));
-  HXT_REQUIRE_OK(hxt::check(dom, v, st, {1, 0}));
+  HXT_REQUIRE_OK(test_support::check(dom, u, st, {0, 0}));
+  HXT_REQUIRE_OK(test_support::check(dom, v, st, {1, 0}));
 }
 
 TEST_CASE("no allocation per exchange: cartesian 3-D") {

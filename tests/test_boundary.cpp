@@ -52,8 +52,8 @@ template <int D>
 double model(const halox::extents<D>& g, int c, int ncomp, const box<D>& o,
              const halox::stencil<D>& st, const halox::extents<D>& n,
              const std::array<bool, D>& per, const rules_t<D>& rules) {
-  using VT = hxt::value_traits<double>;
-  if (o.contains(g)) return VT::make(hxt::key<D>(n, g, c, ncomp, {0, 0}));
+  using VT = test_support::value_traits<double>;
+  if (o.contains(g)) return VT::make(test_support::key<D>(n, g, c, ncomp, {0, 0}));
   for (int i = 0; i < D; ++i)
     if (g[i] < o.lo[i] - st.lo[i] || g[i] >= o.hi[i] + st.hi[i]) return VT::sentinel();
   for (int d = D - 1; d >= 0; --d) {
@@ -84,8 +84,8 @@ double model(const halox::extents<D>& g, int c, int ncomp, const box<D>& o,
     }
   }
   halox::extents<D> src{};
-  if (hxt::source_of<D>(g, o, st, n, per, src))
-    return VT::make(hxt::key<D>(n, src, c, ncomp, {0, 0}));
+  if (test_support::source_of<D>(g, o, st, n, per, src))
+    return VT::make(test_support::key<D>(n, src, c, ncomp, {0, 0}));
   return VT::sentinel();
 }
 
@@ -110,7 +110,7 @@ halox::boundary<double, D> to_boundary(const rules_t<D>& rules) {
         break;
       case halox::boundary_kind::callback:
         bc.callback(fc, [](const halox::boundary_face<double, D>& bf) {
-          hxt::for_cells<D>(bf.cells, [&](const auto& g) {
+          test_support::for_cells<D>(bf.cells, [&](const auto& g) {
             for (int c = 0; c < bf.f.components(); ++c)
               bf.f.at(g, c, bf.block) = callback_value<D>(g, c);
           });
@@ -125,19 +125,19 @@ halox::boundary<double, D> to_boundary(const rules_t<D>& rules) {
 
 // Checks every allocated cell of f against the model.
 template <int D, class Dom>
-hxt::result check_model(const Dom& dom, const halox::field<double, D>& f,
-                        const halox::stencil<D>& st, const rules_t<D>& rules) {
-  hxt::result r;
+test_support::result check_model(const Dom& dom, const halox::field<double, D>& f,
+                                 const halox::stencil<D>& st, const rules_t<D>& rules) {
+  test_support::result r;
   const auto n = dom.global_box().hi;
   for (int b = 0; b < f.block_count(); ++b)
-    hxt::for_cells<D>(f.allocated_box(b), [&](const auto& g) {
+    test_support::for_cells<D>(f.allocated_box(b), [&](const auto& g) {
       for (int c = 0; c < f.components(); ++c) {
         const double want =
             model<D>(g, c, f.components(), f.owned_box(b), st, n, dom.periodicity().flags, rules);
         const double got = f.at(g, c, b);
-        if (want != hxt::value_traits<double>::sentinel()) ++r.filled;
+        if (want != test_support::value_traits<double>::sentinel()) ++r.filled;
         if (got != want && ++r.bad <= 8)
-          r.report += "block " + std::to_string(b) + " cell " + hxt::str<D>(g) + " comp " +
+          r.report += "block " + std::to_string(b) + " cell " + test_support::str<D>(g) + " comp " +
                       std::to_string(c) + ": got " + std::to_string(got) + ", want " +
                       std::to_string(want) + "\n";
       }
@@ -152,9 +152,9 @@ void run_case(const Dom& dom, const halox::stencil<D>& st, int ncomp, const rule
   auto ex = halox::make_exchange(dom, halox::halo(st, f, to_boundary<D>(rules)));
   for (int it = 0; it < 2; ++it) {
     if (it == 0)
-      hxt::fill(dom, f, {0, 0});
+      test_support::fill(dom, f, {0, 0});
     else
-      hxt::fill_owned(f, dom.global_box().hi, {0, 0});
+      test_support::fill_owned(f, dom.global_box().hi, {0, 0});
     ex.exchange();
     REQUIRE_OK(check_model<D>(dom, f, st, rules));
   }
@@ -176,7 +176,7 @@ TEST_CASE("boundary rules: a 4x4 table computed by hand, corners included, every
       /* x= 4 */ {-30, 30, 31, 32, 33, 7},
   };
   constexpr auto st = halox::stencil<2>::box(1);
-  for (const auto& grid : hxt::all_grids<2>(world.size(), {4, 4})) {
+  for (const auto& grid : test_support::all_grids<2>(world.size(), {4, 4})) {
     const halox::cartesian<2> dom(world, {4, 4}, halox::periodic<2>{}, grid);
     auto f = dom.make_field<double>(st);
     halox::boundary<double, 2> bc;
@@ -185,16 +185,18 @@ TEST_CASE("boundary rules: a 4x4 table computed by hand, corners included, every
         .reflect({1, low}, {-1.0})
         .constant({1, high}, 7.0);
     auto ex = halox::make_exchange(dom, halox::halo(st, f, bc));
-    hxt::for_cells<2>(f.allocated_box(), [&](const auto& g) { f.at(g) = -1; });
-    hxt::for_cells<2>(f.owned_box(), [&](const auto& g) { f.at(g) = double(10 * g[0] + g[1]); });
+    test_support::for_cells<2>(f.allocated_box(), [&](const auto& g) { f.at(g) = -1; });
+    test_support::for_cells<2>(f.owned_box(),
+                               [&](const auto& g) { f.at(g) = double(10 * g[0] + g[1]); });
     ex.exchange();
     long long bad = 0;
-    hxt::for_cells<2>(f.allocated_box(), [&](const auto& g) {
+    test_support::for_cells<2>(f.allocated_box(), [&](const auto& g) {
       const double want = T[g[0] + 1][g[1] + 1];
       if (f.at(g) != want) {
         ++bad;
-        UNSCOPED_INFO("grid " << grid.dims[0] << "x" << grid.dims[1] << " cell " << hxt::str<2>(g)
-                              << ": got " << f.at(g) << ", want " << want);
+        UNSCOPED_INFO("grid " << grid.dims[0] << "x" << grid.dims[1] << " cell "
+                              << test_support::str<2>(g) << ": got " << f.at(g) << ", want "
+                              << want);
       }
     });
     CHECK(bad == 0);
@@ -210,8 +212,8 @@ TEST_CASE("boundary rules: every kind, 2-D and 3-D, every grid and periodicity, 
                                               halox::stencil<2>::star(2),
                                               halox::stencil<2>::box(1)};
   for (int m = 0; m < 4; ++m) {
-    const auto per = hxt::periodic_mask<2>(m);
-    for (const auto& grid : hxt::all_grids<2>(world.size(), {6, 5})) {
+    const auto per = test_support::periodic_mask<2>(m);
+    for (const auto& grid : test_support::all_grids<2>(world.size(), {6, 5})) {
       const halox::cartesian<2> dom(world, {6, 5}, per, grid);
       rules_t<2> rules;
       const model_rule kinds[] = {{K::constant, -3.5, {}},
@@ -287,7 +289,7 @@ TEST_CASE("boundary rules: mirror about the boundary cell's centre and reflect, 
   constexpr auto st = halox::stencil<1>::box(3);
   const double mirror_low[10] = {13, 12, 11, 10, 11, 12, 13, 13, 12, 11};
   const double reflect_low[10] = {-12, -11, -10, 10, 11, 12, 13, -12, -11, -10};
-  for (const auto& grid : hxt::all_grids<1>(world.size(), {4}))
+  for (const auto& grid : test_support::all_grids<1>(world.size(), {4}))
     for (bool swap : {false, true}) {
       const halox::cartesian<1> dom(world, {4}, halox::periodic<1>{}, grid);
       auto f = dom.make_field<double>(st);
@@ -297,11 +299,12 @@ TEST_CASE("boundary rules: mirror about the boundary cell's centre and reflect, 
       else
         bc.mirror({0, halox::side::low}).reflect({0, halox::side::high});
       auto ex = halox::make_exchange(dom, halox::halo(st, f, bc));
-      hxt::for_cells<1>(f.allocated_box(), [&](const auto& g) { f.at(g) = -1; });
-      hxt::for_cells<1>(f.owned_box(), [&](const auto& g) { f.at(g) = double(10 + g[0]); });
+      test_support::for_cells<1>(f.allocated_box(), [&](const auto& g) { f.at(g) = -1; });
+      test_support::for_cells<1>(f.owned_box(),
+                                 [&](const auto& g) { f.at(g) = double(10 + g[0]); });
       ex.exchange();
       long long bad = 0;
-      hxt::for_cells<1>(f.allocated_box(), [&](const auto& g) {
+      test_support::for_cells<1>(f.allocated_box(), [&](const auto& g) {
         const double want = (swap ? reflect_low : mirror_low)[g[0] + 3];
         if (f.at(g) != want) {
           ++bad;
@@ -335,7 +338,7 @@ TEST_CASE("boundary rules: mirror on a staggered field, along and across its sta
   // wall point, so they give the same values.
   constexpr auto st = halox::stencil<2>::box(2);
   const halox::extents<2> n{6, 5};
-  for (const auto& grid : hxt::all_grids<2>(world.size(), n))
+  for (const auto& grid : test_support::all_grids<2>(world.size(), n))
     for (bool x_mirror : {true, false}) {
       INFO("grid " << grid.dims[0] << "x" << grid.dims[1] << " x walls "
                    << (x_mirror ? "mirror" : "reflect"));
@@ -348,16 +351,16 @@ TEST_CASE("boundary rules: mirror on a staggered field, along and across its sta
       else
         bc.reflect({0, halox::side::low}, {2.0}).reflect({0, halox::side::high});
       auto ex = halox::make_exchange(dom, halox::halo(st, f, bc));
-      hxt::for_cells<2>(f.allocated_box(), [&](const auto& g) { f.at(g) = -7; });
-      hxt::for_cells<2>(f.owned_points(),
-                        [&](const auto& g) { f.at(g) = double(1000 + 100 * g[0] + g[1]); });
+      test_support::for_cells<2>(f.allocated_box(), [&](const auto& g) { f.at(g) = -7; });
+      test_support::for_cells<2>(
+          f.owned_points(), [&](const auto& g) { f.at(g) = double(1000 + 100 * g[0] + g[1]); });
       ex.exchange();
-      hxt::result r;
-      hxt::for_cells<2>(f.allocated_box(), [&](const auto& g) {
+      test_support::result r;
+      test_support::for_cells<2>(f.allocated_box(), [&](const auto& g) {
         const double want = staggered_model(g, n), got = f.at(g);
         if (got != want && ++r.bad <= 8)
-          r.report += "point " + hxt::str<2>(g) + ": got " + std::to_string(got) + ", want " +
-                      std::to_string(want) + "\n";
+          r.report += "point " + test_support::str<2>(g) + ": got " + std::to_string(got) +
+                      ", want " + std::to_string(want) + "\n";
       });
       REQUIRE_OK(r);
     }
@@ -406,14 +409,14 @@ TEST_CASE("boundary rules: errors on every rank before anything is written") {
     const halox::cartesian<2> dom(world, {2, 4 * world.size()}, halox::periodic<2>{},
                                   halox::process_grid<2>{{1, world.size()}});
     auto f = dom.make_field<double>(wide);
-    hxt::fill(dom, f, {0, 0});
-    const auto before = hxt::snapshot(f);
+    test_support::fill(dom, f, {0, 0});
+    const auto before = test_support::snapshot(f);
     halox::boundary<double, 2> bc;
     bc.reflect({0, halox::side::low});
     expect(error_of([&] { halox::make_exchange(dom, halox::halo(wide, f, bc)); }),
            "reflect on the low face of dimension 0 reads cells 0..2 along it, outside the global "
            "box");
-    CHECK(hxt::snapshot(f) == before);
+    CHECK(test_support::snapshot(f) == before);
   }
 }
 
@@ -425,15 +428,16 @@ TEST_CASE("boundary rules: a mirror reading beyond what the exchange fills, on e
                                 halox::process_grid<2>{{1, world.size()}});
   constexpr auto two = halox::stencil<2>::star({2, 1}, {1, 1});
   auto f = dom.make_field<double>(two);
-  hxt::fill(dom, f, {0, 0});
-  const auto before = hxt::snapshot(f);
+  test_support::fill(dom, f, {0, 0});
+  const auto before = test_support::snapshot(f);
   halox::boundary<double, 2> m;
   m.mirror({0, halox::side::low});
-  const std::string msg = hxt::error_of([&] { halox::make_exchange(dom, halox::halo(two, f, m)); });
+  const std::string msg =
+      test_support::error_of([&] { halox::make_exchange(dom, halox::halo(two, f, m)); });
   INFO(msg);
   CHECK(msg.find("mirror on the low face of dimension 0 reads cells 1..2 along it, outside the "
                  "global box") != std::string::npos);
-  CHECK(hxt::snapshot(f) == before);
+  CHECK(test_support::snapshot(f) == before);
 }
 
 TEST_CASE("boundary rules on a device field in a build without CUDA: an error on every rank") {

@@ -52,9 +52,9 @@ void one_field(const Dom& dom, const halox::stencil<D>& st, centering at, shared
   auto f = dom.template make_field<double>(st, halox::host, options(at, sp, 2));
   auto ex = halox::make_exchange(dom, st, f);
   for (int it = 0; it < 2; ++it) {
-    hxt::fill_points(f, {0, it});
+    test_support::fill_points(f, {0, it});
     ex.exchange();
-    const auto r = hxt::check_points(f, st, {0, it});
+    const auto r = test_support::check_points(f, st, {0, it});
     REQUIRE_OK(r);
   }
 }
@@ -91,9 +91,9 @@ std::size_t union_peers(const Dom& dom, const std::vector<halox::stencil<D>>& st
 TEST_CASE("centering: 2-D, every centering, grid and periodicity") {
   mpi::communicator world;
   for (int m = 0; m < 4; ++m)
-    for (const auto& grid : hxt::all_grids<2>(world.size(), {7, 6})) {
+    for (const auto& grid : test_support::all_grids<2>(world.size(), {7, 6})) {
       INFO("periodic mask " << m << " grid " << grid.dims[0] << "x" << grid.dims[1]);
-      const halox::cartesian<2> dom(world, {7, 6}, hxt::periodic_mask<2>(m), grid);
+      const halox::cartesian<2> dom(world, {7, 6}, test_support::periodic_mask<2>(m), grid);
       every_centering<2>(dom);
     }
 }
@@ -102,7 +102,7 @@ TEST_CASE("centering: 3-D, every centering") {
   mpi::communicator world;
   for (int m : {0, 5, 7}) {
     INFO("periodic mask " << m);
-    const halox::cartesian<3> dom(world, {5, 4, 6}, hxt::periodic_mask<3>(m));
+    const halox::cartesian<3> dom(world, {5, 4, 6}, test_support::periodic_mask<3>(m));
     every_centering<3>(dom);
   }
 }
@@ -116,7 +116,7 @@ TEST_CASE("centering: box list with several blocks per rank, one rank along a di
       boxes.push_back({box<2>{{x, y}, {x + 3, y + 4}}, owner++ % world.size()});
   for (int m = 0; m < 4; ++m) {
     INFO("periodic mask " << m);
-    const halox::box_list<2> dom(world, {9, 8}, hxt::periodic_mask<2>(m), boxes);
+    const halox::box_list<2> dom(world, {9, 8}, test_support::periodic_mask<2>(m), boxes);
     every_centering<2>(dom);
   }
 }
@@ -125,7 +125,7 @@ TEST_CASE("centering: a MAC grid in one exchange, each field with its stencil") 
   mpi::communicator world;
   for (int m = 0; m < 8; ++m) {
     INFO("periodic mask " << m);
-    const halox::cartesian<3> dom(world, {6, 5, 4}, hxt::periodic_mask<3>(m));
+    const halox::cartesian<3> dom(world, {6, 5, 4}, test_support::periodic_mask<3>(m));
     const auto s_vel = halox::stencil<3>::box(1), s_p = halox::stencil<3>::star(2);
     const auto s_w = halox::stencil<3>::star({0, 1, 1}, {2, 0, 1});
     auto u = dom.make_field<double>(s_vel, halox::host, centering::face(0));
@@ -137,17 +137,17 @@ TEST_CASE("centering: a MAC grid in one exchange, each field with its stencil") 
         halox::make_exchange(dom, halox::halo(s_vel, u), halox::halo(s_vel, v), halox::halo(s_w, w),
                              halox::halo(s_p, p), halox::halo(s_vel, omega));
     for (int it = 0; it < 2; ++it) {
-      hxt::fill_points(u, {0, it});
-      hxt::fill_points(v, {1, it});
-      hxt::fill_points(w, {2, it});
-      hxt::fill_points(p, {3, it});
-      hxt::fill_points(omega, {4, it});
+      test_support::fill_points(u, {0, it});
+      test_support::fill_points(v, {1, it});
+      test_support::fill_points(w, {2, it});
+      test_support::fill_points(p, {3, it});
+      test_support::fill_points(omega, {4, it});
       ex.exchange();
-      REQUIRE_OK(hxt::check_points(u, s_vel, {0, it}));
-      REQUIRE_OK(hxt::check_points(v, s_vel, {1, it}));
-      REQUIRE_OK(hxt::check_points(w, s_w, {2, it}));
-      REQUIRE_OK(hxt::check_points(p, s_p, {3, it}));
-      REQUIRE_OK(hxt::check_points(omega, s_vel, {4, it}));
+      REQUIRE_OK(test_support::check_points(u, s_vel, {0, it}));
+      REQUIRE_OK(test_support::check_points(v, s_vel, {1, it}));
+      REQUIRE_OK(test_support::check_points(w, s_w, {2, it}));
+      REQUIRE_OK(test_support::check_points(p, s_p, {3, it}));
+      REQUIRE_OK(test_support::check_points(omega, s_vel, {4, it}));
     }
     const auto peers = union_peers<3>(dom, {s_vel, s_vel, s_w, s_p, s_vel}, u, v, w, p, omega);
     INFO(ex.describe());
@@ -159,9 +159,9 @@ TEST_CASE("centering: a MAC grid in one exchange, each field with its stencil") 
 TEST_CASE("centering: shared points chosen per field, in one exchange") {
   mpi::communicator world;
   for (int m = 0; m < 4; ++m)
-    for (const auto& grid : hxt::all_grids<2>(world.size(), {7, 6})) {
+    for (const auto& grid : test_support::all_grids<2>(world.size(), {7, 6})) {
       INFO("periodic mask " << m << " grid " << grid.dims[0] << "x" << grid.dims[1]);
-      const halox::cartesian<2> dom(world, {7, 6}, hxt::periodic_mask<2>(m), grid);
+      const halox::cartesian<2> dom(world, {7, 6}, test_support::periodic_mask<2>(m), grid);
       const auto st = halox::stencil<2>::box(2);
       // The same centering and stencil twice: only the rule tells the two plans apart.
       auto a = dom.make_field<double>(st, halox::host, options(centering::node(), both_rules[0]));
@@ -169,13 +169,13 @@ TEST_CASE("centering: shared points chosen per field, in one exchange") {
       auto c = dom.make_field<double>(st, halox::host, options(centering::face(1), both_rules[1]));
       auto ex = halox::make_exchange(dom, st, a, b, c);
       for (int it = 0; it < 2; ++it) {
-        hxt::fill_points(a, {0, it});
-        hxt::fill_points(b, {1, it});
-        hxt::fill_points(c, {2, it});
+        test_support::fill_points(a, {0, it});
+        test_support::fill_points(b, {1, it});
+        test_support::fill_points(c, {2, it});
         ex.exchange();
-        REQUIRE_OK(hxt::check_points(a, st, {0, it}));
-        REQUIRE_OK(hxt::check_points(b, st, {1, it}));
-        REQUIRE_OK(hxt::check_points(c, st, {2, it}));
+        REQUIRE_OK(test_support::check_points(a, st, {0, it}));
+        REQUIRE_OK(test_support::check_points(b, st, {1, it}));
+        REQUIRE_OK(test_support::check_points(c, st, {2, it}));
       }
     }
 }
@@ -188,30 +188,30 @@ void reverse_sum(const Dom& dom, const halox::stencil<D>& st, centering at, shar
   INFO("centering " << halox::to_string(at) << ", shared points " << halox::to_string(sp));
   mpi::communicator world;
   auto f = dom.template make_field<double>(st, halox::host, options(at, sp));
-  const auto n = hxt::point_extents(f);
+  const auto n = test_support::point_extents(f);
   for (int b = 0; b < f.block_count(); ++b)
-    hxt::for_cells<D>(f.allocated_box(b), [&](const auto& g) {
-      const auto src = hxt::point_source(f, b, st, g);
-      f.at(g, 0, b) = src ? double(hxt::key<D>(n, *src, 0, 1, {}) + 1) : -7.0;
+    test_support::for_cells<D>(f.allocated_box(b), [&](const auto& g) {
+      const auto src = test_support::point_source(f, b, st, g);
+      f.at(g, 0, b) = src ? double(test_support::key<D>(n, *src, 0, 1, {}) + 1) : -7.0;
     });
   idx volume = 1;
   for (int i = 0; i < D; ++i) volume *= n[i];
   std::vector<long long> mine(std::size_t(volume), 0), all(std::size_t(volume), 0);
-  for (const auto& [k, c] : hxt::copy_counts(f, st)) mine[std::size_t(k)] += c;
+  for (const auto& [k, c] : test_support::copy_counts(f, st)) mine[std::size_t(k)] += c;
   mpi::all_reduce(world, mine.data(), int(volume), all.data(), std::plus<long long>());
   auto ex = halox::make_reverse_exchange(dom, st, halox::reduction::sum, f);
   ex.exchange();
-  hxt::result r;
+  test_support::result r;
   for (int b = 0; b < f.block_count(); ++b)
-    hxt::for_cells<D>(f.allocated_box(b), [&](const auto& g) {
-      const auto src = hxt::point_source(f, b, st, g);
+    test_support::for_cells<D>(f.allocated_box(b), [&](const auto& g) {
+      const auto src = test_support::point_source(f, b, st, g);
       const bool owned = f.owned_points(b).contains(g);
-      const auto k = src ? hxt::key<D>(n, *src, 0, 1, {}) : 0;
+      const auto k = src ? test_support::key<D>(n, *src, 0, 1, {}) : 0;
       const double want = owned ? double(k + 1) * double(1 + all[std::size_t(k)])
                           : src ? double(k + 1)
                                 : -7.0;
       if (f.at(g, 0, b) != want && ++r.bad <= 5)
-        r.report += "block " + std::to_string(b) + " point " + hxt::str<D>(g) + ": got " +
+        r.report += "block " + std::to_string(b) + " point " + test_support::str<D>(g) + ": got " +
                     std::to_string(f.at(g, 0, b)) + ", want " + std::to_string(want) + "\n";
     });
   REQUIRE_OK(r);
@@ -220,16 +220,16 @@ void reverse_sum(const Dom& dom, const halox::stencil<D>& st, centering at, shar
 TEST_CASE("centering: reverse sum of shared copies into their owners") {
   mpi::communicator world;
   for (int m = 0; m < 4; ++m)
-    for (const auto& grid : hxt::all_grids<2>(world.size(), {7, 6})) {
+    for (const auto& grid : test_support::all_grids<2>(world.size(), {7, 6})) {
       INFO("periodic mask " << m << " grid " << grid.dims[0] << "x" << grid.dims[1]);
-      const halox::cartesian<2> dom(world, {7, 6}, hxt::periodic_mask<2>(m), grid);
+      const halox::cartesian<2> dom(world, {7, 6}, test_support::periodic_mask<2>(m), grid);
       for (const auto at : all_centerings<2>())
         for (const auto sp : both_rules) {
           reverse_sum<2>(dom, halox::stencil<2>::box(1), at, sp);
           reverse_sum<2>(dom, halox::stencil<2>::star({0, 1}, {1, 0}), at, sp);
         }
     }
-  const halox::cartesian<3> dom3(world, {4, 5, 3}, hxt::periodic_mask<3>(2));
+  const halox::cartesian<3> dom3(world, {4, 5, 3}, test_support::periodic_mask<3>(2));
   for (const auto at : all_centerings<3>())
     for (const auto sp : both_rules) reverse_sum<3>(dom3, halox::stencil<3>::box(1), at, sp);
 }

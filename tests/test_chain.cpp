@@ -53,16 +53,16 @@ TEST_CASE("chain rounds: payloads of every size from both neighbours, nullopt at
 TEST_CASE("chain rounds: a rank may send nothing, an empty span arrives (not nullopt)") {
   mpi::communicator world;
   const int me = world.rank();
-  halox::chain<hxt::triple> ch(world, {.periodic = true});
-  const hxt::triple one{me, float(me) + 0.5f, -me};
-  const std::vector<hxt::triple> mine(me % 2 == 0 ? 1 : 0, one);
+  halox::chain<test_support::triple> ch(world, {.periodic = true});
+  const test_support::triple one{me, float(me) + 0.5f, -me};
+  const std::vector<test_support::triple> mine(me % 2 == 0 ? 1 : 0, one);
   const auto res = ch.exchange(mine, {});
   REQUIRE(res.from_left().has_value());
   REQUIRE(res.from_right().has_value());
   REQUIRE(res.from_left()->empty());  // nobody sent anything rightwards
   const int r = ch.right();
   REQUIRE(res.from_right()->size() == (r % 2 == 0 ? 1u : 0u));
-  if (r % 2 == 0) REQUIRE((*res.from_right())[0] == hxt::triple{r, float(r) + 0.5f, -r});
+  if (r % 2 == 0) REQUIRE((*res.from_right())[0] == test_support::triple{r, float(r) + 0.5f, -r});
 }
 
 TEST_CASE("chain rounds: multi-hop forwarding of uneven slices") {
@@ -237,7 +237,7 @@ std::string calls_differ(int me, const std::string& mine, const char* side, int 
       me, mine, side, nb, theirs);
 }
 
-using hxt::error_of;
+using test_support::error_of;
 
 // After a failed call the chain works on: no message of it was left behind.
 void check_round_works(halox::chain<i64>& ch, int me) {

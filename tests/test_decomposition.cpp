@@ -73,7 +73,7 @@ void all_grids(int ranks, int dim, std::array<int, D>& cur, std::vector<std::arr
 
 template <int D>
 void check_balanced(int ranks, const halox::extents<D>& n) {
-  INFO("ranks " << ranks << " extents " << hxt::str<D>(n));
+  INFO("ranks " << ranks << " extents " << test_support::str<D>(n));
   std::array<int, D> cur{};
   std::vector<std::array<int, D>> grids;
   all_grids<D>(ranks, 0, cur, grids);
@@ -336,11 +336,12 @@ void check_plans(const halox::extents<D>& n, halox::periodic<D> per,
       REQUIRE(t.src_block < int(src_boxes.size()));
       // src lies in the sender's block
       REQUIRE(halox::intersect(t.src, src_boxes[t.src_block]) == t.src);
-      hxt::for_cells<D>(t.dst, [&](const auto& g) {
+      test_support::for_cells<D>(t.dst, [&](const auto& g) {
         halox::extents<D> from{}, want{};
         for (int i = 0; i < D; ++i) from[i] = g[i] - t.dst.lo[i] + t.src.lo[i];
-        const bool needed = hxt::source_of<D>(g, mine[t.dst_block], st, n, per.flags, want);
-        INFO("rank " << r << " block " << t.dst_block << " cell " << hxt::str<D>(g));
+        const bool needed =
+            test_support::source_of<D>(g, mine[t.dst_block], st, n, per.flags, want);
+        INFO("rank " << r << " block " << t.dst_block << " cell " << test_support::str<D>(g));
         REQUIRE(needed);
         REQUIRE(from == want);
         ++hits[t.dst_block][g];
@@ -352,11 +353,11 @@ void check_plans(const halox::extents<D>& n, halox::periodic<D> per,
     for (std::size_t b = 0; b < mine.size(); ++b) {
       std::int64_t expected = 0;
       const auto padded = halox::grow(mine[b], st.lo, st.hi);
-      hxt::for_cells<D>(padded, [&](const auto& g) {
+      test_support::for_cells<D>(padded, [&](const auto& g) {
         halox::extents<D> src{};
-        if (!mine[b].contains(g) && hxt::source_of<D>(g, mine[b], st, n, per.flags, src)) {
+        if (!mine[b].contains(g) && test_support::source_of<D>(g, mine[b], st, n, per.flags, src)) {
           ++expected;
-          INFO("rank " << r << " block " << b << " cell " << hxt::str<D>(g));
+          INFO("rank " << r << " block " << b << " cell " << test_support::str<D>(g));
           REQUIRE(hits[b].count(g) == 1);
         }
       });
@@ -392,7 +393,7 @@ TEST_CASE("make_plan: one periodic rank copies exactly the halo shell to itself"
       CHECK(shift % dom.global_box().hi[i] == 0);
       CHECK(t.dst.hi[i] - t.src.hi[i] == shift);
     }
-    hxt::for_cells<3>(t.dst, [&](const auto& g) { ++hit[g]; });
+    test_support::for_cells<3>(t.dst, [&](const auto& g) { ++hit[g]; });
   }
   CHECK(idx(hit.size()) == shell.volume() - owned.volume());
   for (const auto& [g, k] : hit) CHECK(k == 1);

@@ -29,7 +29,7 @@ namespace {
 // leaves the others' collectives matched.
 template <class F>
 void require_error_everywhere(const mpi::communicator& comm, F&& f, const std::string& text) {
-  const std::string msg = hxt::error_of(f);
+  const std::string msg = test_support::error_of(f);
   CHECK(mpi::all_reduce(comm, int(!msg.empty()), std::plus<int>()) == comm.size());
   CHECK_THAT(msg, Catch::Contains(text));
 }
@@ -37,16 +37,17 @@ void require_error_everywhere(const mpi::communicator& comm, F&& f, const std::s
 // Two fields (double; int with 2 components) through two exchanges, checked against the model
 // on this rank only (no collective: for domains over some of the world's ranks).
 template <class Dom, int D>
-hxt::result exchange_here(const Dom& dom, const halox::stencil<D>& st) {
+test_support::result exchange_here(const Dom& dom, const halox::stencil<D>& st) {
   auto a = dom.template make_field<double>(st);
   auto b = dom.template make_field<int>(st, halox::host, 2);
   auto ex = halox::make_exchange(dom, st, a, b);
-  hxt::result all;
+  test_support::result all;
   for (int it = 0; it < 2; ++it) {
-    hxt::fill(dom, a, {0, it});
-    hxt::fill(dom, b, {1, it});
+    test_support::fill(dom, a, {0, it});
+    test_support::fill(dom, b, {1, it});
     ex.exchange();
-    for (const auto& r : {hxt::check(dom, a, st, {0, it}), hxt::check(dom, b, st, {1, it})}) {
+    for (const auto& r :
+         {test_support::check(dom, a, st, {0, it}), test_support::check(dom, b, st, {1, it})}) {
       all.bad += r.bad;
       all.report += r.report;
     }
@@ -115,7 +116,7 @@ void require_owners(const halox::cartesian<D>& dom, const halox::extents<D>& n,
     REQUIRE(said[std::size_t(r)] == dom.box_of(r));
   }
   // for_each_owner names the owner of each cell's block.
-  hxt::for_cells<D>(dom.global_box(), [&](const auto& g) {
+  test_support::for_cells<D>(dom.global_box(), [&](const auto& g) {
     box<D> cell;
     for (int i = 0; i < D; ++i) cell.lo[i] = g[i], cell.hi[i] = g[i] + 1;
     int seen = 0;
@@ -153,7 +154,7 @@ TEST_CASE("box_list::from_local: the gathered list, each rank's blocks in its or
   for (auto it = all.rbegin(); it != all.rend(); ++it)
     if (it->owner == world.rank()) mine.push_back(it->cells);
   for (int m = 0; m < 4; ++m) {
-    const auto per = hxt::periodic_mask<2>(m);
+    const auto per = test_support::periodic_mask<2>(m);
     const auto dom = halox::box_list<2>::from_local(world, {12, 10}, per, mine);
     REQUIRE(dom.local_boxes() == mine);
     for (int r = 0; r < world.size(); ++r) {
@@ -221,13 +222,13 @@ TEST_CASE("box_list::from_local: overlaps, gaps and boxes outside, on every rank
 TEST_CASE("cartesian rank order: x-fastest and row-major owners over every grid, exchanges") {
   mpi::communicator world;
   const halox::extents<2> n{7, 9};
-  for (const auto& g : hxt::all_grids<2>(world.size(), n))
+  for (const auto& g : test_support::all_grids<2>(world.size(), n))
     for (bool x_fastest : {true, false}) {
       INFO("grid " << g.dims[0] << "x" << g.dims[1] << (x_fastest ? " x-fastest" : " row-major"));
       const auto order =
           x_fastest ? halox::rank_order::first_fastest : halox::rank_order::last_fastest;
       for (int m : {0, 3}) {
-        const halox::cartesian<2> dom(world, n, hxt::periodic_mask<2>(m), g, order);
+        const halox::cartesian<2> dom(world, n, test_support::periodic_mask<2>(m), g, order);
         require_owners<2>(dom, n, [&](int r) { return coords_in<2>(r, g.dims, x_fastest); });
         require_exchange_right(dom, halox::stencil<2>::box({1, 2}, {2, 1}));
       }
@@ -298,7 +299,7 @@ std::array<int, D> mpi_coords(MPI_Comm comm, int r) {
 TEST_CASE("cartesian::from_cart_comm: the communicator's grid, periods and rank places") {
   mpi::communicator world;
   const halox::extents<2> n{6, 7};
-  for (const auto& g : hxt::all_grids<2>(world.size(), n))
+  for (const auto& g : test_support::all_grids<2>(world.size(), n))
     for (int m = 0; m < 4; ++m)
       for (bool reorder : {false, true}) {
         INFO("grid " << g.dims[0] << "x" << g.dims[1] << " periods " << m << " reorder "
@@ -306,7 +307,7 @@ TEST_CASE("cartesian::from_cart_comm: the communicator's grid, periods and rank 
         const cart_comm<2> cart(g.dims, {m & 1, (m >> 1) & 1}, reorder);
         const auto dom = halox::cartesian<2>::from_cart_comm(cart.comm, n);
         REQUIRE(dom.grid() == g);
-        REQUIRE(dom.periodicity() == hxt::periodic_mask<2>(m));
+        REQUIRE(dom.periodicity() == test_support::periodic_mask<2>(m));
         REQUIRE(dom.rank() == mpi::communicator(cart.comm, mpi::comm_attach).rank());
         require_owners<2>(dom, n, [&](int r) { return mpi_coords<2>(cart.comm, r); });
         require_exchange_right(dom, halox::stencil<2>::box(2));
@@ -326,7 +327,7 @@ TEST_CASE("cartesian::from_cart_comm: 3-D, and a grid over some of the ranks") {
   if (p > 1) {
     // The last rank is outside a grid of p - 1: its communicator is MPI_COMM_NULL.
     const cart_comm<1> cart({p - 1}, {1}, false);
-    hxt::result r;
+    test_support::result r;
     if (world.rank() == p - 1) {
       REQUIRE(cart.comm == MPI_COMM_NULL);
       REQUIRE_THROWS_WITH(halox::cartesian<1>::from_cart_comm(cart.comm, {8}),

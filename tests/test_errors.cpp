@@ -29,7 +29,7 @@ namespace {
 constexpr auto st2 = halox::stencil<2>::box(1);
 constexpr idx int64_max = std::numeric_limits<idx>::max();
 
-using hxt::error_of;
+using test_support::error_of;
 
 // Collective: `f()` throws on every rank, the same message everywhere, containing `text`.
 // CHECKs only, so that a failure on one rank leaves the collectives of the others matched.
@@ -88,12 +88,12 @@ TEST_CASE(
   named.name = "temperature";
   auto good = dom.make_field<int>(halox::stencil<2>::box(2), halox::host, named);
   auto foreign = other.make_field<double>(halox::stencil<2>::box(2));
-  hxt::fill(dom, narrow, {0, 0});
-  hxt::fill(dom, good, {1, 0});
-  hxt::fill(other, foreign, {2, 0});
-  const auto s1 = hxt::snapshot(narrow);
-  const auto s2 = hxt::snapshot(good);
-  const auto s3 = hxt::snapshot(foreign);
+  test_support::fill(dom, narrow, {0, 0});
+  test_support::fill(dom, good, {1, 0});
+  test_support::fill(other, foreign, {2, 0});
+  const auto s1 = test_support::snapshot(narrow);
+  const auto s2 = test_support::snapshot(good);
+  const auto s3 = test_support::snapshot(foreign);
 
   REQUIRE_HALOX_ERROR(
       halox::make_exchange(dom, halox::stencil<2>::box(2), good, narrow),
@@ -112,13 +112,13 @@ TEST_CASE(
       "field #0 is empty");
   REQUIRE_HALOX_ERROR(dom.make_field<double>(halox::stencil<2>::star(-1)),
                       "negative padding -1/-1");
-  REQUIRE(hxt::snapshot(narrow) == s1);
-  REQUIRE(hxt::snapshot(good) == s2);
-  REQUIRE(hxt::snapshot(foreign) == s3);
+  REQUIRE(test_support::snapshot(narrow) == s1);
+  REQUIRE(test_support::snapshot(good) == s2);
+  REQUIRE(test_support::snapshot(foreign) == s3);
   // still usable with a valid stencil
   auto ex = halox::make_exchange(dom, halox::stencil<2>::box(2), good);
   ex.exchange();
-  HXT_REQUIRE_OK(hxt::check(dom, good, halox::stencil<2>::box(2), {1, 0}));
+  HXT_REQUIRE_OK(test_support::check(dom, good, halox::stencil<2>::box(2), {1, 0}));
 }
 
 TEST_CASE("make_exchange: a halo wrapping a periodic dimension too often, on every rank") {
@@ -131,10 +131,10 @@ TEST_CASE("make_exchange: a halo wrapping a periodic dimension too often, on eve
   auto u = dom.make_field<double>(halox::stencil<2>::box(1), halox::host, named);
   named.name = "v";
   auto v = dom.make_field<float>(halox::stencil<2>::box(1), halox::host, named);
-  hxt::fill(dom, u, {0, 0});
-  hxt::fill(dom, v, {1, 0});
-  const auto su = hxt::snapshot(u);
-  const auto sv = hxt::snapshot(v);
+  test_support::fill(dom, u, {0, 0});
+  test_support::fill(dom, v, {1, 0});
+  const auto su = test_support::snapshot(u);
+  const auto sv = test_support::snapshot(v);
   const auto huge = halox::stencil<2>::star({1000000, 0}, {1000000, 0});
   const std::string why =
       "halo width 1000000 on the low side of dimension 0 is more than 16 times the periodic "
@@ -155,8 +155,8 @@ TEST_CASE("make_exchange: a halo wrapping a periodic dimension too often, on eve
   // make_plan alone is local work: it throws on the calling rank, with the same text.
   REQUIRE_THROWS_WITH(halox::make_plan(dom, huge),
                       Catch::Equals(fmt::format("halox: rank {}: {}", me, why)));
-  REQUIRE(hxt::snapshot(u) == su);
-  REQUIRE(hxt::snapshot(v) == sv);
+  REQUIRE(test_support::snapshot(u) == su);
+  REQUIRE(test_support::snapshot(v) == sv);
 }
 
 TEST_CASE("make_exchange: an error on one rank only makes every rank throw") {
@@ -167,8 +167,8 @@ TEST_CASE("make_exchange: an error on one rank only makes every rank throw") {
   auto f = world.rank() == 0
                ? dom.make_field<double>(halox::widths<2>{1, 0}, {1, 1}, halox::host, {})
                : dom.make_field<double>(st);
-  hxt::fill(dom, f, {0, 0});
-  const auto before = hxt::snapshot(f);
+  test_support::fill(dom, f, {0, 0});
+  const auto before = test_support::snapshot(f);
   REQUIRE_HALOX_ERROR(halox::make_exchange(dom, st, f),
                       "rank 0: field #0 '(unnamed)' has padding 0/1");
   std::string msg;  // every rank but the failing one says where the input was rejected
@@ -181,17 +181,17 @@ TEST_CASE("make_exchange: an error on one rank only makes every rank throw") {
   // the failing rank is named, and every other rank says who it is
   REQUIRE_THAT(msg, Catch::Contains("rank 0: field #0"));
   REQUIRE_THAT(msg, Catch::StartsWith(fmt::format("halox: rank {}: ", world.rank())));
-  REQUIRE(hxt::snapshot(f) == before);
+  REQUIRE(test_support::snapshot(f) == before);
   // only the last rank passes a field of another domain (the lowest failing rank is reported)
   halox::cartesian<2> other(world, {8, 6}, halox::periodic{true, true});
   auto g =
       world.rank() == world.size() - 1 ? other.make_field<double>(st) : dom.make_field<double>(st);
-  hxt::fill(dom, g, {1, 0});
-  const auto gb = hxt::snapshot(g);
+  test_support::fill(dom, g, {1, 0});
+  const auto gb = test_support::snapshot(g);
   REQUIRE_HALOX_ERROR(
       halox::make_exchange(dom, st, g),
       fmt::format("rank {}: field #0 '(unnamed)' belongs to another domain", world.size() - 1));
-  REQUIRE(hxt::snapshot(g) == gb);
+  REQUIRE(test_support::snapshot(g) == gb);
   // two ranks failing: everybody reports the lowest
   if (world.size() >= 2) {
     auto h = world.rank() >= 1
@@ -285,25 +285,25 @@ TEST_CASE("a second start() while in flight throws and changes nothing") {
   constexpr auto st = halox::stencil<3>::box(1);
   halox::cartesian<3> dom(world, {5, 4, 6}, halox::periodic{true, true, false});
   auto f = dom.make_field<double>(st, halox::host, 2);
-  hxt::fill(dom, f, {0, 0});
+  test_support::fill(dom, f, {0, 0});
   auto ex = halox::make_exchange(dom, st, f);
   auto h = ex.start();
-  hxt::fill(dom, f, {0, 0});  // halo back to sentinels: a second start must not write them
-  const auto snap = hxt::snapshot(f);
+  test_support::fill(dom, f, {0, 0});  // halo back to sentinels: a second start must not write them
+  const auto snap = test_support::snapshot(f);
   REQUIRE_HALOX_ERROR((void)ex.start(),
                       "start() called while this object's previous exchange is still in flight");
-  REQUIRE(hxt::snapshot(f) == snap);
+  REQUIRE(test_support::snapshot(f) == snap);
   REQUIRE(ex.in_flight());
   h.wait();
   REQUIRE(!ex.in_flight());
   // still works after
-  hxt::fill(dom, f, {0, 1});
+  test_support::fill(dom, f, {0, 1});
   ex.exchange();
-  HXT_REQUIRE_OK(hxt::check(dom, f, st, {0, 1}));
-  hxt::fill(dom, f, {0, 2});
+  HXT_REQUIRE_OK(test_support::check(dom, f, st, {0, 1}));
+  test_support::fill(dom, f, {0, 2});
   auto h2 = ex.start();
   h2.wait();
-  HXT_REQUIRE_OK(hxt::check(dom, f, st, {0, 2}));
+  HXT_REQUIRE_OK(test_support::check(dom, f, st, {0, 2}));
 }
 
 TEST_CASE("device fields without CUDA") {
@@ -330,8 +330,8 @@ TEST_CASE("transport environment variables: a bad value is an input error on eve
   mpi::communicator world;
   halox::cartesian<2> dom(world, {8, 6}, halox::periodic{true, true});
   auto f = dom.make_field<double>(st2);
-  hxt::fill(dom, f, {0, 0});
-  const auto before = hxt::snapshot(f);
+  test_support::fill(dom, f, {0, 0});
+  const auto before = test_support::snapshot(f);
   struct {
     const char* var;
     const char* text;
@@ -355,19 +355,19 @@ TEST_CASE("transport environment variables: a bad value is an input error on eve
     ::setenv(c.var, "sideways", 1);
     REQUIRE_HALOX_ERROR(halox::make_exchange(dom, st2, f), c.text);
     ::unsetenv(c.var);
-    REQUIRE(hxt::snapshot(f) == before);
+    REQUIRE(test_support::snapshot(f) == before);
   }
   auto ex = halox::make_exchange(dom, st2, f);  // usable again once the variables are fixed
   ex.exchange();
-  HXT_REQUIRE_OK(hxt::check(dom, f, st2, {0, 0}));
+  HXT_REQUIRE_OK(test_support::check(dom, f, st2, {0, 0}));
 }
 
 TEST_CASE("exchange_options: bad values are input errors on every rank") {
   mpi::communicator world;
   halox::cartesian<2> dom(world, {8, 6}, halox::periodic{true, true});
   auto f = dom.make_field<double>(st2);
-  hxt::fill(dom, f, {0, 0});
-  const auto before = hxt::snapshot(f);
+  test_support::fill(dom, f, {0, 0});
+  const auto before = test_support::snapshot(f);
   const bool last = world.rank() == world.size() - 1;  // only the last rank is wrong
   halox::exchange_options o;
   SECTION("negative node size") {
@@ -379,7 +379,7 @@ TEST_CASE("exchange_options: bad values are input errors on every rank") {
     REQUIRE_HALOX_ERROR(halox::make_reverse_exchange(dom, st2, halox::reduction::sum, o, f),
                         "rank -1 in a peer rank list is negative");
   }
-  REQUIRE(hxt::snapshot(f) == before);
+  REQUIRE(test_support::snapshot(f) == before);
 }
 
 TEST_CASE("domains: cell counts and extents that overflow 64-bit arithmetic") {
@@ -629,8 +629,8 @@ TEST_CASE("domains: ranks that disagree on the arguments fail on every rank alik
   // agreeing ranks still build a working domain afterwards (the communicator is in step)
   halox::box_list<2> dom(world, {8, 8}, both, halves);
   auto f = dom.make_field<double>(st2);
-  hxt::fill(dom, f, {0, 0});
+  test_support::fill(dom, f, {0, 0});
   auto ex = halox::make_exchange(dom, st2, f);
   ex.exchange();
-  HXT_REQUIRE_OK(hxt::check(dom, f, st2, {0, 0}));
+  HXT_REQUIRE_OK(test_support::check(dom, f, st2, {0, 0}));
 }

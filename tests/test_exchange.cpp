@@ -27,13 +27,13 @@ std::string per_str(const halox::periodic<D>& p) {
 
 // One field of T made by the domain, filled, exchanged once, checked.
 template <class T = double, class Dom, int D>
-hxt::result exchange_once(const Dom& dom, const halox::stencil<D>& st,
-                          halox::field_options o = {}) {
+test_support::result exchange_once(const Dom& dom, const halox::stencil<D>& st,
+                                   halox::field_options o = {}) {
   auto f = dom.template make_field<T>(st, halox::host, o);
-  hxt::fill(dom, f, {0, 0});
+  test_support::fill(dom, f, {0, 0});
   auto ex = halox::make_exchange(dom, st, f);
   ex.exchange();
-  return hxt::check(dom, f, st, {0, 0});
+  return test_support::check(dom, f, st, {0, 0});
 }
 
 #define REQUIRE_OK(expr) HXT_REQUIRE_OK(expr)
@@ -69,7 +69,7 @@ TEST_CASE("2-D exchanges: star, box, asymmetric widths, every periodicity") {
       halox::stencil<2>::star(1), halox::stencil<2>::box(1), halox::stencil<2>::box({0, 0}, {2, 2}),
       halox::stencil<2>::star({2, 1}, {0, 3}), halox::stencil<2>::from_offsets({{1, -1}, {-2, 0}})};
   for (int m = 0; m < 4; ++m) {
-    const auto per = hxt::periodic_mask<2>(m);
+    const auto per = test_support::periodic_mask<2>(m);
     halox::cartesian<2> dom(world, {9, 7}, per);
     for (std::size_t s = 0; s < stencils.size(); ++s) {
       INFO("periodic " << per_str(per) << " stencil #" << s);
@@ -99,7 +99,7 @@ TEST_CASE("3-D exchanges: star, box, asymmetric widths, every periodicity") {
       halox::stencil<3>::box({0, 1, 2}, {2, 0, 1}), halox::stencil<3>::star({0, 0, 0}, {2, 2, 2}),
       halox::stencil<3>::star(0)};  // no neighbours: nothing may change
   for (int m = 0; m < 8; ++m) {
-    const auto per = hxt::periodic_mask<3>(m);
+    const auto per = test_support::periodic_mask<3>(m);
     halox::cartesian<3> dom(world, {6, 5, 7}, per);
     for (std::size_t s = 0; s < stencils.size(); ++s) {
       INFO("periodic " << per_str(per) << " stencil #" << s);
@@ -114,7 +114,7 @@ TEST_CASE("a stencil fixed at compile time builds the same plan and exchange") {
   mpi::communicator world;
   constexpr auto st = halox::stencil<3>::star({2, 1, 0}, {1, 0, 2});
   for (int m = 0; m < 8; ++m) {
-    const auto per = hxt::periodic_mask<3>(m);
+    const auto per = test_support::periodic_mask<3>(m);
     INFO("periodic " << per_str(per));
     halox::cartesian<3> dom(world, {9, 7, 6}, per);
     const auto a = halox::make_plan<st>(dom), b = halox::make_plan(dom, st);
@@ -130,10 +130,10 @@ TEST_CASE("a stencil fixed at compile time builds the same plan and exchange") {
       CHECK(a.recvs[k].items == b.recvs[k].items);
     }
     auto f = dom.make_field<double>(st);
-    hxt::fill(dom, f, {0, m});
+    test_support::fill(dom, f, {0, m});
     auto ex = halox::make_exchange<st>(dom, f);
     ex.exchange();
-    REQUIRE_OK(hxt::check(dom, f, st, {0, m}));
+    REQUIRE_OK(test_support::check(dom, f, st, {0, m}));
   }
 }
 
@@ -143,19 +143,20 @@ TEST_CASE("4-D exchange (the largest supported dimension)") {
   REQUIRE_OK(exchange_once<float>(dom, halox::stencil<4>::box(1),
                                   halox::field_options{2, halox::components_layout::planar,
                                                        halox::layout::column_major, "4d"}));
-  REQUIRE_OK(exchange_once<hxt::triple>(dom, halox::stencil<4>::star({1, 2, 0, 1}, {2, 0, 1, 1})));
+  REQUIRE_OK(exchange_once<test_support::triple>(
+      dom, halox::stencil<4>::star({1, 2, 0, 1}, {2, 0, 1, 1})));
 }
 
 TEST_CASE("explicit process grids: decomposition and exchange") {
   mpi::communicator world;
   auto run = [&](auto dtag, const auto& n) {
     constexpr int D = decltype(dtag)::value;
-    const auto gs = hxt::all_grids<D>(world.size(), n);
+    const auto gs = test_support::all_grids<D>(world.size(), n);
     REQUIRE(!gs.empty());
     for (const auto& g : gs) {
       halox::extents<D> gd{};
       for (int i = 0; i < D; ++i) gd[i] = g.dims[i];
-      INFO("grid " << hxt::str<D>(gd));
+      INFO("grid " << test_support::str<D>(gd));
       halox::periodic<D> per;
       per.flags[0] = true;
       halox::cartesian<D> dom(world, n, per, g);
@@ -198,25 +199,25 @@ TEST_CASE("several fields of different types in one exchange") {
   auto a = dom.make_field<double>(st);
   auto b = dom.make_field<float>(st, halox::host, planar2);
   auto c = dom.make_field<int>(st, halox::host, inter3);
-  auto d = dom.make_field<hxt::triple>(st, halox::host, 2);
-  hxt::fill(dom, a, {0, 0});
-  hxt::fill(dom, b, {1, 0});
-  hxt::fill(dom, c, {2, 0});
-  hxt::fill(dom, d, {3, 0});
+  auto d = dom.make_field<test_support::triple>(st, halox::host, 2);
+  test_support::fill(dom, a, {0, 0});
+  test_support::fill(dom, b, {1, 0});
+  test_support::fill(dom, c, {2, 0});
+  test_support::fill(dom, d, {3, 0});
   auto ex = halox::make_exchange(dom, st, a, b, c, d);
   for (int it = 0; it < 3; ++it) {
     if (it > 0) {
-      hxt::fill_owned(a, dom.global_box().hi, {0, it});
-      hxt::fill_owned(b, dom.global_box().hi, {1, it});
-      hxt::fill_owned(c, dom.global_box().hi, {2, it});
-      hxt::fill_owned(d, dom.global_box().hi, {3, it});
+      test_support::fill_owned(a, dom.global_box().hi, {0, it});
+      test_support::fill_owned(b, dom.global_box().hi, {1, it});
+      test_support::fill_owned(c, dom.global_box().hi, {2, it});
+      test_support::fill_owned(d, dom.global_box().hi, {3, it});
     }
     ex.exchange();
     INFO("iteration " << it);
-    REQUIRE_OK(hxt::check(dom, a, st, {0, it}));
-    REQUIRE_OK(hxt::check(dom, b, st, {1, it}));
-    REQUIRE_OK(hxt::check(dom, c, st, {2, it}));
-    REQUIRE_OK(hxt::check(dom, d, st, {3, it}));
+    REQUIRE_OK(test_support::check(dom, a, st, {0, it}));
+    REQUIRE_OK(test_support::check(dom, b, st, {1, it}));
+    REQUIRE_OK(test_support::check(dom, c, st, {2, it}));
+    REQUIRE_OK(test_support::check(dom, d, st, {3, it}));
   }
 }
 
@@ -227,22 +228,24 @@ TEST_CASE("fields chosen at run time: a vector of one type, a vector of mixed ty
   // Which fields an app exchanges often depends on its flags: here on the step.
   std::vector<halox::field<double, 2>> same;
   for (int k = 0; k < 3; ++k) same.push_back(dom.make_field<double>(st));
-  std::vector<halox::exchange_field<2>> mixed{
-      same[0], dom.make_field<std::int32_t>(st, halox::host, 2), dom.make_field<hxt::triple>(st)};
+  std::vector<halox::exchange_field<2>> mixed{same[0],
+                                              dom.make_field<std::int32_t>(st, halox::host, 2),
+                                              dom.make_field<test_support::triple>(st)};
   const auto i32 = halox::field<std::int32_t, 2>(mixed[1].state);
-  const auto tri = halox::field<hxt::triple, 2>(mixed[2].state);
+  const auto tri = halox::field<test_support::triple, 2>(mixed[2].state);
   auto ex_same = halox::make_exchange(dom, st, halox::exchange_options{}, same);
   auto ex_mixed = halox::make_exchange(dom, st, halox::exchange_options{}, mixed);
-  for (int k = 0; k < 3; ++k) hxt::fill(dom, same[std::size_t(k)], {k, 0});
+  for (int k = 0; k < 3; ++k) test_support::fill(dom, same[std::size_t(k)], {k, 0});
   ex_same.exchange();
-  for (int k = 0; k < 3; ++k) REQUIRE_OK(hxt::check(dom, same[std::size_t(k)], st, {k, 0}));
-  hxt::fill(dom, same[0], {0, 1});
-  hxt::fill(dom, i32, {1, 1});
-  hxt::fill(dom, tri, {2, 1});
+  for (int k = 0; k < 3; ++k)
+    REQUIRE_OK(test_support::check(dom, same[std::size_t(k)], st, {k, 0}));
+  test_support::fill(dom, same[0], {0, 1});
+  test_support::fill(dom, i32, {1, 1});
+  test_support::fill(dom, tri, {2, 1});
   ex_mixed.exchange();
-  REQUIRE_OK(hxt::check(dom, same[0], st, {0, 1}));
-  REQUIRE_OK(hxt::check(dom, i32, st, {1, 1}));
-  REQUIRE_OK(hxt::check(dom, tri, st, {2, 1}));
+  REQUIRE_OK(test_support::check(dom, same[0], st, {0, 1}));
+  REQUIRE_OK(test_support::check(dom, i32, st, {1, 1}));
+  REQUIRE_OK(test_support::check(dom, tri, st, {2, 1}));
   // The same declaration as the parameter-pack call, so ranks may mix the two spellings.
   auto ex_pack = halox::make_exchange(dom, st, same[0], i32, tri);
   REQUIRE(ex_pack.describe() == ex_mixed.describe());
@@ -268,9 +271,9 @@ TEST_CASE("an empty halo_exchange: a member assigned after its domain, refused u
   app.u = app.dom.make_field<double>(st);
   app.ex = halox::make_exchange(app.dom, st, app.u);
   REQUIRE_FALSE(app.ex.empty());
-  hxt::fill(app.dom, app.u, {0, 0});
+  test_support::fill(app.dom, app.u, {0, 0});
   app.ex.exchange();
-  REQUIRE_OK(hxt::check(app.dom, app.u, st, {0, 0}));
+  REQUIRE_OK(test_support::check(app.dom, app.u, st, {0, 0}));
   auto moved = std::move(app.ex);
   REQUIRE(app.ex.empty());
   REQUIRE_THROWS_WITH(app.ex.start(), Catch::Contains("moved from"));
@@ -299,10 +302,10 @@ TEST_CASE("components interleaved and planar, row- and column-major") {
           REQUIRE(f.component_stride() == 1);
           REQUIRE(std::min(f.strides()[0], f.strides()[1]) == nc);
         }
-        hxt::fill(dom, f, {1, 0});
+        test_support::fill(dom, f, {1, 0});
         auto ex = halox::make_exchange(dom, st, f);
         ex.exchange();
-        REQUIRE_OK(hxt::check(dom, f, st, {1, 0}));
+        REQUIRE_OK(test_support::check(dom, f, st, {1, 0}));
       }
 }
 
@@ -311,10 +314,10 @@ TEST_CASE("padding wider than the stencil stays untouched") {
   constexpr auto st = halox::stencil<2>::star(1);
   halox::cartesian<2> dom(world, {8, 9}, halox::periodic{true, true});
   auto f = dom.make_field<double>(halox::widths<2>{3, 2}, halox::widths<2>{1, 4}, halox::host, {});
-  hxt::fill(dom, f, {0, 0});
+  test_support::fill(dom, f, {0, 0});
   auto ex = halox::make_exchange(dom, st, f);
   ex.exchange();
-  const auto r = hxt::check(dom, f, st, {0, 0});
+  const auto r = test_support::check(dom, f, st, {0, 0});
   REQUIRE_OK(r);
   REQUIRE(r.untouched > 0);
 }
@@ -336,7 +339,7 @@ TEST_CASE("wrapped user memory, row-major and column-major") {
       halox::field_options fo{nc, halox::components_layout::interleaved, order, "user"};
       auto f = dom.wrap<double>(mem.data(), alloc, plo, phi, fo);
       // the field addresses the user's array as the user laid it out
-      hxt::for_cells<3>(f.allocated_box(), [&](const auto& g) {
+      test_support::for_cells<3>(f.allocated_box(), [&](const auto& g) {
         idx l[3];
         for (int i = 0; i < 3; ++i) l[i] = g[i] - o.lo[i] + plo[i];
         const idx cell = order == halox::layout::row_major
@@ -344,10 +347,10 @@ TEST_CASE("wrapped user memory, row-major and column-major") {
                              : (l[2] * alloc[1] + l[1]) * alloc[0] + l[0];
         for (int c = 0; c < nc; ++c) REQUIRE(f.pointer(g, c) == mem.data() + cell * nc + c);
       });
-      hxt::fill(dom, f, {2, 0});
+      test_support::fill(dom, f, {2, 0});
       auto ex = halox::make_exchange(dom, st, f);
       ex.exchange();
-      REQUIRE_OK(hxt::check(dom, f, st, {2, 0}));
+      REQUIRE_OK(test_support::check(dom, f, st, {2, 0}));
       for (std::size_t k = mem.size() - 5; k < mem.size(); ++k) REQUIRE(mem[k] == -99.0);
     }
 }
@@ -367,7 +370,7 @@ TEST_CASE("wrap_strided: user strides with gaps, planar components") {
   fo.components = nc;
   auto f = dom.wrap_strided<int>(mem.data(), st.lo, st.hi, strides, comp_stride, fo);
   std::vector<char> addressed(mem.size(), 0);
-  hxt::for_cells<2>(f.allocated_box(), [&](const auto& g) {
+  test_support::for_cells<2>(f.allocated_box(), [&](const auto& g) {
     for (int c = 0; c < nc; ++c) {
       const auto k = f.pointer(g, c) - mem.data();
       REQUIRE(k == (g[0] - o.lo[0] + 2) * strides[0] + (g[1] - o.lo[1] + 1) * strides[1] +
@@ -375,13 +378,13 @@ TEST_CASE("wrap_strided: user strides with gaps, planar components") {
       addressed[std::size_t(k)] = 1;
     }
   });
-  hxt::fill(dom, f, {1, 0});
+  test_support::fill(dom, f, {1, 0});
   // gaps get their own marker
   for (std::size_t k = 0; k < mem.size(); ++k)
     if (!addressed[k]) mem[k] = -1234;
   auto ex = halox::make_exchange(dom, st, f);
   ex.exchange();
-  REQUIRE_OK(hxt::check(dom, f, st, {1, 0}));
+  REQUIRE_OK(test_support::check(dom, f, st, {1, 0}));
   for (std::size_t k = 0; k < mem.size(); ++k)
     if (!addressed[k]) REQUIRE(mem[k] == -1234);
 }
@@ -431,10 +434,10 @@ TEST_CASE("halos up to max_periodic_wraps times a periodic extent wrap; wider on
   halox::field_options faces;
   faces.at = halox::centering::face(0);
   auto f = dom.make_field<double>(halox::stencil<2>::star({64, 1}, {64, 1}), halox::host, faces);
-  hxt::fill_points(f, {2, 0});
+  test_support::fill_points(f, {2, 0});
   auto ex = halox::make_exchange(dom, halox::stencil<2>::star({64, 1}, {64, 1}), f);
   ex.exchange();
-  REQUIRE_OK(hxt::check_points(f, halox::stencil<2>::star({64, 1}, {64, 1}), {2, 0}));
+  REQUIRE_OK(test_support::check_points(f, halox::stencil<2>::star({64, 1}, {64, 1}), {2, 0}));
 }
 
 TEST_CASE("2 ranks periodic: the same peer on both sides; 1 rank periodic: itself") {
@@ -444,10 +447,10 @@ TEST_CASE("2 ranks periodic: the same peer on both sides; 1 rank periodic: itsel
   {
     halox::cartesian<1> dom(pair, {5}, halox::periodic{true});
     auto f = dom.make_field<double>(halox::stencil<1>::star(2));
-    hxt::fill(dom, f, {0, 0});
+    test_support::fill(dom, f, {0, 0});
     auto ex = halox::make_exchange(dom, halox::stencil<1>::star(2), f);
     ex.exchange();
-    REQUIRE_OK(hxt::check(dom, f, halox::stencil<1>::star(2), {0, 0}));
+    REQUIRE_OK(test_support::check(dom, f, halox::stencil<1>::star(2), {0, 0}));
     // one message per peer, even when the peer is on both sides
     if (pair.size() == 2)
       REQUIRE_THAT(ex.describe(), Catch::Contains("sends 1 message(s)"));
@@ -464,11 +467,11 @@ TEST_CASE("2 ranks periodic: the same peer on both sides; 1 rank periodic: itsel
   {
     halox::cartesian<3> dom(alone, {3, 2, 4}, halox::periodic{true, true, true});
     constexpr auto st = halox::stencil<3>::box({2, 3, 1}, {1, 2, 5});
-    auto f = dom.make_field<hxt::triple>(st);
-    hxt::fill(dom, f, {0, 0});
+    auto f = dom.make_field<test_support::triple>(st);
+    test_support::fill(dom, f, {0, 0});
     auto ex = halox::make_exchange(dom, st, f);
     ex.exchange();
-    REQUIRE_OK(hxt::check(dom, f, st, {0, 0}));
+    REQUIRE_OK(test_support::check(dom, f, st, {0, 0}));
     REQUIRE_THAT(ex.describe(), Catch::Contains("sends 0 message(s)"));
     REQUIRE_THAT(ex.describe(), Catch::Contains("receives 0 message(s)"));
     halox::cartesian<3> dom2(alone, {3, 2, 4}, halox::periodic{false, true, false});
@@ -486,7 +489,7 @@ TEST_CASE("split-phase start / test / wait") {
   auto ex = halox::make_exchange(dom, st, f);
   REQUIRE(!ex.in_flight());
   for (int it = 0; it < 4; ++it) {
-    hxt::fill(dom, f, {0, it});
+    test_support::fill(dom, f, {0, it});
     auto h = ex.start();
     REQUIRE(ex.in_flight());
     if (it % 2 == 0) {
@@ -501,20 +504,20 @@ TEST_CASE("split-phase start / test / wait") {
       h.wait();  // idempotent
     }
     INFO("iteration " << it);
-    REQUIRE_OK(hxt::check(dom, f, st, {0, it}));
+    REQUIRE_OK(test_support::check(dom, f, st, {0, it}));
   }
   // a handle of a completed exchange stays complete after the object starts a newer one
-  hxt::fill(dom, f, {0, 7});
+  test_support::fill(dom, f, {0, 7});
   auto old = ex.start();
   old.wait();
-  hxt::fill(dom, f, {0, 8});
+  test_support::fill(dom, f, {0, 8});
   auto young = ex.start();
   old.wait();  // no-op: must not complete (or disturb) the newer exchange
   REQUIRE(old.test());
   REQUIRE(ex.in_flight());
   young.wait();
   REQUIRE(!ex.in_flight());
-  REQUIRE_OK(hxt::check(dom, f, st, {0, 8}));
+  REQUIRE_OK(test_support::check(dom, f, st, {0, 8}));
 }
 
 TEST_CASE("destroying an exchange in flight completes it") {
@@ -522,13 +525,13 @@ TEST_CASE("destroying an exchange in flight completes it") {
   constexpr auto st = halox::stencil<2>::box(2);
   halox::cartesian<2> dom(world, {9, 10}, halox::periodic{true, true});
   auto f = dom.make_field<int>(st);
-  hxt::fill(dom, f, {0, 0});
+  test_support::fill(dom, f, {0, 0});
   {
     auto ex = halox::make_exchange(dom, st, f);
     auto h = ex.start();
     (void)h;
   }
-  REQUIRE_OK(hxt::check(dom, f, st, {0, 0}));
+  REQUIRE_OK(test_support::check(dom, f, st, {0, 0}));
 }
 
 TEST_CASE("two exchange objects in flight at once") {
@@ -542,9 +545,9 @@ TEST_CASE("two exchange objects in flight at once") {
   auto e1 = halox::make_exchange(dom, s1, u);
   auto e2 = halox::make_exchange(dom, s2, v, w);
   for (int it = 0; it < 3; ++it) {
-    hxt::fill(dom, u, {0, it});
-    hxt::fill(dom, v, {1, it});
-    hxt::fill(dom, w, {2, it});
+    test_support::fill(dom, u, {0, it});
+    test_support::fill(dom, v, {1, it});
+    test_support::fill(dom, w, {2, it});
     auto h1 = e1.start();
     auto h2 = e2.start();
     REQUIRE(e1.in_flight());
@@ -557,9 +560,9 @@ TEST_CASE("two exchange objects in flight at once") {
       while (!h1.test()) {
       }
     }
-    REQUIRE_OK(hxt::check(dom, u, s1, {0, it}));
-    REQUIRE_OK(hxt::check(dom, v, s2, {1, it}));
-    REQUIRE_OK(hxt::check(dom, w, s2, {2, it}));
+    REQUIRE_OK(test_support::check(dom, u, s1, {0, it}));
+    REQUIRE_OK(test_support::check(dom, v, s2, {1, it}));
+    REQUIRE_OK(test_support::check(dom, w, s2, {2, it}));
   }
 }
 
@@ -568,14 +571,14 @@ TEST_CASE("repeated exchanges move the new data; moved exchange objects work") {
   constexpr auto st = halox::stencil<2>::star({1, 2}, {2, 0});
   halox::cartesian<2> dom(world, {7, 12}, halox::periodic{true, true});
   auto f = dom.make_field<float>(st, halox::host, 2);
-  hxt::fill(dom, f, {0, 0});
+  test_support::fill(dom, f, {0, 0});
   auto ex0 = halox::make_exchange(dom, st, f);
   halox::halo_exchange ex = std::move(ex0);
   for (int it = 0; it < 6; ++it) {
-    hxt::fill_owned(f, dom.global_box().hi, {0, it});
+    test_support::fill_owned(f, dom.global_box().hi, {0, it});
     ex.exchange();
     INFO("iteration " << it);
-    REQUIRE_OK(hxt::check(dom, f, st, {0, it}));
+    REQUIRE_OK(test_support::check(dom, f, st, {0, it}));
   }
 }
 
@@ -602,7 +605,7 @@ TEST_CASE("box_list: 12 unequal boxes assigned round-robin") {
       halox::stencil<2>::star(1), halox::stencil<2>::box(1), halox::stencil<2>::box({2, 0}, {1, 3}),
       halox::stencil<2>::star(4)};
   for (int m = 0; m < 4; ++m) {
-    const auto per = hxt::periodic_mask<2>(m);
+    const auto per = test_support::periodic_mask<2>(m);
     halox::box_list<2> dom(world, {12, 10}, per, boxes);
     int mine = 0;
     for (std::size_t k = 0; k < boxes.size(); ++k) mine += boxes[k].owner == world.rank();
@@ -614,18 +617,18 @@ TEST_CASE("box_list: 12 unequal boxes assigned round-robin") {
     // several fields, several blocks
     constexpr auto st = halox::stencil<2>::box(1);
     auto a = dom.make_field<int>(st, halox::host, 3);
-    auto b =
-        dom.make_field<hxt::triple>(st, halox::host,
-                                    halox::field_options{1, halox::components_layout::interleaved,
-                                                         halox::layout::column_major, "b"});
+    auto b = dom.make_field<test_support::triple>(
+        st, halox::host,
+        halox::field_options{1, halox::components_layout::interleaved, halox::layout::column_major,
+                             "b"});
     REQUIRE(a.block_count() == mine);
     auto ex = halox::make_exchange(dom, st, a, b);
     for (int it = 0; it < 2; ++it) {
-      hxt::fill(dom, a, {0, it});
-      hxt::fill(dom, b, {1, it});
+      test_support::fill(dom, a, {0, it});
+      test_support::fill(dom, b, {1, it});
       ex.exchange();
-      REQUIRE_OK(hxt::check(dom, a, st, {0, it}));
-      REQUIRE_OK(hxt::check(dom, b, st, {1, it}));
+      REQUIRE_OK(test_support::check(dom, a, st, {0, it}));
+      REQUIRE_OK(test_support::check(dom, b, st, {1, it}));
     }
   }
 }
@@ -651,12 +654,12 @@ TEST_CASE("box_list: user memory per box, and ranks that own no box") {
   for (int b = 0; b < f.block_count(); ++b) REQUIRE(f.data(b) == mem[std::size_t(b)].data());
   auto ex = halox::make_exchange(dom, st, f);
   for (int it = 0; it < 3; ++it) {
-    hxt::fill(dom, f, {0, it});
+    test_support::fill(dom, f, {0, it});
     ex.exchange();
-    REQUIRE_OK(hxt::check(dom, f, st, {0, it}));
+    REQUIRE_OK(test_support::check(dom, f, st, {0, it}));
   }
   // the owners' halo cells were all received: count over all ranks
-  const auto r = hxt::check(dom, f, st, {0, 2});
+  const auto r = test_support::check(dom, f, st, {0, 2});
   long long want = 0;
   for (const auto& ob : boxes) {
     const auto e = ob.cells.size();
@@ -677,10 +680,10 @@ TEST_CASE("domains over a raw MPI_Comm: a split communicator and MPI_COMM_WORLD"
     MPI_Comm_size(half, &n);
     REQUIRE(dom.size() == n);
     auto f = dom.make_field<double>(st);
-    hxt::fill(dom, f, {0, 7});
+    test_support::fill(dom, f, {0, 7});
     auto ex = halox::make_exchange(dom, st, f);
     ex.exchange();
-    REQUIRE_OK(hxt::check(dom, f, st, {0, 7}));
+    REQUIRE_OK(test_support::check(dom, f, st, {0, 7}));
   }
   MPI_Comm_free(&half);
   const halox::box_list<2> boxes(MPI_Comm(MPI_COMM_WORLD), {12, 10}, halox::periodic{true, false},

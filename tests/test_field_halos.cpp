@@ -39,16 +39,16 @@ void three_fields(const Dom& dom, const halox::stencil<D>& sa, const halox::sten
   auto b = dom.template make_field<float>(
       sb, halox::host,
       halox::field_options{1, halox::components_layout::planar, halox::layout::column_major, "b"});
-  auto c = dom.template make_field<hxt::triple>(sc);
+  auto c = dom.template make_field<test_support::triple>(sc);
   auto ex = halox::make_exchange(dom, halox::halo(sa, a), halox::halo(sb, b), halox::halo(sc, c));
   for (int it = 0; it < 2; ++it) {
-    hxt::fill(dom, a, {0, it});
-    hxt::fill(dom, b, {1, it});
-    hxt::fill(dom, c, {2, it});
+    test_support::fill(dom, a, {0, it});
+    test_support::fill(dom, b, {1, it});
+    test_support::fill(dom, c, {2, it});
     ex.exchange();
-    REQUIRE_OK(hxt::check(dom, a, sa, {0, it}));
-    REQUIRE_OK(hxt::check(dom, b, sb, {1, it}));
-    REQUIRE_OK(hxt::check(dom, c, sc, {2, it}));
+    REQUIRE_OK(test_support::check(dom, a, sa, {0, it}));
+    REQUIRE_OK(test_support::check(dom, b, sb, {1, it}));
+    REQUIRE_OK(test_support::check(dom, c, sc, {2, it}));
   }
   const auto want = "sends " + std::to_string(union_peers<D>(dom, {sa, sb, sc})) + " message(s)";
   INFO(ex.describe());
@@ -63,9 +63,9 @@ TEST_CASE("per-field halos: 2-D, every grid and periodicity") {
   const auto sb = halox::stencil<2>::star(1);
   const auto sc = halox::stencil<2>::star({0, 0}, {3, 2});
   for (int m = 0; m < 4; ++m)
-    for (const auto& grid : hxt::all_grids<2>(world.size(), {7, 6})) {
+    for (const auto& grid : test_support::all_grids<2>(world.size(), {7, 6})) {
       INFO("periodic mask " << m << " grid " << grid.dims[0] << "x" << grid.dims[1]);
-      const halox::cartesian<2> dom(world, {7, 6}, hxt::periodic_mask<2>(m), grid);
+      const halox::cartesian<2> dom(world, {7, 6}, test_support::periodic_mask<2>(m), grid);
       three_fields<2>(dom, sa, sb, sc);
     }
 }
@@ -74,7 +74,7 @@ TEST_CASE("per-field halos: 3-D, mixed periodicity") {
   mpi::communicator world;
   for (int m : {0, 5, 7}) {
     INFO("periodic mask " << m);
-    const halox::cartesian<3> dom(world, {6, 5, 4}, hxt::periodic_mask<3>(m));
+    const halox::cartesian<3> dom(world, {6, 5, 4}, test_support::periodic_mask<3>(m));
     three_fields<3>(dom, halox::stencil<3>::box(1), halox::stencil<3>::star({2, 0, 1}, {1, 0, 2}),
                     halox::stencil<3>::box({0, 1, 1}, {1, 1, 0}));
   }
@@ -89,7 +89,7 @@ TEST_CASE("per-field halos: box list with several blocks per rank") {
       boxes.push_back({box<2>{{x, y}, {x + 3, y + 4}}, owner++ % world.size()});
   for (int m = 0; m < 4; ++m) {
     INFO("periodic mask " << m);
-    const halox::box_list<2> dom(world, {9, 8}, hxt::periodic_mask<2>(m), boxes);
+    const halox::box_list<2> dom(world, {9, 8}, test_support::periodic_mask<2>(m), boxes);
     three_fields<2>(dom, halox::stencil<2>::box(2), halox::stencil<2>::star({1, 0}, {0, 3}),
                     halox::stencil<2>::box({1, 1}, {0, 0}));
   }
@@ -102,11 +102,11 @@ TEST_CASE("per-field halos: padding wider than the field's stencil is left alone
   auto u = dom.make_field<double>(wide);  // padded for 3, exchanged for 1
   auto p = dom.make_field<double>(wide);
   auto ex = halox::make_exchange(dom, halox::halo(narrow, u), halox::halo(wide, p));
-  hxt::fill(dom, u, {0, 0});
-  hxt::fill(dom, p, {1, 0});
+  test_support::fill(dom, u, {0, 0});
+  test_support::fill(dom, p, {1, 0});
   ex.exchange();
-  REQUIRE_OK(hxt::check(dom, u, narrow, {0, 0}));
-  REQUIRE_OK(hxt::check(dom, p, wide, {1, 0}));
+  REQUIRE_OK(test_support::check(dom, u, narrow, {0, 0}));
+  REQUIRE_OK(test_support::check(dom, p, wide, {1, 0}));
 }
 
 TEST_CASE("per-field halos: errors on every rank") {
@@ -125,15 +125,15 @@ TEST_CASE("per-field halos: errors on every rank") {
   auto p = dom.make_field<float>(one, halox::host,
                                  halox::field_options{1, halox::components_layout::interleaved,
                                                       halox::layout::row_major, "p"});
-  hxt::fill(dom, p, {1, 0});
-  const auto before = hxt::snapshot(p);
+  test_support::fill(dom, p, {1, 0});
+  const auto before = test_support::snapshot(p);
   {
     const auto msg =
         error_of([&] { halox::make_exchange(dom, halox::halo(two, u), halox::halo(two, p)); });
     INFO(msg);
     CHECK(msg.find("field #1 'p' has padding 1/1 in dimension 0 but the stencil's halo is 2/2") !=
           std::string::npos);
-    CHECK(hxt::snapshot(p) == before);
+    CHECK(test_support::snapshot(p) == before);
   }
   if (world.size() > 1) {
     // Rank 0 declares another stencil for field #0 than the others.

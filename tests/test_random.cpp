@@ -59,7 +59,7 @@ void with_type(int k, F&& f) {
     case 2:
       return f(type_tag<float>{});
     default:
-      return f(type_tag<hxt::triple>{});
+      return f(type_tag<test_support::triple>{});
   }
 }
 const char* type_name(int k) {
@@ -82,9 +82,9 @@ void exchange_fields(const Dom& dom, const halox::stencil<D>& st,
   for (int salt = 0; salt < 2; ++salt) {
     int id = 0;
     if (salt == 0)
-      (hxt::fill<T, D>(fields, n, {id++, salt}), ...);
+      (test_support::fill<T, D>(fields, n, {id++, salt}), ...);
     else
-      (hxt::fill_owned<T, D>(fields, n, {id++, salt}), ...);
+      (test_support::fill_owned<T, D>(fields, n, {id++, salt}), ...);
     if (split_phase) {
       auto h = ex.start();
       if (salt == 0)
@@ -96,10 +96,10 @@ void exchange_fields(const Dom& dom, const halox::stencil<D>& st,
       ex.exchange();
     }
     id = 0;
-    hxt::result all;
+    test_support::result all;
     (
         [&](const auto& f) {
-          const auto r = hxt::check(dom, f, st, {id++, salt});
+          const auto r = test_support::check(dom, f, st, {id++, salt});
           all.bad += r.bad;
           all.report += r.report;
         }(fields),
@@ -136,7 +136,7 @@ void run_fields(const Dom& dom, const halox::stencil<D>& st, const std::vector<f
     with_type(specs[0].type, [&](auto t0) {
       exchange_fields<D>(dom, st, specs, split_phase, make<D>(dom, st, specs[0], t0),
                          make<D>(dom, st, specs[1], type_tag<float>{}),
-                         make<D>(dom, st, specs[2], type_tag<hxt::triple>{}));
+                         make<D>(dom, st, specs[2], type_tag<test_support::triple>{}));
     });
   }
 }
@@ -148,11 +148,11 @@ void run_config(const mpi::communicator& world, rng_t& rng, std::ostringstream& 
   std::vector<halox::process_grid<D>> gs;
   do {  // only extents some process grid fits (all ranks own a cell)
     for (auto& x : n) x = 1 + pick(rng, 12);
-    gs = hxt::all_grids<D>(size, n);
+    gs = test_support::all_grids<D>(size, n);
   } while (gs.empty());
   halox::periodic<D> per;
   for (auto& f : per.flags) f = pick(rng, 2) == 1;
-  desc << "D=" << D << " extents " << hxt::str<D>(n) << " periodic";
+  desc << "D=" << D << " extents " << test_support::str<D>(n) << " periodic";
   for (bool f : per.flags) desc << ' ' << f;
 
   // stencil
@@ -241,7 +241,7 @@ void run_config(const mpi::communicator& world, rng_t& rng, std::ostringstream& 
 
 TEST_CASE("random configurations") {
   mpi::communicator world;
-  const unsigned long long seed = hxt::shared_seed(world, "test_random");
+  const unsigned long long seed = test_support::shared_seed(world, "test_random");
   INFO("seed " << seed << " (HALOX_TEST_SEED=" << seed << " replays)");
   rng_t rng(seed);
   const int configurations = 250;

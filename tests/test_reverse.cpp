@@ -56,21 +56,23 @@ template <class T>
 T value(std::uint64_t h, bool small) {
   if constexpr (std::is_arithmetic_v<T>)
     if (small) return T(int(h % 2001) - 1000);
-  return hxt::entity_value<T>::make(h);
+  return test_support::entity_value<T>::make(h);
 }
-std::uint64_t owner_hash(int field, hxt::gid id, int c) {
-  return hxt::entity_key(field, id, c, 1);
+std::uint64_t owner_hash(int field, test_support::gid id, int c) {
+  return test_support::entity_key(field, id, c, 1);
 }
-std::uint64_t ghost_hash(int field, hxt::gid id, int c, int rank) {
-  return hxt::mix(hxt::entity_key(field, id, c, 2) + 0x51ed27ull * std::uint64_t(rank + 1));
+std::uint64_t ghost_hash(int field, test_support::gid id, int c, int rank) {
+  return test_support::mix(test_support::entity_key(field, id, c, 2) +
+                           0x51ed27ull * std::uint64_t(rank + 1));
 }
 
 // ---- unstructured ------------------------------------------------------------------------------
 
 template <class T>
-void fill_reverse(const halox::entity_field<T>& f, const hxt::view& v, int field, bool small) {
+void fill_reverse(const halox::entity_field<T>& f, const test_support::view& v, int field,
+                  bool small) {
   for (idx e = 0; e < f.size(); ++e)
-    for (int c = 0; c < f.components(); ++c) f(e, c) = hxt::entity_value<T>::sentinel();
+    for (int c = 0; c < f.components(); ++c) f(e, c) = test_support::entity_value<T>::sentinel();
   for (std::size_t k = 0; k < v.owned.size(); ++k)
     for (int c = 0; c < f.components(); ++c)
       f(v.owned_local[k], c) = value<T>(owner_hash(field, v.owned[k], c), small);
@@ -82,15 +84,16 @@ void fill_reverse(const halox::entity_field<T>& f, const hxt::view& v, int field
 // Owned entities: the owner's value, then each ghosting rank's, ascending; ghosts keep their own
 // value; every other entity its sentinel. Bitwise comparison (memcmp: -0.0 vs 0.0 would count).
 template <class T>
-hxt::result check_reverse(const halox::entity_field<T>& f, const hxt::graph& g,
-                          const std::vector<std::vector<int>>& ghosters, const hxt::view& v,
-                          int field, bool small, reduction op) {
-  hxt::result r;
+test_support::result check_reverse(const halox::entity_field<T>& f, const test_support::graph& g,
+                                   const std::vector<std::vector<int>>& ghosters,
+                                   const test_support::view& v, int field, bool small,
+                                   reduction op) {
+  test_support::result r;
   auto expect = [&](idx e, int c, const T& want, const std::string& what) {
     const T got = f(e, c);
     if (std::memcmp(&got, &want, sizeof(T)) != 0 && ++r.bad <= 8)
       r.report += fmt::format("rank {} field {} ({}) local {} comp {}: got {}, want {}\n", v.rank,
-                              field, what, e, c, hxt::show(got), hxt::show(want));
+                              field, what, e, c, test_support::show(got), test_support::show(want));
   };
   std::vector<char> seen(static_cast<std::size_t>(f.size()), 0);
   for (std::size_t k = 0; k < v.owned.size(); ++k) {
@@ -115,23 +118,23 @@ hxt::result check_reverse(const halox::entity_field<T>& f, const hxt::graph& g,
   for (idx e = 0; e < f.size(); ++e)
     if (!seen[std::size_t(e)])
       for (int c = 0; c < f.components(); ++c)
-        expect(e, c, hxt::entity_value<T>::sentinel(), "unused");
+        expect(e, c, test_support::entity_value<T>::sentinel(), "unused");
   return r;
 }
 
 // The graphs every unstructured reverse test runs on.
-std::vector<std::pair<std::string, hxt::graph>> graphs(int p) {
-  std::vector<std::pair<std::string, hxt::graph>> out;
-  const hxt::tri_mesh mesh(8, 9);
+std::vector<std::pair<std::string, test_support::graph>> graphs(int p) {
+  std::vector<std::pair<std::string, test_support::graph>> out;
+  const test_support::tri_mesh mesh(8, 9);
   out.push_back({"triangles (edge neighbours), irregular blocks",
-                 hxt::mesh_triangles(mesh, p, hxt::split_kind::blocks, false)});
+                 test_support::mesh_triangles(mesh, p, test_support::split_kind::blocks, false)});
   out.push_back({"triangles (vertex neighbours), strips",
-                 hxt::mesh_triangles(mesh, p, hxt::split_kind::strips, true)});
-  out.push_back(
-      {"vertices, irregular blocks", hxt::mesh_vertices(mesh, p, hxt::split_kind::blocks)});
+                 test_support::mesh_triangles(mesh, p, test_support::split_kind::strips, true)});
+  out.push_back({"vertices, irregular blocks",
+                 test_support::mesh_vertices(mesh, p, test_support::split_kind::blocks)});
   std::mt19937_64 rng(4242);
-  out.push_back({"random graph", hxt::random_graph(50, 140, p, rng, true)});
-  out.push_back({"ring, reach 2", hxt::ring(2 * p + 1, 2, p)});
+  out.push_back({"random graph", test_support::random_graph(50, 140, p, rng, true)});
+  out.push_back({"ring, reach 2", test_support::ring(2 * p + 1, 2, p)});
   return out;
 }
 
@@ -141,8 +144,8 @@ TEST_CASE("unstructured reverse: sum, min, max, replace against a serial fold") 
   mpi::communicator world;
   for (const auto& [name, g] : graphs(world.size())) {
     const auto gh = g.ghosters();
-    const auto v = hxt::make_view(g, world.rank(), true, 5, 3);
-    const auto pat = hxt::make_pattern(world, v, false);
+    const auto v = test_support::make_view(g, world.rank(), true, 5, 3);
+    const auto pat = test_support::make_pattern(world, v, false);
     for (reduction op : all_ops) {
       INFO(name << ", reduction " << halox::to_string(op));
       const bool small = op == reduction::sum;  // for int and float; doubles stay arbitrary
@@ -164,7 +167,7 @@ TEST_CASE("unstructured reverse: sum, min, max, replace against a serial fold") 
       REQUIRE_OK(check_reverse(d, g, gh, v, 3, small, op));
     }
     // replace on a value type with no arithmetic
-    auto t = pat.make_field<hxt::triple>(2);
+    auto t = pat.make_field<test_support::triple>(2);
     fill_reverse(t, v, 4, false);
     auto ex = halox::make_reverse_exchange(pat, reduction::replace, t);
     ex.exchange();
@@ -175,14 +178,15 @@ TEST_CASE("unstructured reverse: sum, min, max, replace against a serial fold") 
 
 TEST_CASE("unstructured reverse: given owners, split phase, repeated, bitwise reproducible") {
   mpi::communicator world;
-  const auto g = hxt::mesh_vertices(hxt::tri_mesh(10, 7), world.size(), hxt::split_kind::blocks);
+  const auto g = test_support::mesh_vertices(test_support::tri_mesh(10, 7), world.size(),
+                                             test_support::split_kind::blocks);
   const auto gh = g.ghosters();
-  const auto v = hxt::make_view(g, world.rank(), true, 9, 2);
+  const auto v = test_support::make_view(g, world.rank(), true, 9, 2);
   std::vector<double> first;
   for (int run = 0; run < 3; ++run) {
     // a fresh pattern and exchange each run (owners given or discovered); the sums of
     // arbitrary doubles must come out bit for bit the same, and equal the serial fold
-    const auto pat = hxt::make_pattern(world, v, run == 1);
+    const auto pat = test_support::make_pattern(world, v, run == 1);
     auto f = pat.make_field<double>(3, halox::entity_layout::entity_major);
     auto ex = halox::make_reverse_exchange(pat, reduction::sum, f);
     for (int rep = 0; rep < 2; ++rep) {
@@ -205,21 +209,21 @@ TEST_CASE("unstructured reverse: given owners, split phase, repeated, bitwise re
 
 TEST_CASE("unstructured forward and reverse exchanges in flight at once") {
   mpi::communicator world;
-  const auto g =
-      hxt::mesh_triangles(hxt::tri_mesh(7, 8), world.size(), hxt::split_kind::strips, false);
+  const auto g = test_support::mesh_triangles(test_support::tri_mesh(7, 8), world.size(),
+                                              test_support::split_kind::strips, false);
   const auto gh = g.ghosters();
-  const auto v = hxt::make_view(g, world.rank(), true, 13, 0);
-  const auto pat = hxt::make_pattern(world, v, false);
+  const auto v = test_support::make_view(g, world.rank(), true, 13, 0);
+  const auto pat = test_support::make_pattern(world, v, false);
   auto u = pat.make_field<double>(), w = pat.make_field<double>();
   auto fwd = halox::make_exchange(pat, u);
   auto rev = halox::make_reverse_exchange(pat, reduction::max, w);
-  hxt::fill(u, v, 7, 0);
+  test_support::fill(u, v, 7, 0);
   fill_reverse(w, v, 8, false);
   auto hr = rev.start();
   auto hf = fwd.start();
   hf.wait();
   hr.wait();
-  REQUIRE_OK(hxt::check(u, v, 7, 0));
+  REQUIRE_OK(test_support::check(u, v, 7, 0));
   REQUIRE_OK(check_reverse(w, g, gh, v, 8, false, reduction::max));
 }
 
@@ -265,10 +269,10 @@ void fill_structured(const halox::field<T, D>& f, const halox::stencil<D>& st, c
                      const halox::periodic<D>& per, bool small, bool per_source) {
   for (int b = 0; b < f.block_count(); ++b) {
     const auto o = f.owned_box(b);
-    hxt::for_cells<D>(f.allocated_box(b), [&](const auto& g) {
+    test_support::for_cells<D>(f.allocated_box(b), [&](const auto& g) {
       halox::extents<D> src{};
       const bool owned = o.contains(g);
-      const bool halo = !owned && hxt::source_of<D>(g, o, st, n, per.flags, src);
+      const bool halo = !owned && test_support::source_of<D>(g, o, st, n, per.flags, src);
       for (int c = 0; c < f.components(); ++c) {
         if (owned)
           f.at(g, c, b) = value<T>(owner_hash(0, linear<D>(n, g), c), small);
@@ -278,7 +282,7 @@ void fill_structured(const halox::field<T, D>& f, const halox::stencil<D>& st, c
           f.at(g, c, b) =
               value<T>(ghost_hash(bl.mine[std::size_t(b)], linear<D>(n, g), c, 0), small);
         else
-          f.at(g, c, b) = hxt::entity_value<T>::sentinel();
+          f.at(g, c, b) = test_support::entity_value<T>::sentinel();
       }
     });
   }
@@ -287,25 +291,26 @@ void fill_structured(const halox::field<T, D>& f, const halox::stencil<D>& st, c
 // The reference: every halo cell of every block of every rank that mirrors one of this rank's
 // owned cells contributes its value (as fill_structured wrote it on its rank).
 template <class T, int D>
-hxt::result check_structured(const halox::field<T, D>& f, const halox::stencil<D>& st,
-                             const blocks<D>& bl, const std::type_identity_t<halox::extents<D>>& n,
-                             const halox::periodic<D>& per, bool small, bool per_source,
-                             reduction op, double tol = 0) {
+test_support::result check_structured(const halox::field<T, D>& f, const halox::stencil<D>& st,
+                                      const blocks<D>& bl,
+                                      const std::type_identity_t<halox::extents<D>>& n,
+                                      const halox::periodic<D>& per, bool small, bool per_source,
+                                      reduction op, double tol = 0) {
   // contributions[(my block, cell)] = halo cells (block, cell) mirroring it
   std::map<std::pair<int, idx>, std::vector<std::pair<int, halox::extents<D>>>> contrib;
   for (int B = 0; B < int(bl.all.size()); ++B) {
     const auto o = bl.all[std::size_t(B)].cells;
-    hxt::for_cells<D>(halox::grow(o, st.lo, st.hi), [&](const auto& h) {
+    test_support::for_cells<D>(halox::grow(o, st.lo, st.hi), [&](const auto& h) {
       halox::extents<D> src{};
-      if (o.contains(h) || !hxt::source_of<D>(h, o, st, n, per.flags, src)) return;
+      if (o.contains(h) || !test_support::source_of<D>(h, o, st, n, per.flags, src)) return;
       for (int b = 0; b < f.block_count(); ++b)
         if (f.owned_box(b).contains(src)) contrib[{b, linear<D>(n, src)}].push_back({B, h});
     });
   }
-  hxt::result r;
+  test_support::result r;
   for (int b = 0; b < f.block_count(); ++b) {
     const auto o = f.owned_box(b);
-    hxt::for_cells<D>(f.allocated_box(b), [&](const auto& g) {
+    test_support::for_cells<D>(f.allocated_box(b), [&](const auto& g) {
       const bool owned = o.contains(g);
       const auto it = owned ? contrib.find({b, linear<D>(n, g)}) : contrib.end();
       for (int c = 0; c < f.components(); ++c) {
@@ -322,8 +327,8 @@ hxt::result check_structured(const halox::field<T, D>& f, const halox::stencil<D
         } else {
           // halo cells keep what fill_structured wrote: recompute it
           halox::extents<D> src{};
-          const bool halo = hxt::source_of<D>(g, o, st, n, per.flags, src);
-          want = !halo ? hxt::entity_value<T>::sentinel()
+          const bool halo = test_support::source_of<D>(g, o, st, n, per.flags, src);
+          want = !halo ? test_support::entity_value<T>::sentinel()
                  : per_source
                      ? value<T>(ghost_hash(0, linear<D>(n, src), c, 0), small)
                      : value<T>(ghost_hash(bl.mine[std::size_t(b)], linear<D>(n, g), c, 0), small);
@@ -335,10 +340,10 @@ hxt::result check_structured(const halox::field<T, D>& f, const halox::stencil<D
                (tol > 0 && std::abs(got - want) <= tol * std::max(1.0, std::abs(double(want))));
         if (!ok && ++r.bad <= 8)
           r.report += fmt::format(
-              "block {} cell {} comp {} ({}): got {}, want {}\n", b, hxt::str<D>(g), c,
+              "block {} cell {} comp {} ({}): got {}, want {}\n", b, test_support::str<D>(g), c,
               owned ? fmt::format("owned, {} images", it == contrib.end() ? 0 : it->second.size())
                     : std::string("halo, must keep its value"),
-              hxt::show(got), hxt::show(want));
+              test_support::show(got), test_support::show(want));
       }
     });
   }
@@ -364,7 +369,7 @@ void structured_all_ops(const Dom& dom, const blocks<D>& bl, const halox::stenci
     REQUIRE_OK(check_structured(b, st, bl, n, per, true, per_source, op));
   }
   // replace on a non-arithmetic type
-  auto t = dom.template make_field<hxt::triple>(st);
+  auto t = dom.template make_field<test_support::triple>(st);
   fill_structured(t, st, bl, n, per, false, true);
   auto ex = halox::make_reverse_exchange(dom, st, reduction::replace, t);
   ex.exchange();
@@ -444,7 +449,7 @@ TEST_CASE("structured reverse: double sums are bitwise reproducible") {
     // against the reference up to rounding (its order differs), and bit for bit between runs
     REQUIRE_OK(
         check_structured(f, st, bl, n, dom.periodicity(), false, false, reduction::sum, 1e-14));
-    const auto snap = hxt::snapshot(f);
+    const auto snap = test_support::snapshot(f);
     if (first.empty()) first = snap;
     INFO("run " << run);
     REQUIRE(first.size() == snap.size());

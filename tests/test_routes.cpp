@@ -343,7 +343,7 @@ TEST_CASE("routes: forced NCCL that not every rank asks for fails on every rank"
   p.options.device_staging = forced ? halox::staging::nccl : halox::staging::host_staged;
   const hx::staging_choice wish{p.options.device_staging, false, ""};
   const std::string e =
-      hxt::error_of([&] { (void)hx::route_table::agree(MPI_Comm(world), p, wish); });
+      test_support::error_of([&] { (void)hx::route_table::agree(MPI_Comm(world), p, wish); });
   // Ranks of one node on one GPU (this program picks none: every rank on the first) are refused
   // for that first, as before the route table.
   const bool shared =
@@ -377,7 +377,7 @@ TEST_CASE("routes: a chain's NCCL needs every rank", "[routes][mpi]") {
   const std::vector<int> peers = {(me + world.size() - 1) % world.size()};
   CHECK_FALSE(hx::route_table::agree_chain(MPI_Comm(world), false, true, peers).nccl());
   if (!gpu_or_none()) return;
-  const std::string e = hxt::error_of(
+  const std::string e = test_support::error_of(
       [&] { (void)hx::route_table::agree_chain(MPI_Comm(world), me == 0, true, peers); });
   if (world.size() > 1) {
     const std::string want =

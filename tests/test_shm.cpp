@@ -26,7 +26,7 @@ namespace mpi = boost::mpi;
 
 namespace {
 
-using hxt::scoped_env;
+using test_support::scoped_env;
 
 // Counts the lines of describe() that name the shared-memory path.
 int shared_lines(const std::string& d) {
@@ -51,8 +51,8 @@ TEST_CASE("host transports: shared memory, MPI only and mixed give the same halo
   constexpr auto st = halox::stencil<3>::box(2);
   auto a = dom.make_field<double>(st);
   auto b = dom.make_field<int>(st, halox::host, 2);
-  hxt::fill(dom, a, {0, 0});
-  hxt::fill(dom, b, {1, 0});
+  test_support::fill(dom, a, {0, 0});
+  test_support::fill(dom, b, {1, 0});
   halox::exchange_options o;
   o.host_shared_memory = m.shared;
   o.peer_shm_ranks = m.ranks;
@@ -67,8 +67,8 @@ TEST_CASE("host transports: shared memory, MPI only and mixed give the same halo
   if (may && has_peers && !m.ranks) CHECK(shared_lines(d) > 0);
   if (pair01 && P >= 2 && me <= 1) CHECK(shared_lines(d) > 0);
   for (int round = 0; round < 3; ++round) {
-    hxt::fill(dom, a, {0, round});
-    hxt::fill(dom, b, {1, round});
+    test_support::fill(dom, a, {0, round});
+    test_support::fill(dom, b, {1, round});
     if (round == 1) {
       auto h = ex.start();
       while (!h.test()) {
@@ -76,8 +76,8 @@ TEST_CASE("host transports: shared memory, MPI only and mixed give the same halo
     } else {
       ex.exchange();
     }
-    HXT_REQUIRE_OK(hxt::check(dom, a, st, {0, round}));
-    HXT_REQUIRE_OK(hxt::check(dom, b, st, {1, round}));
+    HXT_REQUIRE_OK(test_support::check(dom, a, st, {0, round}));
+    HXT_REQUIRE_OK(test_support::check(dom, b, st, {1, round}));
   }
 }
 
@@ -91,9 +91,9 @@ TEST_CASE("host transports: the environment overrides the options") {
   auto ex = halox::make_exchange(dom, st, o, a);
   INFO(ex.describe());
   CHECK(shared_lines(ex.describe()) == 0);
-  hxt::fill(dom, a, {0, 0});
+  test_support::fill(dom, a, {0, 0});
   ex.exchange();
-  HXT_REQUIRE_OK(hxt::check(dom, a, st, {0, 0}));
+  HXT_REQUIRE_OK(test_support::check(dom, a, st, {0, 0}));
 }
 
 TEST_CASE("virtual nodes: shared memory inside a block of node_size ranks, MPI between blocks") {
@@ -124,9 +124,9 @@ TEST_CASE("virtual nodes: shared memory inside a block of node_size ranks, MPI b
     CHECK((l.find("via shared memory") != std::string::npos) == inside);
   }
   for (int round = 0; round < 3; ++round) {
-    hxt::fill(dom, a, {0, round});
+    test_support::fill(dom, a, {0, round});
     ex.exchange();
-    HXT_REQUIRE_OK(hxt::check(dom, a, st, {0, round}));
+    HXT_REQUIRE_OK(test_support::check(dom, a, st, {0, round}));
   }
 }
 
@@ -137,8 +137,8 @@ TEST_CASE("shared memory: two objects completed in opposite orders on alternate 
   auto u = dom.make_field<double>(st), v = dom.make_field<double>(st);
   auto ex_u = halox::make_exchange(dom, st, u), ex_v = halox::make_exchange(dom, st, v);
   for (int round = 0; round < 20; ++round) {
-    hxt::fill(dom, u, {0, round});
-    hxt::fill(dom, v, {1, round});
+    test_support::fill(dom, u, {0, round});
+    test_support::fill(dom, v, {1, round});
     if (world.rank() % 2 == 0) {
       auto hu = ex_u.start();
       auto hv = ex_v.start();
@@ -148,8 +148,8 @@ TEST_CASE("shared memory: two objects completed in opposite orders on alternate 
       ex_u.exchange();
       ex_v.exchange();
     }
-    HXT_REQUIRE_OK(hxt::check(dom, u, st, {0, round}));
-    HXT_REQUIRE_OK(hxt::check(dom, v, st, {1, round}));
+    HXT_REQUIRE_OK(test_support::check(dom, u, st, {0, round}));
+    HXT_REQUIRE_OK(test_support::check(dom, v, st, {1, round}));
   }
 }
 
@@ -181,9 +181,9 @@ TEST_CASE("shared memory: many exchange objects leak no descriptors or mappings"
   const std::size_t fds = count_entries("fd"), maps = count_entries("maps");
   for (int k = 0; k < 100; ++k) {
     auto ex = halox::make_exchange(dom, st, u);
-    hxt::fill(dom, u, {0, k});
+    test_support::fill(dom, u, {0, k});
     ex.exchange();
-    HXT_REQUIRE_OK(hxt::check(dom, u, st, {0, k}));
+    HXT_REQUIRE_OK(test_support::check(dom, u, st, {0, k}));
   }
   CHECK(count_entries("fd") == fds);
   // Mappings may vary by a few with the allocator's own arenas, never by one per object.

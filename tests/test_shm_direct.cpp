@@ -25,8 +25,8 @@ namespace mpi = boost::mpi;
 
 namespace {
 
-using hxt::scoped_env;
-using hxt::scoped_flag;
+using test_support::scoped_env;
+using test_support::scoped_flag;
 
 constexpr const char* one_copy =
     "one copy";  // all messages or some (", where the fields allow it")
@@ -108,9 +108,9 @@ TEST_CASE("one copy: halox's fields by mapping, wrapped ones by cross-memory att
     CHECK((d.find(refused) != std::string::npos) == (m.deny && me == 1));
   }
   for (int round = 0; round < 4; ++round) {
-    hxt::fill(dom, f0, {0, round});
-    hxt::fill(dom, f1, {1, round});
-    if (m.wrap == 1) hxt::fill(dom, w.f, {2, round});
+    test_support::fill(dom, f0, {0, round});
+    test_support::fill(dom, f1, {1, round});
+    if (m.wrap == 1) test_support::fill(dom, w.f, {2, round});
     if (round % 2) {
       auto h = ex.start();
       while (!h.test()) {
@@ -118,9 +118,9 @@ TEST_CASE("one copy: halox's fields by mapping, wrapped ones by cross-memory att
     } else {
       ex.exchange();
     }
-    HXT_REQUIRE_OK(hxt::check(dom, f0, st, {0, round}));
-    HXT_REQUIRE_OK(hxt::check(dom, f1, st, {1, round}));
-    if (m.wrap == 1) HXT_REQUIRE_OK(hxt::check(dom, w.f, st, {2, round}));
+    HXT_REQUIRE_OK(test_support::check(dom, f0, st, {0, round}));
+    HXT_REQUIRE_OK(test_support::check(dom, f1, st, {1, round}));
+    if (m.wrap == 1) HXT_REQUIRE_OK(test_support::check(dom, w.f, st, {2, round}));
   }
 }
 
@@ -150,19 +150,20 @@ TEST_CASE("one copy: owners overwrite their cells right after wait(), slow ranks
   auto ex = halox::make_exchange(dom, st, o, a, b);
   const auto n = dom.global_box().hi;
   const auto nap = std::chrono::milliseconds(2);
-  std::vector<hxt::result> results;
+  std::vector<test_support::result> results;
   for (int round = 1; round <= 12; ++round) {
-    hxt::fill(dom, a, {0, round});
-    hxt::fill(dom, b, {1, round});
+    test_support::fill(dom, a, {0, round});
+    test_support::fill(dom, b, {1, round});
     auto h = ex.start();
     if (slow && round % 2) std::this_thread::sleep_for(nap);
     h.wait();
     if (slow) std::this_thread::sleep_for(nap);  // the others start the next exchange meanwhile
-    results.push_back(hxt::check(dom, a, st, {0, round}));  // (as many checks on every rank)
-    results.push_back(hxt::check(dom, b, st, {1, round}));
+    results.push_back(
+        test_support::check(dom, a, st, {0, round}));  // (as many checks on every rank)
+    results.push_back(test_support::check(dom, b, st, {1, round}));
     if (!slow) {  // no reader may still be copying
-      hxt::fill_owned(a, n, {0, 1000 + round});
-      hxt::fill_owned(b, n, {1, 1000 + round});
+      test_support::fill_owned(a, n, {0, 1000 + round});
+      test_support::fill_owned(b, n, {1, 1000 + round});
     }
   }
   for (const auto& r : results) HXT_REQUIRE_OK(r);

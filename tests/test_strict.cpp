@@ -23,8 +23,8 @@ namespace mpi = boost::mpi;
 
 namespace {
 
-using hxt::scoped_env;
-using hxt::scoped_flag;
+using test_support::scoped_env;
+using test_support::scoped_flag;
 
 // Runs `make` (which builds an exchange) on every rank and requires halox::error on every rank
 // with every piece of `texts` in its message, and the fields unchanged.
@@ -67,11 +67,11 @@ TEST_CASE("ranks that declare different exchanges fail together at make_exchange
   auto a = dom.make_field<double>(b2);
   auto f = dom.make_field<float>(b2);
   auto c3 = dom.make_field<double>(b2, halox::host, 3);
-  hxt::fill(dom, a, {0, 0});
-  hxt::fill(dom, f, {1, 0});
-  hxt::fill(dom, c3, {2, 0});
-  const auto a0 = hxt::snapshot(a), c0 = hxt::snapshot(c3);
-  const auto f0 = hxt::snapshot(f);
+  test_support::fill(dom, a, {0, 0});
+  test_support::fill(dom, f, {1, 0});
+  test_support::fill(dom, c3, {2, 0});
+  const auto a0 = test_support::snapshot(a), c0 = test_support::snapshot(c3);
+  const auto f0 = test_support::snapshot(f);
   const bool odd = me == 1;  // rank 1 declares something else
 
   SECTION("a wider stencil") {
@@ -122,9 +122,9 @@ TEST_CASE("ranks that declare different exchanges fail together at make_exchange
         },
         {"direction", "reverse (sum)", "forward"});
   }
-  REQUIRE(hxt::snapshot(a) == a0);
-  REQUIRE(hxt::snapshot(f) == f0);
-  REQUIRE(hxt::snapshot(c3) == c0);
+  REQUIRE(test_support::snapshot(a) == a0);
+  REQUIRE(test_support::snapshot(f) == f0);
+  REQUIRE(test_support::snapshot(c3) == c0);
 }
 
 TEST_CASE("eight fields against one, with 32 KiB faces, fail together") {
@@ -139,8 +139,8 @@ TEST_CASE("eight fields against one, with 32 KiB faces, fail together") {
   constexpr auto st = halox::stencil<2>::star(1);
   std::vector<halox::field<double, 2>> fs;
   for (int k = 0; k < 8; ++k) fs.push_back(dom.make_field<double>(st));
-  for (int k = 0; k < 8; ++k) hxt::fill(dom, fs[std::size_t(k)], {k % 8, 0});
-  const auto before = hxt::snapshot(fs[0]);
+  for (int k = 0; k < 8; ++k) test_support::fill(dom, fs[std::size_t(k)], {k % 8, 0});
+  const auto before = test_support::snapshot(fs[0]);
   require_refused(
       [&] {
         if (world.rank() == 1)
@@ -150,7 +150,7 @@ TEST_CASE("eight fields against one, with 32 KiB faces, fail together") {
           (void)halox::make_exchange(dom, st, opts, fs[0]);
       },
       {"field count", "rank 1"});
-  REQUIRE(hxt::snapshot(fs[0]) == before);
+  REQUIRE(test_support::snapshot(fs[0]) == before);
 }
 
 TEST_CASE("a rank that is nobody's peer and declares something else fails everywhere too") {
@@ -180,7 +180,7 @@ TEST_CASE("the transports check message sizes themselves; a failed exchange leav
     if (me >= 2) return;
     const halox::cartesian<2> dom(pair, {8, 8}, halox::periodic{true, true});
     auto a = dom.make_field<double>(b2);
-    hxt::fill(dom, a, {0, 0});
+    test_support::fill(dom, a, {0, 0});
     body(dom, a);
   };
   SECTION("shared memory: the offer's size is checked at set-up, on both ranks") {
@@ -232,15 +232,15 @@ TEST_CASE("start() never waits for a peer's progress (every host transport)") {
   auto b = dom.make_field<int>(st, halox::host, 2);
   auto ex = halox::make_exchange(dom, st, opts, a, b);
   auto fill = [&](int salt) {
-    hxt::fill(dom, a, {0, salt});
-    hxt::fill(dom, b, {1, salt});
+    test_support::fill(dom, a, {0, salt});
+    test_support::fill(dom, b, {1, salt});
   };
   // Checks are collective (every rank learns of a failure), so each rank first records its
   // results and all check them together at the end.
-  std::vector<hxt::result> results;
+  std::vector<test_support::result> results;
   auto record = [&](int salt) {
-    results.push_back(hxt::check(dom, a, st, {0, salt}));
-    results.push_back(hxt::check(dom, b, st, {1, salt}));
+    results.push_back(test_support::check(dom, a, st, {0, salt}));
+    results.push_back(test_support::check(dom, b, st, {1, salt}));
   };
   // Rank 0 starts its second exchange before its peers have finished their first, then enters
   // a collective they reach only before finishing theirs: a start() that waited would hang.
@@ -283,9 +283,9 @@ TEST_CASE("a collective between start() and wait() on some ranks, after wait() o
   constexpr auto st = halox::stencil<2>::box(1);
   auto a = dom.make_field<double>(st);
   auto ex = halox::make_exchange(dom, st, opts, a);
-  std::vector<hxt::result> results;
+  std::vector<test_support::result> results;
   for (int step = 1; step <= 20; ++step) {
-    hxt::fill(dom, a, {0, step});
+    test_support::fill(dom, a, {0, step});
     auto h = ex.start();
     if (me % 2) {
       (void)mpi::all_reduce(world, step, std::plus<int>());
@@ -294,7 +294,7 @@ TEST_CASE("a collective between start() and wait() on some ranks, after wait() o
       h.wait();
       (void)mpi::all_reduce(world, step, std::plus<int>());
     }
-    results.push_back(hxt::check(dom, a, st, {0, step}));
+    results.push_back(test_support::check(dom, a, st, {0, step}));
   }
   for (const auto& r : results) HXT_REQUIRE_OK(r);
 }
@@ -309,7 +309,7 @@ TEST_CASE("test() polling loops complete and stay correct on oversubscribed rank
   auto a = dom.make_field<double>(st);
   auto ex = halox::make_exchange(dom, st, opts, a);
   for (int step = 1; step <= 24; ++step) {
-    hxt::fill(dom, a, {0, step});
+    test_support::fill(dom, a, {0, step});
     if (step % 4 == 0) {
       auto h = ex.start();
       while (!h.test()) {
@@ -317,7 +317,7 @@ TEST_CASE("test() polling loops complete and stay correct on oversubscribed rank
     } else {
       ex.exchange();
     }
-    HXT_REQUIRE_OK(hxt::check(dom, a, st, {0, step}));
+    HXT_REQUIRE_OK(test_support::check(dom, a, st, {0, step}));
   }
 }
 
@@ -343,12 +343,12 @@ TEST_CASE("transport switches that differ between ranks: each pair takes what bo
   constexpr auto st = halox::stencil<3>::box(1);
   auto a = dom.make_field<double>(st);
   auto b = dom.make_field<float>(st, halox::host, 2);
-  hxt::fill(dom, a, {0, 0});
-  hxt::fill(dom, b, {1, 0});
+  test_support::fill(dom, a, {0, 0});
+  test_support::fill(dom, b, {1, 0});
   auto ex = halox::make_exchange(dom, st, opts, a, b);
   ex.exchange();
-  HXT_REQUIRE_OK(hxt::check(dom, a, st, {0, 0}));
-  HXT_REQUIRE_OK(hxt::check(dom, b, st, {1, 0}));
+  HXT_REQUIRE_OK(test_support::check(dom, a, st, {0, 0}));
+  HXT_REQUIRE_OK(test_support::check(dom, b, st, {1, 0}));
   // First mode: rank 0 refuses shared memory, so none of its pairs uses it (the others may
   // pair among themselves). Second: only rank 0 allows it, so no pair uses it.
   const std::string d = ex.describe();
@@ -379,12 +379,12 @@ TEST_CASE(
   const halox::cartesian<2> dom(world, {10, 8}, halox::periodic{true, true});
   constexpr auto st = halox::stencil<2>::box(1);
   auto a = dom.make_field<double>(st);
-  hxt::fill(dom, a, {0, 0});
+  test_support::fill(dom, a, {0, 0});
   // Rank 1 cannot open other processes' descriptors (as under ptrace scope or hidepid).
   scoped_flag deny(halox::detail::testing::deny_peer_segments, me == 1);
   auto ex = halox::make_exchange(dom, st, a);
   ex.exchange();
-  HXT_REQUIRE_OK(hxt::check(dom, a, st, {0, 0}));
+  HXT_REQUIRE_OK(test_support::check(dom, a, st, {0, 0}));
   const std::string d = ex.describe();
   INFO(d);
   if (P > 1 && me == 1) {

@@ -11,7 +11,7 @@
 
 namespace mpi = boost::mpi;
 using idx = halox::index;
-using hxt::gid;
+using test_support::gid;
 
 // Both the type and the message (the expression runs twice; collective calls stay matched).
 #define REQUIRE_HALOX_ERROR(expr, text)               \
@@ -195,7 +195,8 @@ TEST_CASE("unstructured fields: wrong patterns, sizes, layouts; reductions on st
   auto b =
       larger.wrap<double>(mem.data(), 2, halox::entity_layout::entity_major, -1, halox::host, "b");
   auto c = other.make_field<int>(1, halox::entity_layout::entity_major, halox::host, "c");
-  auto t = pat.make_field<hxt::triple>(1, halox::entity_layout::entity_major, halox::host, "t");
+  auto t =
+      pat.make_field<test_support::triple>(1, halox::entity_layout::entity_major, halox::host, "t");
   for (idx e = 0; e < n; ++e) a(e, 0) = double(e), a(e, 1) = -double(e);
   const std::vector<double> a_before(a.data(), a.data() + 2 * n);
   const auto mem_before = mem;
@@ -258,12 +259,12 @@ TEST_CASE("structured reverse: combining reductions need arithmetic types; paddi
   halox::cartesian<2> dom(world, {8, 6}, halox::periodic{true, true});
   halox::field_options named;
   named.name = "trip";
-  auto t = dom.make_field<hxt::triple>(st, halox::host, named);
+  auto t = dom.make_field<test_support::triple>(st, halox::host, named);
   auto u = dom.make_field<double>(st);
-  hxt::fill(dom, t, {0, 0});
-  hxt::fill(dom, u, {1, 0});
-  const auto st_ = hxt::snapshot(t);
-  const auto su = hxt::snapshot(u);
+  test_support::fill(dom, t, {0, 0});
+  test_support::fill(dom, u, {1, 0});
+  const auto st_ = test_support::snapshot(t);
+  const auto su = test_support::snapshot(u);
   REQUIRE_HALOX_ERROR(
       halox::make_reverse_exchange(dom, st, halox::reduction::sum, u, t),
       "rank 0: field #1 'trip': reduction 'sum' needs an arithmetic value type; use replace");
@@ -273,8 +274,8 @@ TEST_CASE("structured reverse: combining reductions need arithmetic types; paddi
   halox::cartesian<2> dom2(world, {8, 6}, halox::periodic{true, true});
   REQUIRE_HALOX_ERROR(halox::make_reverse_exchange(dom2, st, halox::reduction::max, u),
                       "field #0 '(unnamed)' belongs to another domain");
-  REQUIRE(hxt::snapshot(t) == st_);
-  REQUIRE(hxt::snapshot(u) == su);
+  REQUIRE(test_support::snapshot(t) == st_);
+  REQUIRE(test_support::snapshot(u) == su);
   auto ok = halox::make_reverse_exchange(dom, st, halox::reduction::replace, t);
   (void)ok;
 }

@@ -58,22 +58,22 @@ void with_type(int k, F&& f) {
     case 2:
       return f(float{});
     case 3:
-      return f(hxt::triple{});
+      return f(test_support::triple{});
     default:
       return f(std::int64_t{});
   }
 }
 
 template <class... T>
-void exchange_and_check(const halox::unstructured& pat, const hxt::view& v, bool split_phase,
-                        const halox::entity_field<T>&... fields) {
+void exchange_and_check(const halox::unstructured& pat, const test_support::view& v,
+                        bool split_phase, const halox::entity_field<T>&... fields) {
   auto ex = halox::make_exchange(pat, fields...);
   for (int salt = 0; salt < 2; ++salt) {
     int id = 0;
     if (salt == 0)
-      (hxt::fill(fields, v, id++, salt), ...);
+      (test_support::fill(fields, v, id++, salt), ...);
     else
-      (hxt::fill_owned(fields, v, id++, salt), ...);
+      (test_support::fill_owned(fields, v, id++, salt), ...);
     if (split_phase) {
       auto h = ex.start();
       while (!h.test()) {
@@ -81,11 +81,11 @@ void exchange_and_check(const halox::unstructured& pat, const hxt::view& v, bool
     } else {
       ex.exchange();
     }
-    hxt::result all;
+    test_support::result all;
     id = 0;
     (
         [&](const auto& f) {
-          const auto r = hxt::check(f, v, id++, salt);
+          const auto r = test_support::check(f, v, id++, salt);
           all.bad += r.bad;
           all.report += r.report;
         }(fields),
@@ -100,7 +100,7 @@ void run_graph(const mpi::communicator& world, rng_t& rng, std::ostringstream& d
   const int n = pick(rng, 80);
   const int edges = pick(rng, 3 * n + 1);
   const bool big = pick(rng, 2) == 1;
-  auto g = hxt::random_graph(n, edges, p, rng, big);
+  auto g = test_support::random_graph(n, edges, p, rng, big);
   // sometimes only some ranks own entities
   const int owners = 1 + pick(rng, p);
   if (pick(rng, 2))
@@ -112,8 +112,8 @@ void run_graph(const mpi::communicator& world, rng_t& rng, std::ostringstream& d
   const bool shuffle = pick(rng, 4) != 0;
   const int extra = shuffle ? pick(rng, 4) : 0;
   const std::uint64_t vseed = rng();
-  std::vector<hxt::view> all;
-  for (int r = 0; r < p; ++r) all.push_back(hxt::make_view(g, r, shuffle, vseed, extra));
+  std::vector<test_support::view> all;
+  for (int r = 0; r < p; ++r) all.push_back(test_support::make_view(g, r, shuffle, vseed, extra));
   const auto& v = all[std::size_t(world.rank())];
   // owners given on each rank with probability 1/2 (the same draw on every rank)
   std::vector<char> give(static_cast<std::size_t>(p));
@@ -140,8 +140,8 @@ void run_graph(const mpi::communicator& world, rng_t& rng, std::ostringstream& d
   desc << (split_phase ? " | split phase" : " | blocking");
   INFO(desc.str());
 
-  const auto pat = hxt::make_pattern(world, v, give[std::size_t(world.rank())] != 0);
-  const auto why = hxt::plan_mismatch(pat, all);
+  const auto pat = test_support::make_pattern(world, v, give[std::size_t(world.rank())] != 0);
+  const auto why = test_support::plan_mismatch(pat, all);
   INFO("rank " << world.rank() << " plan: " << why);
   CHECK(why.empty());
   REQUIRE(mpi::all_reduce(world, int(!why.empty()), std::plus<int>()) == 0);
@@ -155,7 +155,7 @@ void run_graph(const mpi::communicator& world, rng_t& rng, std::ostringstream& d
       using T1 = decltype(t1);
       auto f1 = make<T1>(pat, specs[1], mem);
       if (specs.size() == 2) return exchange_and_check(pat, v, split_phase, f0, f1);
-      auto f2 = make<hxt::triple>(pat, specs[2], mem);
+      auto f2 = make<test_support::triple>(pat, specs[2], mem);
       exchange_and_check(pat, v, split_phase, f0, f1, f2);
     });
   });
@@ -165,7 +165,7 @@ void run_graph(const mpi::communicator& world, rng_t& rng, std::ostringstream& d
 
 TEST_CASE("random graphs") {
   mpi::communicator world;
-  const unsigned long long seed = hxt::shared_seed(world, "test_unstructured_random");
+  const unsigned long long seed = test_support::shared_seed(world, "test_unstructured_random");
   INFO("seed " << seed << " (HALOX_TEST_SEED=" << seed << " replays)");
   rng_t rng(seed);
   const int graphs = 220;

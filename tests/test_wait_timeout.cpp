@@ -77,14 +77,14 @@ TEST_CASE("wait_timeout: a peer that never starts is named by every rank that wa
   const halox::cartesian<3> dom(world, n, halox::periodic<3>::all(),
                                 halox::process_grid<3>{{1, P, 1}});
   auto u = dom.make_field<double>(st);
-  hxt::fill(dom, u, {0, 0});
+  test_support::fill(dom, u, {0, 0});
   halox::exchange_options o;
   o.label = "timeout-host";
   o.host_shared_memory = shm;
   auto ex = halox::make_exchange(dom, st, o, u);
   // Two good exchanges: the timeout changes nothing while every rank takes part.
   for (int k = 0; k < 2; ++k) ex.exchange();
-  HXT_REQUIRE_OK(hxt::check(dom, u, st, {0, 0}));
+  HXT_REQUIRE_OK(test_support::check(dom, u, st, {0, 0}));
   std::string message;
   if (P > 1 && me != silent) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -125,11 +125,11 @@ TEST_CASE("wait_timeout off: an exchange that waits long still completes") {
   const halox::cartesian<3> dom(world, {6, 4 * P, 5}, halox::periodic<3>::all(),
                                 halox::process_grid<3>{{1, P, 1}});
   auto u = dom.make_field<double>(st);
-  hxt::fill(dom, u, {1, 0});
+  test_support::fill(dom, u, {1, 0});
   auto ex = halox::make_exchange(dom, st, u);
   if (world.rank() == P - 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   ex.exchange();
-  HXT_REQUIRE_OK(hxt::check(dom, u, st, {1, 0}));
+  HXT_REQUIRE_OK(test_support::check(dom, u, st, {1, 0}));
 }
 
 TEST_CASE("wait_timeout: a chain round whose neighbour never comes names it") {

@@ -1,7 +1,7 @@
 #pragma once
 // The typed work behind Cartesian and BoxList for one dimension D: owned fields as NumPy arrays
 // or DeviceArrays, the user's arrays wrapped as fields, and exchanges over a run-time list of
-// fields. Included by structured_<D>.cpp only (one translation unit per dimension).
+// fields. Included by structured_<D>d.cpp only (one translation unit per dimension).
 //
 // Python's fields come as a list whose types are known at run time: `build` hands them to the
 // same compiled builder (build_exchange) every C++ make_exchange calls, so an exchange built

@@ -125,7 +125,7 @@ void exchange_core::place_steps() {
   // solver's step: the copies got SMs only at the end of the user's interior update, which the
   // unpack then waited for (docs/performance.md).
   gpu_ = std::make_unique<device_copier>(first.pack, first.gather, first.unpack, first.scatter,
-                                         prog_.device_local_ordered, prog_.ordered_device_unpack);
+                                         prog_.ordered_device_local, prog_.ordered_device_unpack);
   if (ipc_ && ipc_->alternates()) {
     const device_steps& second = ipc_->steps(1);
     gpu_->use_alternate(second.pack, second.gather, second.unpack, second.scatter);
@@ -166,7 +166,7 @@ void exchange_core::run_local() const {
 }
 
 bool exchange_core::unpack_ordered() {
-  if (!prog_.ordered_unpack || ordered_done_) return false;
+  if (!prog_.ordered_host_unpack || ordered_done_) return false;
   for (std::size_t m = 0; m < prog_.recvs.size(); ++m) unpack(m);
   ordered_done_ = true;
   return true;

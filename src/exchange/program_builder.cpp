@@ -45,7 +45,7 @@ void program_builder::add(side s, const gather_op& op, std::size_t bytes, bool o
 }
 
 exchange_program program_builder::finish(const std::vector<memory_space>& spaces, bool reverse) {
-  p_.ordered_unpack = p_.ordered_device_unpack = reverse;
+  p_.ordered_host_unpack = p_.ordered_device_unpack = reverse;
   for (const auto s : spaces)
     (s == memory_space::device ? p_.has_device_fields : p_.has_host_fields) = true;
   p_.send_bytes = offset_[send];

@@ -247,7 +247,7 @@ void compile_local(program_builder& b, const std::vector<const structured_plan<D
       if (fields[k]->space != memory_space::device)
         b.program().local_ops.push_back(op);
       else if (reverse)
-        b.program().device_local_ordered.push_back(op);
+        b.program().ordered_device_local.push_back(op);
       else
         b.program().device_pack.push_back(op);
     }

@@ -68,7 +68,7 @@ struct exchange_program {
   std::vector<gather_op> device_gather, device_scatter;  ///< same launches, index lists
   /// Reverse exchanges of device fields: several contributions may land on one owned cell, so
   /// local copies and unpack steps run one launch each, in the fixed order (deterministic).
-  std::vector<copy_op> device_local_ordered;
+  std::vector<copy_op> ordered_device_local;
   bool ordered_device_unpack = false;
   bool has_device_fields = false;  ///< the same on every rank: same field list everywhere
   bool has_host_fields = false;
@@ -78,7 +78,7 @@ struct exchange_program {
   std::size_t send_bytes = 0, recv_bytes = 0;
   step_offsets send_offsets, recv_offsets;
   /// Unpack in peer order after every message arrived (reverse exchanges: deterministic sums).
-  bool ordered_unpack = false;
+  bool ordered_host_unpack = false;
   std::vector<std::shared_ptr<void>> fields;  ///< keeps the fields' memory alive
   declaration declared;                       ///< compared with every peer's at set-up
   exchange_options options;  ///< transport choices, the environment applied (same on no rank pair)
@@ -94,7 +94,7 @@ struct exchange_program {
 /// Whether the fused kernels have work: device fields with messages or local copies.
 inline bool has_device_steps(const exchange_program& p) {
   return !p.device_pack.empty() || !p.device_unpack.empty() || !p.device_gather.empty() ||
-         !p.device_scatter.empty() || !p.device_local_ordered.empty();
+         !p.device_scatter.empty() || !p.ordered_device_local.empty();
 }
 
 }  // namespace halox::detail

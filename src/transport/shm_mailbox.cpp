@@ -312,7 +312,7 @@ std::vector<int> fuse_recvs(const exchange_program& prog, const std::byte* buf,
 void shm_mailbox::go_direct(MPI_Comm comm, const exchange_program& prog,
                             const message_buffers& bufs, int me) {
   const shared_messages sh = shared_in(*this, prog);
-  const bool allowed = prog.options.shm_into_fields && !prog.ordered_unpack;
+  const bool allowed = prog.options.shm_into_fields && !prog.ordered_host_unpack;
   auto wanted = [&](const message& m) {
     return allowed && m.bytes >= prog.options.shm_direct_min_bytes;
   };

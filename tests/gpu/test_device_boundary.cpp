@@ -59,18 +59,18 @@ std::size_t bytes_of(const halox::field<T, D>& f, int b) {
 
 // Every allocated element of `got` has the bits of the same element of `want`.
 template <class T, int D>
-hxt::result same_bits(const halox::field<T, D>& got, const halox::field<T, D>& want) {
-  hxt::result r;
+test_support::result same_bits(const halox::field<T, D>& got, const halox::field<T, D>& want) {
+  test_support::result r;
   for (int b = 0; b < want.block_count(); ++b)
-    hxt::for_cells<D>(want.allocated_box(b), [&](const auto& g) {
+    test_support::for_cells<D>(want.allocated_box(b), [&](const auto& g) {
       for (int c = 0; c < want.components(); ++c) {
         const T& x = got.at(g, c, b);
         const T& y = want.at(g, c, b);
-        if (!(x == hxt::value_traits<T>::sentinel())) ++r.filled;
+        if (!(x == test_support::value_traits<T>::sentinel())) ++r.filled;
         if (std::memcmp(&x, &y, sizeof(T)) != 0 && ++r.bad <= 8)
-          r.report += "block " + std::to_string(b) + " cell " + hxt::str<D>(g) + " comp " +
-                      std::to_string(c) + ": device " + hxt::value_traits<T>::str(x) + ", host " +
-                      hxt::value_traits<T>::str(y) + "\n";
+          r.report += "block " + std::to_string(b) + " cell " + test_support::str<D>(g) + " comp " +
+                      std::to_string(c) + ": device " + test_support::value_traits<T>::str(x) +
+                      ", host " + test_support::value_traits<T>::str(y) + "\n";
       }
     });
   return r;
@@ -127,9 +127,9 @@ void compare(const Dom& dom, const halox::stencil<D>& st, int ncomp,
   stream s;
   for (int it = 0; it < 2; ++it) {
     if (it == 0)
-      hxt::fill(h, n, {4, it});
+      test_support::fill(h, n, {4, it});
     else
-      hxt::fill_owned(h, n, {4, it});
+      test_support::fill_owned(h, n, {4, it});
     run_device(exd, m, s.s, h, d, back);
     exh.exchange();
     HXT_REQUIRE_OK(same_bits(back, h));
@@ -148,7 +148,7 @@ halox::boundary<T, D> builtins(const halox::periodic<D>& per, int variant, int n
       const halox::face fc{dim, s == 0 ? side::low : side::high};
       switch ((2 * dim + s + variant) % 3) {
         case 0:
-          bc.constant(fc, hxt::value_traits<T>::make(700000 + 10 * dim + s));
+          bc.constant(fc, test_support::value_traits<T>::make(700000 + 10 * dim + s));
           break;
         case 1:
           bc.zero_gradient(fc);
@@ -181,7 +181,7 @@ halox::boundary<double, D>::callback_type test_callback(std::vector<cudaStream_t
   return [seen](const halox::boundary_face<double, D>& bf) {
     if (bf.f.space() == halox::memory_space::host) {
       REQUIRE(bf.stream == nullptr);
-      hxt::for_cells<D>(bf.cells, [&](const auto& g) {
+      test_support::for_cells<D>(bf.cells, [&](const auto& g) {
         for (int c = 0; c < bf.f.components(); ++c) {
           double v = 5000 + c;
           for (int i = 0; i < D; ++i) v = v * 7 + double(g[i]);
@@ -237,7 +237,8 @@ TEST_CASE("device boundary rules: 3-D, value types, planar components, as the ho
         compare<float, 3>(dom, st, 1, builtins<float, 3>(per, variant, 1, true), m);
         compare<std::int32_t, 3>(dom, st, 2, builtins<std::int32_t, 3>(per, variant, 2, true), m);
         compare<std::int64_t, 3>(dom, star, 1, builtins<std::int64_t, 3>(per, variant, 1, true), m);
-        compare<hxt::triple, 3>(dom, st, 1, builtins<hxt::triple, 3>(per, variant, 1, false), m);
+        compare<test_support::triple, 3>(
+            dom, st, 1, builtins<test_support::triple, 3>(per, variant, 1, false), m);
       }
     }
   }
@@ -339,9 +340,9 @@ TEST_CASE("device boundary rules with other fields in one exchange") {
   auto exh = halox::make_exchange(dom, halox::halo(sa, ha, bca), halox::halo(sb, hb, bcb));
   auto exd = halox::make_exchange(dom, halox::halo(sa, da, bca), halox::halo(sb, hc),
                                   halox::halo(sb, db, bcb));
-  hxt::fill(ha, n, {0, 0});
-  hxt::fill(hb, n, {1, 0});
-  hxt::fill(hc, n, {2, 0});
+  test_support::fill(ha, n, {0, 0});
+  test_support::fill(hb, n, {1, 0});
+  test_support::fill(hc, n, {2, 0});
   cuda(cudaMemcpy(da.data(), ha.data(), bytes_of(ha, 0), cudaMemcpyHostToDevice));
   cuda(cudaMemcpy(db.data(), hb.data(), bytes_of(hb, 0), cudaMemcpyHostToDevice));
   exd.exchange();
@@ -350,7 +351,7 @@ TEST_CASE("device boundary rules with other fields in one exchange") {
   cuda(cudaMemcpy(bb.data(), db.data(), bytes_of(db, 0), cudaMemcpyDeviceToHost));
   HXT_REQUIRE_OK(same_bits(ba, ha));
   HXT_REQUIRE_OK(same_bits(bb, hb));
-  HXT_REQUIRE_OK(hxt::check(dom, hc, sb, {2, 0}));
+  HXT_REQUIRE_OK(test_support::check(dom, hc, sb, {2, 0}));
 }
 
 TEST_CASE("device boundary rules: errors on every rank before anything is written") {

@@ -56,14 +56,14 @@ TEST_CASE("device: every centering of a 3-D field in one exchange") {
                                    dev[7]);
     for (int it = 0; it < 2; ++it) {
       for (std::size_t k = 0; k < all.size(); ++k) {
-        hxt::fill_points(host[k], {int(k), it});
+        test_support::fill_points(host[k], {int(k), it});
         copy(dev[k], host[k], cudaMemcpyHostToDevice);
       }
       ex.exchange();
       for (std::size_t k = 0; k < all.size(); ++k) {
         INFO("centering " << halox::to_string(all[k]));
         copy(host[k], dev[k], cudaMemcpyDeviceToHost);
-        HXT_REQUIRE_OK(hxt::check_points(host[k], st, {int(k), it}));
+        HXT_REQUIRE_OK(test_support::check_points(host[k], st, {int(k), it}));
       }
     }
   }
@@ -87,14 +87,14 @@ TEST_CASE("device: shared points kept or overwritten, per field, in one exchange
     auto ex = halox::make_exchange(dom, st, dev[0], dev[1], dev[2], dev[3], dev[4], dev[5]);
     for (int it = 0; it < 2; ++it) {
       for (std::size_t k = 0; k < dev.size(); ++k) {
-        hxt::fill_points(host[k], {int(k), it});  // kept copies: this rank's own values
+        test_support::fill_points(host[k], {int(k), it});  // kept copies: this rank's own values
         copy(dev[k], host[k], cudaMemcpyHostToDevice);
       }
       ex.exchange();
       for (std::size_t k = 0; k < dev.size(); ++k) {
         INFO("centering " << halox::to_string(all[k / 2]) << (k % 2 ? ", kept" : ""));
         copy(host[k], dev[k], cudaMemcpyDeviceToHost);
-        HXT_REQUIRE_OK(hxt::check_points(host[k], st, {int(k), it}));
+        HXT_REQUIRE_OK(test_support::check_points(host[k], st, {int(k), it}));
       }
     }
   }
@@ -108,29 +108,29 @@ TEST_CASE("device: reverse sum of a node field's shared copies") {
     const auto st = halox::stencil<2>::box(1);
     auto d = dom.make_field<double>(st, halox::device, centering::node());
     auto h = dom.make_field<double>(st, halox::host, centering::node());
-    const auto n = hxt::point_extents(h);
-    hxt::for_cells<2>(h.allocated_box(), [&](const auto& g) {
-      const auto src = hxt::point_source(h, 0, st, g);
-      h.at(g) = src ? double(hxt::key<2>(n, *src, 0, 1, {}) + 1) : -7.0;
+    const auto n = test_support::point_extents(h);
+    test_support::for_cells<2>(h.allocated_box(), [&](const auto& g) {
+      const auto src = test_support::point_source(h, 0, st, g);
+      h.at(g) = src ? double(test_support::key<2>(n, *src, 0, 1, {}) + 1) : -7.0;
     });
     std::vector<long long> mine(std::size_t(n[0] * n[1]), 0), all(mine.size(), 0);
-    for (const auto& [k, c] : hxt::copy_counts(h, st)) mine[std::size_t(k)] += c;
+    for (const auto& [k, c] : test_support::copy_counts(h, st)) mine[std::size_t(k)] += c;
     boost::mpi::all_reduce(world, mine.data(), int(mine.size()), all.data(),
                            std::plus<long long>());
     copy(d, h, cudaMemcpyHostToDevice);
     auto ex = halox::make_reverse_exchange(dom, st, halox::reduction::sum, d);
     ex.exchange();
     copy(h, d, cudaMemcpyDeviceToHost);
-    hxt::result r;
-    hxt::for_cells<2>(h.allocated_box(), [&](const auto& g) {
-      const auto src = hxt::point_source(h, 0, st, g);
-      const auto k = src ? hxt::key<2>(n, *src, 0, 1, {}) : 0;
+    test_support::result r;
+    test_support::for_cells<2>(h.allocated_box(), [&](const auto& g) {
+      const auto src = test_support::point_source(h, 0, st, g);
+      const auto k = src ? test_support::key<2>(n, *src, 0, 1, {}) : 0;
       const double want = h.owned_points().contains(g)
                               ? double(k + 1) * double(1 + all[std::size_t(k)])
                           : src ? double(k + 1)
                                 : -7.0;
       if (h.at(g) != want && ++r.bad <= 5)
-        r.report += hxt::str<2>(g) + ": got " + std::to_string(h.at(g)) + ", want " +
+        r.report += test_support::str<2>(g) + ": got " + std::to_string(h.at(g)) + ", want " +
                     std::to_string(want) + "\n";
     });
     HXT_REQUIRE_OK(r);

@@ -118,12 +118,12 @@ template <class Dom>
 struct three_fields {
   mirrored<double, 3> a;
   mirrored<float, 3> b;
-  mirrored<hxt::triple, 3> c;
+  mirrored<test_support::triple, 3> c;
 
   three_fields(const Dom& dom, const halox::stencil<3>& st)
       : a(make_mirrored<double>(dom, st, {})),
         b(make_mirrored<float>(dom, st, planar_pair())),
-        c(make_mirrored<hxt::triple>(dom, st, interleaved_triple())) {}
+        c(make_mirrored<test_support::triple>(dom, st, interleaved_triple())) {}
   static halox::field_options planar_pair() {
     halox::field_options o;
     o.components = 2;
@@ -137,17 +137,17 @@ struct three_fields {
   }
   // Tags {1, salt}, {2, salt}, {3, salt} in owned cells, sentinels in the halos; uploaded.
   void fill(const halox::extents<3>& n, int salt) {
-    hxt::fill(a.host, n, {1, salt});
-    hxt::fill(b.host, n, {2, salt});
-    hxt::fill(c.host, n, {3, salt});
+    test_support::fill(a.host, n, {1, salt});
+    test_support::fill(b.host, n, {2, salt});
+    test_support::fill(c.host, n, {3, salt});
     a.upload(), b.upload(), c.upload();
   }
   void check(const halox::stencil<3>& st, const halox::extents<3>& n,
              const std::array<bool, 3>& periodic, int salt) {
     a.download(), b.download(), c.download();
-    HXT_REQUIRE_OK(hxt::check(a.host, st, n, periodic, {1, salt}));
-    HXT_REQUIRE_OK(hxt::check(b.host, st, n, periodic, {2, salt}));
-    HXT_REQUIRE_OK(hxt::check(c.host, st, n, periodic, {3, salt}));
+    HXT_REQUIRE_OK(test_support::check(a.host, st, n, periodic, {1, salt}));
+    HXT_REQUIRE_OK(test_support::check(b.host, st, n, periodic, {2, salt}));
+    HXT_REQUIRE_OK(test_support::check(c.host, st, n, periodic, {3, salt}));
   }
 };
 
@@ -206,23 +206,23 @@ TEST_CASE("device and host fields of several types in one blocking exchange") {
   auto& a = t.a;
   auto h = dom.make_field<int>(st);  // a host field in the same exchange
   t.fill(n, 0);
-  hxt::fill(h, n, {4, 0});
+  test_support::fill(h, n, {4, 0});
   auto ex = halox::make_exchange(dom, st, a.dev, h, t.b.dev, t.c.dev);
   ex.exchange();
   t.check(st, n, per.flags, 0);
-  HXT_REQUIRE_OK(hxt::check(h, st, n, per.flags, {4, 0}));
+  HXT_REQUIRE_OK(test_support::check(h, st, n, per.flags, {4, 0}));
 
   // Again with changed data, split phase.
-  hxt::fill(a.host, n, {1, 5});
-  hxt::fill(h, n, {4, 5});
+  test_support::fill(a.host, n, {1, 5});
+  test_support::fill(h, n, {4, 5});
   a.upload();
   auto handle = ex.start();
   while (!handle.test()) {
   }
   handle.wait();
   a.download();
-  HXT_REQUIRE_OK(hxt::check(a.host, st, n, per.flags, {1, 5}));
-  HXT_REQUIRE_OK(hxt::check(h, st, n, per.flags, {4, 5}));
+  HXT_REQUIRE_OK(test_support::check(a.host, st, n, per.flags, {1, 5}));
+  HXT_REQUIRE_OK(test_support::check(h, st, n, per.flags, {4, 5}));
 }
 
 TEST_CASE("device fields only: several types and layouts, uneven boxes, every CUDA IPC target") {
@@ -877,14 +877,15 @@ TEST_CASE("a sender two exchanges ahead of a receiver that never sends back") {
         "started it (the documented rule); a sender cannot run exchanges ahead of them");
     return;
   }
-  std::vector<hxt::result> results;  // checked together at the end (the checks are collective)
+  std::vector<test_support::result>
+      results;  // checked together at the end (the checks are collective)
   auto fill = [&](int salt) {
-    hxt::fill(u.host, n, {1, salt});
+    test_support::fill(u.host, n, {1, salt});
     u.upload();
   };
   auto record = [&](int salt) {
     u.download();
-    results.push_back(hxt::check(u.host, st, n, per, {1, salt}));
+    results.push_back(test_support::check(u.host, st, n, per, {1, salt}));
   };
   if (me != P - 1) {
     fill(1);
@@ -1079,11 +1080,11 @@ TEST_CASE("staging nccl: calls of 1 MiB and more are registered with NCCL where 
     }
     CHECK(lines == (P == 2 ? 2 : 4));
     for (int round = 0; round < 6; ++round) {  // blocking, split phase, stream-ordered, twice
-      hxt::fill(a.host, n, {1, round});
+      test_support::fill(a.host, n, {1, round});
       a.upload();
       run_exchange(ex, round % 3);
       a.download();
-      HXT_REQUIRE_OK(hxt::check(a.host, st, n, {true, true, true}, {1, round}));
+      HXT_REQUIRE_OK(test_support::check(a.host, st, n, {true, true, true}, {1, round}));
     }
   }
 }
@@ -1125,13 +1126,13 @@ TEST_CASE("staging nccl zero-copy: contiguous halos straight from and into the f
     CHECK(d.find((padded ? "packed, " : "zero-copy: ") + calls) != std::string::npos);
     CHECK((d.find("zero-copy") != std::string::npos) == !padded);
     for (int round = 0; round < 6; ++round) {  // blocking, split phase, stream-ordered, twice
-      hxt::fill(a.host, n, {1, round});
-      hxt::fill(b.host, n, {2, round});
+      test_support::fill(a.host, n, {1, round});
+      test_support::fill(b.host, n, {2, round});
       a.upload(), b.upload();
       run_exchange(ex, round % 3);
       a.download(), b.download();
-      HXT_REQUIRE_OK(hxt::check(a.host, st, n, {true, true, true}, {1, round}));
-      HXT_REQUIRE_OK(hxt::check(b.host, st, n, {true, true, true}, {2, round}));
+      HXT_REQUIRE_OK(test_support::check(a.host, st, n, {true, true, true}, {1, round}));
+      HXT_REQUIRE_OK(test_support::check(b.host, st, n, {true, true, true}, {2, round}));
     }
   }
   cuda(cudaFree(b_dev));
@@ -1192,12 +1193,12 @@ TEST_CASE(
     t.fill(n3, round);
     run_exchange(ex3, round);
     t.check(st3, n3, {periodic, periodic, true}, round);
-    hxt::fill(p.host, n2, {4, round});
-    hxt::fill(q.host, n2, {5, round});
+    test_support::fill(p.host, n2, {4, round});
+    test_support::fill(q.host, n2, {5, round});
     p.upload(), q.upload();
     run_exchange(ex2, round);
     p.download(), q.download();
-    HXT_REQUIRE_OK(hxt::check(p.host, st2, n2, {periodic, periodic}, {4, round}));
-    HXT_REQUIRE_OK(hxt::check(q.host, st2, n2, {periodic, periodic}, {5, round}));
+    HXT_REQUIRE_OK(test_support::check(p.host, st2, n2, {periodic, periodic}, {4, round}));
+    HXT_REQUIRE_OK(test_support::check(q.host, st2, n2, {periodic, periodic}, {5, round}));
   }
 }

@@ -47,34 +47,36 @@ TEST_CASE("device fields with their own stencils in one exchange, a host field w
     auto ex =
         halox::make_exchange(dom, halox::halo(sa, a), halox::halo(sb, b), halox::halo(sb, c, bc));
     for (int it = 0; it < 2; ++it) {
-      hxt::fill(dom, ha, {0, it});
-      hxt::fill(dom, hb, {1, it});
-      hxt::fill(dom, c, {2, it});
+      test_support::fill(dom, ha, {0, it});
+      test_support::fill(dom, hb, {1, it});
+      test_support::fill(dom, c, {2, it});
       copy(a, ha, cudaMemcpyHostToDevice);
       copy(b, hb, cudaMemcpyHostToDevice);
       ex.exchange();
       copy(ha, a, cudaMemcpyDeviceToHost);
       copy(hb, b, cudaMemcpyDeviceToHost);
-      HXT_REQUIRE_OK(hxt::check(dom, ha, sa, {0, it}));
-      HXT_REQUIRE_OK(hxt::check(dom, hb, sb, {1, it}));
+      HXT_REQUIRE_OK(test_support::check(dom, ha, sa, {0, it}));
+      HXT_REQUIRE_OK(test_support::check(dom, hb, sb, {1, it}));
       // c: every cell as check.hpp's model says for the cell it mirrors, where beyond
       // non-periodic faces the zero gradients (dimension 0, then 1) mirror the nearest cell
       // inside them: the clamped cell.
-      hxt::result r;
+      test_support::result r;
       const auto n = dom.global_box().hi;
       const auto o = c.owned_box();
-      hxt::for_cells<2>(halox::grow(o, sb.lo, sb.hi), [&](const auto& g) {
+      test_support::for_cells<2>(halox::grow(o, sb.lo, sb.hi), [&](const auto& g) {
         auto src = g;
         for (int d = 0; d < 2; ++d)
           if (!per[d]) src[d] = std::clamp<halox::index>(src[d], 0, n[d] - 1);
         halox::extents<2> s2{};
-        double want = hxt::value_traits<double>::sentinel();
+        double want = test_support::value_traits<double>::sentinel();
         if (o.contains(src))
-          want = hxt::value_traits<double>::make(hxt::key<2>(n, src, 0, 1, {2, it}));
-        else if (hxt::source_of<2>(src, o, sb, n, per.flags, s2))
-          want = hxt::value_traits<double>::make(hxt::key<2>(n, s2, 0, 1, {2, it}));
+          want =
+              test_support::value_traits<double>::make(test_support::key<2>(n, src, 0, 1, {2, it}));
+        else if (test_support::source_of<2>(src, o, sb, n, per.flags, s2))
+          want =
+              test_support::value_traits<double>::make(test_support::key<2>(n, s2, 0, 1, {2, it}));
         if (c.at(g) != want && ++r.bad <= 8)
-          r.report += hxt::str<2>(g) + ": got " + std::to_string(c.at(g)) + ", want " +
+          r.report += test_support::str<2>(g) + ": got " + std::to_string(c.at(g)) + ", want " +
                       std::to_string(want) + "\n";
       });
       HXT_REQUIRE_OK(r);
