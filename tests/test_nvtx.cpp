@@ -7,10 +7,15 @@
 #include <catch2/catch.hpp>
 #include <halox/halox.hpp>
 
+#include <boost/mpi/collectives/all_gather.hpp>
+#include <boost/serialization/utility.hpp>
+#include <boost/serialization/vector.hpp>
+
 #include <cstdlib>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -137,4 +142,55 @@ TEST_CASE("NVTX ranges and GPU time of device fields: pack inside start, unpack 
   CHECK(starts == 40);
   CHECK(packs == 40);
   CHECK(unpacks == 40);
+}
+
+TEST_CASE("NVTX ranges: cross-memory copies of wrapped arrays are named by peer") {
+  // Wrapped arrays a peer cannot map, with shm_cross_memory: each direct message is copied by
+  // process_vm_readv/writev (where the system allows it), inside the message's range.
+  boost::mpi::communicator world;
+  const int P = world.size(), me = world.rank();
+  constexpr auto st = halox::stencil<3>::box(1);
+  const halox::cartesian<3> dom(world, {24, 4 * P, 24}, halox::periodic<3>::all(),
+                                halox::process_grid<3>{{1, P, 1}});
+  const auto n = dom.local_boxes()[0].size();
+  const halox::extents<3> alloc{n[0] + 2, n[1] + 2, n[2] + 2};
+  std::vector<double> mem(std::size_t(alloc[0] * alloc[1] * alloc[2]));
+  auto u = dom.wrap<double>(mem.data(), alloc, {1, 1, 1}, {1, 1, 1});
+  halox::exchange_options o;
+  o.label = "nvtx-cross";
+  o.nvtx = true;
+  o.shm_cross_memory = true;
+  o.shm_direct_min_bytes = 0;
+  std::string how;
+  {
+    auto ex = halox::make_exchange(dom, st, o, u);
+    how = ex.describe();
+    ex.exchange();
+  }
+  if (P > 1 && how.find("by cross-memory attach") == std::string::npos)
+    WARN("cross-memory attach refused here: the messages took two copies\n" << how);
+  std::set<std::string> copies;
+  for (const auto& e : of(events(), "nvtx-cross", true))
+    if (message_range(e)) copies.insert(e);
+  std::set<std::string> want;
+  if (P > 1)
+    for (int peer : {(me + 1) % P, (me + P - 1) % P}) {
+      want.insert("push nvtx-cross: pack for rank " + std::to_string(peer));
+      want.insert("push nvtx-cross: unpack from rank " + std::to_string(peer));
+    }
+  // A direct message is copied by one rank of its pair, whichever gets there first: every
+  // range names a peer, and over all ranks every message (sender, receiver) shows up once.
+  std::vector<std::pair<int, int>> mine;
+  for (const auto& e : copies) {
+    CHECK(want.count(e) == 1);
+    const int peer = std::stoi(e.substr(e.rfind(' ') + 1));
+    mine.push_back(e.find(": pack for rank ") != std::string::npos ? std::pair{me, peer}
+                                                                   : std::pair{peer, me});
+  }
+  std::vector<std::vector<std::pair<int, int>>> all;
+  boost::mpi::all_gather(world, mine, all);
+  std::set<std::pair<int, int>> seen, expected;
+  for (const auto& r : all) seen.insert(r.begin(), r.end());
+  for (int s = 0; P > 1 && s < P; ++s) expected.insert({{s, (s + 1) % P}, {s, (s + P - 1) % P}});
+  CHECK(seen == expected);
 }

@@ -74,6 +74,7 @@ class exchange_core final : public step_runner {
   void unpack(std::size_t m) const override;
   /// Whether the unpack waits for every message and runs in peer order (reverse exchanges).
   bool ordered() const override { return prog_.ordered_host_unpack; }
+  const nvtx_names& ranges() const override { return *nvtx_; }
   /// Packs every send message's host steps (host fields beside device ones).
   void pack_all() const;
   /// The host fields' local copies (periodic images on this rank).

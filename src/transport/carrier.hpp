@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "core/nvtx.hpp"
+
 namespace halox::detail {
 
 /// What progress() did: whether anything moved (a message arrived, was copied or sent) and
@@ -39,6 +41,9 @@ class step_runner {
   /// Reverse exchanges: every message arrives first, then all are unpacked in peer order (by
   /// the exchange, not the carrier).
   virtual bool ordered() const = 0;
+  /// The exchange's NVTX range names, for a carrier that copies message m itself (pack: a send
+  /// message) instead of running its steps.
+  virtual const nvtx_names& ranges() const = 0;
 
  protected:
   ~step_runner() = default;

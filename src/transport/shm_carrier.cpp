@@ -61,7 +61,7 @@ bool shm_carrier::pull_direct() {
     if (!in_direct_[m]) continue;
     if (!box_.copied_recv(m, g_)) {
       if (!box_.ready(m, g_) || !box_.claim_recv(m, g_)) continue;
-      if (!box_.pull(m)) steps_.unpack(m);  // the sender's owned cells into this rank's halo
+      if (!pulled(m)) steps_.unpack(m);  // the sender's owned cells into this rank's halo
       box_.post_consumed(m, g_);
     }
     in_direct_[m] = 0;
@@ -80,7 +80,7 @@ bool shm_carrier::push_direct(bool copy) {
     if (!out_direct_[m]) continue;
     if (!box_.copied_send(m, g_)) {
       if (!copy || !box_.receiver_started(m, g_) || !box_.claim_send(m, g_)) continue;
-      if (!box_.push(m)) steps_.pack(m);  // this rank's owned cells into the receiver's halo
+      if (!pushed(m)) steps_.pack(m);  // this rank's owned cells into the receiver's halo
       box_.post_copied_send(m, g_);
     }
     out_direct_[m] = 0;
@@ -120,6 +120,20 @@ bool shm_carrier::take_shared() {
     moved = true;
   }
   return moved;
+}
+
+// Cross-memory copies of direct messages (shm_mailbox::pull/push), each in the message's NVTX
+// range as its steps would be; false, having done nothing, where the steps copy it.
+bool shm_carrier::pulled(std::size_t m) const {
+  if (!box_.cross_recv(m)) return false;
+  const nvtx_message_range range(steps_.ranges(), false, m);
+  return box_.pull(m);
+}
+
+bool shm_carrier::pushed(std::size_t m) const {
+  if (!box_.cross_send(m)) return false;
+  const nvtx_message_range range(steps_.ranges(), true, m);
+  return box_.push(m);
 }
 
 bool shm_carrier::done() const {

@@ -45,6 +45,8 @@ class shm_carrier final : public carrier {
   bool push_direct(bool copy);
   bool push_sends();
   bool take_shared();
+  bool pulled(std::size_t m) const;
+  bool pushed(std::size_t m) const;
   bool done() const;
 
   const shm_mailbox& box_;

@@ -128,6 +128,13 @@ class shm_mailbox {
   /// Either side, a direct message whose peer side is memory halox does not own (wrapped
   /// fields): runs its copy by cross-memory attach (transport/cross_memory.hpp) and returns
   /// true; false, having done nothing, for any other message (its placed steps copy it).
+  /// Whether push(send) / pull(recv) copies that message (cross-memory attach).
+  bool cross_send(std::size_t send) const {
+    return send < cross_send_.size() && cross_send_[send].pid != 0;
+  }
+  bool cross_recv(std::size_t recv) const {
+    return recv < cross_recv_.size() && cross_recv_[recv].pid != 0;
+  }
   bool push(std::size_t send) const;
   bool pull(std::size_t recv) const;
   std::size_t direct_send_count() const { return direct_sends_; }
