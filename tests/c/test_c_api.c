@@ -7,7 +7,6 @@
  * and the user's arrays left as they were. */
 #include "check.h"
 
-
 /* A global cell as a number: exact in int32 and double for the extents used here. */
 static double code(const int64_t* g, int dim) {
   double v = 1;

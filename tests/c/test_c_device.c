@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "check.h"
+#include "entities.h"
 
 #define CUDA_OK(call)                                                                      \
   do {                                                                                     \
@@ -106,15 +107,6 @@ static void test_cartesian(cudaStream_t stream) {
 
 /* ---- an unstructured pattern ------------------------------------------------------------- */
 
-enum { max_entities = 64 };
-
-/* Entities rank r owns, and the global id of its k-th: unique, scattered, beyond 32 bits. */
-static int owned_count(int r) {
-  return 4 + r % 3;
-}
-static int64_t id_of(int r, int k) {
-  return ((int64_t)k * size + r) * 7919 + ((int64_t)1 << 36);
-}
 /* Rank q's ghosts: the entities k of every other rank r with k + q odd, lower ranks first.
  * Returns the count. */
 static int ghosts_of(int q, int64_t* ids) {
@@ -123,12 +115,6 @@ static int ghosts_of(int q, int64_t* ids) {
     for (int k = 0; r != q && k < owned_count(r); ++k)
       if ((k + q) % 2 == 1) ids[n++] = id_of(r, k);
   return n;
-}
-static double u_value(int64_t g, int c) {
-  return (double)g * 4 + c;
-}
-static int64_t v_value(int64_t g, int c) {
-  return g * 3 - c;
 }
 
 typedef struct {
@@ -147,31 +133,6 @@ static void make_pattern(entities* e) {
                                &e->pat));
 }
 
-/* Host images of the two fields: u [entity][2], v two planes `stride` apart; owned entities
- * hold their values, ghosts -1. */
-static void fill_entities(const entities* e, double* u, int64_t* v, int stride) {
-  for (int i = 0; i < e->n_local; ++i)
-    for (int c = 0; c < 2; ++c) {
-      const int own = i < e->n_owned;
-      u[2 * i + c] = own ? u_value(e->ids[i], c) : -1;
-      v[c * stride + i] = own ? v_value(e->ids[i], c) : -1;
-    }
-}
-
-static void verify_entities(const entities* e, const double* u, const int64_t* v, int stride,
-                            const char* what) {
-  int bad = 0;
-  for (int i = 0; i < e->n_local; ++i)
-    for (int c = 0; c < 2; ++c) {
-      if (u[2 * i + c] != u_value(e->ids[i], c) && bad++ < 3)
-        CHECK(0, "%s: u of id %ld [%d] is %.0f, expected %.0f", what, (long)e->ids[i], c,
-              u[2 * i + c], u_value(e->ids[i], c));
-      if (v[c * stride + i] != v_value(e->ids[i], c) && bad++ < 3)
-        CHECK(0, "%s: v of id %ld [%d] is %ld, expected %ld", what, (long)e->ids[i], c,
-              (long)v[c * stride + i], (long)v_value(e->ids[i], c));
-    }
-}
-
 typedef struct {
   double u[2 * max_entities];
   int64_t v[2 * max_entities + 3];
@@ -183,7 +144,7 @@ typedef struct {
 /* One forward round in device memory: fill, copy in, exchange (run or scheduled), copy out. */
 static void entity_round(const entities* e, entity_arrays* a, halox_exchange* ex,
                          cudaStream_t stream, int scheduled, const char* what) {
-  fill_entities(e, a->u, a->v, a->stride);
+  fill_values(e->ids, e->n_owned, e->n_local, a->u, a->v, a->stride);
   CUDA_OK(cudaMemcpy(a->du, a->u, sizeof a->u, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(a->dv, a->v, sizeof a->v, cudaMemcpyHostToDevice));
   if (scheduled) {
@@ -195,7 +156,7 @@ static void entity_round(const entities* e, entity_arrays* a, halox_exchange* ex
   CUDA_OK(cudaMemcpyAsync(a->u, a->du, sizeof a->u, cudaMemcpyDeviceToHost, stream));
   CUDA_OK(cudaMemcpyAsync(a->v, a->dv, sizeof a->v, cudaMemcpyDeviceToHost, stream));
   CUDA_OK(cudaStreamSynchronize(stream));
-  verify_entities(e, a->u, a->v, a->stride, what);
+  check_values(e->ids, e->n_owned, e->ids + e->n_owned, e->n_local, a->u, a->v, a->stride, what);
 }
 
 static void test_entities_forward(cudaStream_t stream) {

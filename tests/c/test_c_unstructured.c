@@ -6,6 +6,7 @@
  * a field of the wrong length, ranks that disagree, bad counts and reductions) rejected on
  * every rank with its status and message, and the user's arrays left as they were. */
 #include "check.h"
+#include "entities.h"
 
 /* A call every rank must reject with HALOX_ERROR and a message containing `text`. */
 #define REJECTED(call, text)                                                                \
@@ -16,16 +17,6 @@
           halox_last_error(), (text));                                                      \
   } while (0)
 
-enum { max_entities = 64 };
-
-/* Entities rank r owns, and the global id of its k-th: unique, scattered, beyond 32 bits. */
-static int owned_count(int r) {
-  return 4 + r % 3;
-}
-static int64_t id_of(int r, int k) {
-  return ((int64_t)k * size + r) * 7919 + ((int64_t)1 << 36);
-}
-
 /* Rank q's ghosts: the entities k of every other rank r with k + q even, higher ranks first
  * (not sorted). owner[i] is the rank that owns ghost i. Returns the count. */
 static int ghosts_of(int q, int64_t* ids, int* owner) {
@@ -34,14 +25,6 @@ static int ghosts_of(int q, int64_t* ids, int* owner) {
     for (int k = 0; r != q && k < owned_count(r); ++k)
       if ((k + q) % 2 == 0) ids[n] = id_of(r, k), owner[n++] = r;
   return n;
-}
-
-/* The values an entity of id g holds: component c of the double and of the int64 field. */
-static double u_value(int64_t g, int c) {
-  return (double)g * 4 + c;
-}
-static int64_t v_value(int64_t g, int c) {
-  return g * 3 - c;
 }
 
 typedef struct {
@@ -70,31 +53,13 @@ static void make_pattern(layout* l) {
           found[i], l->ghost_owner[i]);
 }
 
-/* Owned entities hold their values, ghosts -1. u: [entity][2]; v: 2 planes `stride` apart. */
 static void fill(const layout* l, double* u, int64_t* v, int stride) {
-  for (int e = 0; e < l->n_local; ++e)
-    for (int c = 0; c < 2; ++c) {
-      const int own = e < l->n_owned;
-      u[2 * e + c] = own ? u_value(l->owned[e], c) : -1;
-      v[c * stride + e] = own ? v_value(l->owned[e], c) : -1;
-    }
+  fill_values(l->owned, l->n_owned, l->n_local, u, v, stride);
 }
 
 static int verify(const layout* l, const double* u, const int64_t* v, int stride,
                   const char* what) {
-  int bad = 0;
-  for (int e = 0; e < l->n_local; ++e) {
-    const int64_t g = e < l->n_owned ? l->owned[e] : l->ghosts[e - l->n_owned];
-    for (int c = 0; c < 2; ++c) {
-      if (u[2 * e + c] != u_value(g, c) && bad++ < 3)
-        CHECK(0, "%s: u of id %ld [%d] is %.0f, expected %.0f", what, (long)g, c, u[2 * e + c],
-              u_value(g, c));
-      if (v[c * stride + e] != v_value(g, c) && bad++ < 3)
-        CHECK(0, "%s: v of id %ld [%d] is %ld, expected %ld", what, (long)g, c,
-              (long)v[c * stride + e], (long)v_value(g, c));
-    }
-  }
-  return bad;
+  return check_values(l->owned, l->n_owned, l->ghosts, l->n_local, u, v, stride, what);
 }
 
 /* The two fields over `l`'s pattern: u interleaved, v planar with planes `stride` apart. */
