@@ -50,4 +50,15 @@ if(HALOX_BUILD_TESTS)
         TIMEOUT 120 SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "verified bit for bit")
     endforeach()
   endforeach()
+  # Over NCCL between two GPUs (each rank its own virtual node, so CUDA IPC is not offered):
+  # skipped where the machine has fewer than two GPUs (ranks sharing one cannot use NCCL).
+  set(_name example_fortran_heat2d_acc_nccl_np2)
+  add_test(NAME ${_name}
+    COMMAND sh -c "test \"$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')\" -ge 2 || { echo 'SKIP: needs two GPUs'; exit 77; }; exec \"$0\" \"$@\""
+      ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${MPIEXEC_PREFLAGS}
+      $<TARGET_FILE:fortran_heat2d_acc> 40 30 stream)
+  set_tests_properties(${_name} PROPERTIES
+    ENVIRONMENT "${HALOX_MPI_TEST_ENV};HALOX_STAGING=nccl;HALOX_NODE_SIZE=1"
+    LABELS "example;fortran;gpu;nccl;mpi;np2" TIMEOUT 120 SKIP_RETURN_CODE 77
+    PASS_REGULAR_EXPRESSION "verified bit for bit")
 endif()
