@@ -1,4 +1,5 @@
-# Finds NCCL the same way for halox's build and for the installed package's consumers:
+# Finds NCCL for halox's build (the installed package needs none: halox loads libnccl at run
+# time, src/transport/nccl_api.hpp, and checks its version there too):
 # under NCCL_ROOT (CMake variable or environment) first, then next to the CUDA toolkit
 # (CUDAToolkit_INCLUDE_DIRS, CUDAToolkit_LIBRARY_DIR: NCCL ships inside CUDA 13 toolkits), then
 # in the extra directories given and CMake's default places.

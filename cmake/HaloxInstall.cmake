@@ -17,12 +17,6 @@ install(TARGETS ${_halox_targets} EXPORT haloxTargets
 install(DIRECTORY include/halox DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT haloxTargets NAMESPACE halox:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/halox)
 
-if(HALOX_NCCL_FOUND)
-  # The package finds NCCL as the build did (HaloxFindNCCL.cmake), then where the build found it.
-  get_filename_component(_halox_nccl_libdir "${HALOX_NCCL_LIBRARY}" DIRECTORY)
-  install(FILES cmake/HaloxFindNCCL.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/halox)
-endif()
-
 configure_package_config_file(cmake/haloxConfig.cmake.in
   ${PROJECT_BINARY_DIR}/haloxConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/halox)

@@ -1,7 +1,8 @@
 # NCCL for device messages (optional; staging::nccl, docs/nccl.md). HALOX_ENABLE_NCCL: AUTO (use
 # it when found under NCCL_ROOT or next to the CUDA toolkit: CUDA 13 ships it), ON (required),
-# OFF. Never without CUDA. Sets HALOX_NCCL_FOUND and, when found, the target halox::nccl
-# (HaloxFindNCCL.cmake, which the installed package uses to find NCCL the same way).
+# OFF. Never without CUDA. Sets HALOX_NCCL_FOUND and, when found, HALOX_NCCL_INCLUDE_DIR (halox
+# compiles against nccl.h), HALOX_NCCL_LIBRARY (halox loads it at run time: nothing links it but
+# the benchmark's raw NCCL rows) and the target halox::nccl (HaloxFindNCCL.cmake).
 set(HALOX_ENABLE_NCCL AUTO CACHE STRING "Build the NCCL transport: AUTO, ON or OFF")
 set_property(CACHE HALOX_ENABLE_NCCL PROPERTY STRINGS AUTO ON OFF)
 string(TOUPPER "${HALOX_ENABLE_NCCL}" _halox_nccl_request)

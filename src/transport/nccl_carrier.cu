@@ -13,6 +13,7 @@
 #include "gpu/ipc_export.hpp"
 #include "halox/core/error.hpp"
 #include "mpi/check.hpp"
+#include "transport/nccl_api.hpp"
 #include "transport/nccl_carrier.hpp"
 #include "transport/nccl_check.hpp"
 #include "transport/nccl_pieces.hpp"
@@ -329,7 +330,7 @@ void nccl_carrier::register_large(MPI_Comm comm, bool want) {
     for (std::size_t c = r.first; c < r.first + r.count; ++c) {
       if (calls[c].bytes < nccl_register_min_bytes) continue;
       void* h = nullptr;
-      nccl_check(ncclCommRegister(comm_->get(), calls[c].data, calls[c].bytes, &h),
+      nccl_check(nccl().CommRegister(comm_->get(), calls[c].data, calls[c].bytes, &h),
                  "ncclCommRegister", me, r.peer, comm_->get());
       registered_.push_back(h);
       r.registered = true;
@@ -339,7 +340,7 @@ void nccl_carrier::register_large(MPI_Comm comm, bool want) {
 
 nccl_carrier::~nccl_carrier() {
   if (comm_ && comm_->get() != nullptr)
-    for (void* h : registered_) (void)ncclCommDeregister(comm_->get(), h);
+    for (void* h : registered_) (void)nccl().CommDeregister(comm_->get(), h);
 }
 
 void nccl_carrier::connect() {
@@ -366,8 +367,7 @@ void nccl_carrier::abort(const std::string& why) {
 }
 
 std::string nccl_carrier::describe() const {
-  int v = 0;
-  (void)ncclGetVersion(&v);
+  const int v = loaded_nccl().version;
   // Less the process's own reference, which keeps it until MPI_Finalize (nccl_comm.hpp).
   return format("NCCL {}.{}.{}, one communicator shared by {} exchange object(s)", v / 10000,
                 v / 100 % 100, v % 100, std::max(1L, comm_.use_count() - 1));

@@ -8,12 +8,18 @@ namespace halox::detail {
 
 namespace {
 [[noreturn]] void no_nccl() {
-  fail("staging 'nccl': this halox was built without NCCL (HALOX_ENABLE_NCCL)");
+  fail("staging 'nccl': {}", nccl_unavailable_reason());
 }
 }  // namespace
 
 bool nccl_built() noexcept {
   return false;
+}
+bool nccl_available() {
+  return false;
+}
+std::string nccl_unavailable_reason() {
+  return "this halox was built without NCCL (HALOX_ENABLE_NCCL)";
 }
 
 nccl_comm::~nccl_comm() = default;

@@ -16,6 +16,7 @@
 #include "gpu/stream.hpp"
 #include "halox/core/error.hpp"
 #include "mpi/check.hpp"
+#include "transport/nccl_api.hpp"
 #include "transport/nccl_check.hpp"
 #include "transport/nccl_comm.hpp"
 
@@ -30,7 +31,7 @@ std::atomic<long> created_comms{0}, live_comms{0};
 constexpr std::string_view part = "NCCL communicator set-up";  // for MPI errors
 
 std::string last_error(ncclComm_t comm) {
-  const char* last = ncclGetLastError(comm);
+  const char* last = nccl().GetLastError(comm);
   return last != nullptr ? std::string(last) : std::string();
 }
 
@@ -70,7 +71,7 @@ void keep(const std::shared_ptr<nccl_comm>& c, int rank) {
 void nccl_fail(ncclResult_t rc, const char* call, int rank, int peer, ncclComm_t comm) {
   const std::string last = last_error(comm);
   fail("rank {}: {}{} failed: {}{}", rank, call,
-       peer >= 0 ? format(" with peer {}", peer) : std::string(), ncclGetErrorString(rc),
+       peer >= 0 ? format(" with peer {}", peer) : std::string(), nccl().GetErrorString(rc),
        last.empty() ? std::string() : "; NCCL's last error: " + last);
 }
 
@@ -85,11 +86,12 @@ nccl_comm::~nccl_comm() {
     int current = -1;
     const bool restore = cudaGetDevice(&current) == cudaSuccess;
     ncclResult_t state = ncclSuccess;
-    if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess ||
+    const nccl_api& api = nccl();  // loaded: there is a communicator
+    if (api.CommGetAsyncError(comm_, &state) != ncclSuccess ||
         (state != ncclSuccess && state != ncclInProgress))
-      (void)ncclCommAbort(comm_);
+      (void)api.CommAbort(comm_);
     else
-      (void)ncclCommDestroy(comm_);
+      (void)api.CommDestroy(comm_);
     if (restore) (void)cudaSetDevice(current);
   }
   if (last_ != nullptr) (void)cudaEventDestroy(last_);
@@ -114,6 +116,7 @@ std::shared_ptr<nccl_comm> nccl_comm::shared(MPI_Comm comm) {
   std::shared_ptr<nccl_comm> live;
   int device = -1;
   try {
+    require(nccl_available(), "rank {}: {}", rank, nccl_unavailable_reason());
     gpu::check(cudaGetDevice(&device), "cudaGetDevice", rank);
     std::lock_guard<std::mutex> lock(registry_mutex);
     for (const auto& s : *kept) {
@@ -153,7 +156,7 @@ std::shared_ptr<nccl_comm> nccl_comm::create(MPI_Comm comm, int rank, int size, 
     ncclUniqueId id{};
   } msg;
   if (rank == 0) {
-    msg.result = int(ncclGetUniqueId(&msg.id));
+    msg.result = int(nccl().GetUniqueId(&msg.id));
     msg.serial = ++created_on_this_process;
   }
   mpi::check(MPI_Bcast(&msg, int(sizeof msg), MPI_BYTE, 0, comm), "MPI_Bcast(ncclUniqueId)", rank,
@@ -170,7 +173,7 @@ std::shared_ptr<nccl_comm> nccl_comm::create(MPI_Comm comm, int rank, int size, 
   config.blocking = 1;  // every call returns done or failed, never ncclInProgress
   config.commName = "halox";
   ncclComm_t c = nullptr;
-  const ncclResult_t rc = ncclCommInitRankConfig(&c, size, msg.id, rank, &config);
+  const ncclResult_t rc = nccl().CommInitRankConfig(&c, size, msg.id, rank, &config);
   std::exception_ptr problem;
   if (rc != ncclSuccess) {
     try {
@@ -178,7 +181,7 @@ std::shared_ptr<nccl_comm> nccl_comm::create(MPI_Comm comm, int rank, int size, 
     } catch (...) {
       problem = std::current_exception();
     }
-    if (c != nullptr) (void)ncclCommAbort(c);  // a failed init may still hand out a handle
+    if (c != nullptr) (void)nccl().CommAbort(c);  // a failed init may still hand out a handle
   } else {
     s->comm_ = c;
   }
@@ -188,7 +191,7 @@ std::shared_ptr<nccl_comm> nccl_comm::create(MPI_Comm comm, int rank, int size, 
   mpi::check(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", rank, part);
   if (problem) std::rethrow_exception(problem);
   if (all == 0) {
-    (void)ncclCommAbort(s->comm_);
+    (void)nccl().CommAbort(s->comm_);
     s->comm_ = nullptr;
     fail("rank {}: ncclCommInitRankConfig failed on another rank (see that rank's error)", rank);
   }
@@ -213,21 +216,22 @@ void nccl_comm::enqueue_group(void* stream, const nccl_call* sends, std::size_t 
       known_capture != unknown_capture ? known_capture : gpu::capture_id(st, rank_);
   if (recorded_ && last_capture_ == capture && stream != last_stream_)
     gpu::check(cudaStreamWaitEvent(st, last_, 0), "cudaStreamWaitEvent(NCCL order)", rank_);
-  nccl_check(ncclGroupStart(), "ncclGroupStart", rank_, -1, comm_);
+  const nccl_api& api = nccl();
+  nccl_check(api.GroupStart(), "ncclGroupStart", rank_, -1, comm_);
   ncclResult_t rc = ncclSuccess;
   const char* failed = nullptr;
   int peer = -1;
   for (std::size_t k = 0; k < n_sends && rc == ncclSuccess; ++k) {
-    rc = ncclSend(sends[k].data, sends[k].bytes, ncclUint8, sends[k].peer, comm_, st);
+    rc = api.Send(sends[k].data, sends[k].bytes, ncclUint8, sends[k].peer, comm_, st);
     failed = "ncclSend";
     peer = sends[k].peer;
   }
   for (std::size_t k = 0; k < n_recvs && rc == ncclSuccess; ++k) {
-    rc = ncclRecv(recvs[k].data, recvs[k].bytes, ncclUint8, recvs[k].peer, comm_, st);
+    rc = api.Recv(recvs[k].data, recvs[k].bytes, ncclUint8, recvs[k].peer, comm_, st);
     failed = "ncclRecv";
     peer = recvs[k].peer;
   }
-  const ncclResult_t end = ncclGroupEnd();  // closes the group after a failed call too
+  const ncclResult_t end = api.GroupEnd();  // closes the group after a failed call too
   if (rc != ncclSuccess) nccl_fail(rc, failed, rank_, peer, comm_);
   nccl_check(end, "ncclGroupEnd", rank_, -1, comm_);
   gpu::check(cudaEventRecord(last_, st), "cudaEventRecord(NCCL order)", rank_);
@@ -271,7 +275,7 @@ void nccl_comm::require_usable() const {
 void nccl_comm::abort(const std::string& why) {
   if (aborted_.load(std::memory_order_acquire)) return;
   failure_ = format("rank {}: the NCCL communicator was aborted: {}", rank_, why);
-  (void)ncclCommAbort(comm_);  // unchecked: the communicator is gone whatever it says
+  (void)nccl().CommAbort(comm_);  // unchecked: the communicator is gone whatever it says
   comm_ = nullptr;
   aborted_.store(true, std::memory_order_release);
 }
@@ -279,13 +283,13 @@ void nccl_comm::abort(const std::string& why) {
 void nccl_comm::check_async() {
   require_usable();
   ncclResult_t state = ncclSuccess;
-  nccl_check(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError", rank_, -1, comm_);
+  nccl_check(nccl().CommGetAsyncError(comm_, &state), "ncclCommGetAsyncError", rank_, -1, comm_);
   if (state == ncclSuccess || state == ncclInProgress) return;
   const std::string last = last_error(comm_);
   failure_ = format(
       "rank {}: NCCL reported an asynchronous error: {}{}; the NCCL communicator was aborted",
-      rank_, ncclGetErrorString(state), last.empty() ? std::string() : " (" + last + ")");
-  (void)ncclCommAbort(comm_);
+      rank_, nccl().GetErrorString(state), last.empty() ? std::string() : " (" + last + ")");
+  (void)nccl().CommAbort(comm_);
   comm_ = nullptr;
   aborted_.store(true, std::memory_order_release);
   throw error(failure_);

@@ -2,7 +2,7 @@
 /// @file
 /// One NCCL communicator per group of ranks, shared by every user over those ranks (the NCCL
 /// transport, docs/nccl.md). Compiles without nvcc and without nccl.h; in a build without NCCL,
-/// asking for one throws halox::error.
+/// or where libnccl cannot be loaded, asking for one throws halox::error.
 
 #include <atomic>
 #include <cstddef>
@@ -19,6 +19,13 @@ namespace halox::detail {
 
 /// Whether this halox was built with the NCCL transport.
 bool nccl_built() noexcept;
+/// Whether this process can use NCCL: built with it, and libnccl loaded and recent enough
+/// (transport/nccl_api.hpp; the first call loads it). Local: the ranks agree on it where they
+/// vote on NCCL (transport/routes.hpp).
+bool nccl_available();
+/// Why not, for errors and describe() (empty where it can): "this halox was built without NCCL
+/// (HALOX_ENABLE_NCCL)", or "NCCL is built but libnccl.so.2 could not be loaded: ...".
+std::string nccl_unavailable_reason();
 
 /// One NCCL send or receive: `bytes` bytes at `data` (device memory), to or from `peer`.
 struct nccl_call {
