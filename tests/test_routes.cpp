@@ -344,17 +344,20 @@ TEST_CASE("routes: forced NCCL that not every rank asks for fails on every rank"
   const hx::staging_choice wish{p.options.device_staging, false, ""};
   const std::string e =
       test_support::error_of([&] { (void)hx::route_table::agree(MPI_Comm(world), p, wish); });
+  // A halox that cannot use NCCL (built without it, or its library not loaded) says so first.
   // Ranks of one node on one GPU (this program picks none: every rank on the first) are refused
-  // for that first, as before the route table.
+  // for that next, as before the route table.
+  const bool usable = hx::nccl_available();
   const bool shared =
       hx::locality::discover(MPI_Comm(world), 0, hx::current_gpu_bus_id()).gpu_shared();
   const std::string why =
-      shared ? "rank 0: staging 'nccl' needs one GPU per rank, but ranks of this communicator on "
-               "one node share a GPU, which NCCL does not allow; run one rank per GPU or use "
-               "another staging policy"
-             : "rank 0: staging 'nccl' needs every rank to use NCCL, and another rank chose "
-               "another staging policy";
-  if (world.size() == 1) {  // every rank asked: the table gives NCCL its messages (none here)
+      !usable  ? "rank 0: staging 'nccl': " + hx::nccl_unavailable_reason()
+      : shared ? "rank 0: staging 'nccl' needs one GPU per rank, but ranks of this communicator on "
+                 "one node share a GPU, which NCCL does not allow; run one rank per GPU or use "
+                 "another staging policy"
+               : "rank 0: staging 'nccl' needs every rank to use NCCL, and another rank chose "
+                 "another staging policy";
+  if (world.size() == 1 && usable) {  // every rank asked: NCCL gets its messages (none here)
     CHECK(e.empty());
   } else if (forced) {
     CHECK(e == "halox: " + why);
@@ -386,9 +389,10 @@ TEST_CASE("routes: a chain's NCCL needs every rank", "[routes][mpi]") {
     CHECK(e == (me == 0 ? "halox: " + want
                         : "halox: rank " + std::to_string(me) +
                               ": stopped because another rank rejected its input: " + want));
-  } else if (!hx::nccl_built()) {
-    CHECK(e ==
-          "halox: rank 0: chain staging 'nccl': this halox was built without NCCL "
-          "(HALOX_ENABLE_NCCL)");
+  } else if (!hx::nccl_available()) {
+    CHECK(e == "halox: rank 0: chain staging 'nccl': " + hx::nccl_unavailable_reason());
+    if (!hx::nccl_built())
+      CHECK(hx::nccl_unavailable_reason() ==
+            "this halox was built without NCCL (HALOX_ENABLE_NCCL)");
   }
 }

@@ -187,6 +187,7 @@ staging_choice decide_staging(const exchange_program& prog, staging_choice wish,
                         "pack into device memory, cudaMemcpyAsync through pinned host memory "
                         "(host_staging_copies)");
   }
+  if (!c.nccl_note.empty()) c.why += "; " + c.nccl_note;
   return c;
 }
 
@@ -289,14 +290,18 @@ std::map<int, unsigned> agree_offers(MPI_Comm comm, const route_wishes& w, const
 }
 
 // Collective with device fields: whether NCCL carries the messages CUDA IPC does not. Every
-// rank must want it (forced or automatic) and no two ranks of a node may share a GPU (NCCL
-// refuses them); otherwise automatic NCCL falls back to host staging by copies, and forced
-// NCCL is an error on every rank.
+// rank must want it (forced or automatic), be able to use it (built with NCCL, its library
+// loaded) and no two ranks of a node may share a GPU (NCCL refuses them); otherwise automatic
+// NCCL falls back to host staging by copies, and forced NCCL is an error on every rank, before
+// any message is sent.
 route_votes vote_nccl(MPI_Comm comm, const route_wishes& w, const locality& here, int me) {
   const bool forced = w.asked == staging::nccl;
-  const int mine = votes_nccl(w) ? 1 : 0;
-  int in[3] = {mine, -mine, forced ? -1 : 0}, out[3] = {0, 0, 0};
-  mpi::check(MPI_Allreduce(in, out, 3, MPI_INT, MPI_MIN, comm), "MPI_Allreduce(NCCL votes)", me,
+  // Automatic NCCL was wished for only where it is available (choose_staging); forced NCCL
+  // loads the library here, and a rank that cannot use it votes against.
+  const bool available = !forced || w.host_fields || nccl_available();
+  const int mine = votes_nccl(w) && available ? 1 : 0;
+  int in[4] = {mine, -mine, forced ? -1 : 0, available ? 1 : 0}, out[4] = {0, 0, 0, 0};
+  mpi::check(MPI_Allreduce(in, out, 4, MPI_INT, MPI_MIN, comm), "MPI_Allreduce(NCCL votes)", me,
              part);
   route_votes v;
   v.nccl_all = out[0] != 0;
@@ -309,6 +314,8 @@ route_votes vote_nccl(MPI_Comm comm, const route_wishes& w, const locality& here
             "rank {}: staging 'nccl' carries device fields only; exchange host fields with "
             "another exchange object",
             me);
+    require(available, "rank {}: staging 'nccl': {}", me, nccl_unavailable_reason());
+    if (out[3] == 0) return;  // the ranks that cannot use NCCL say why
     require(!here.gpu_shared(),
             "rank {}: staging 'nccl' needs one GPU per rank, but ranks of this communicator on "
             "one node share a GPU, which NCCL does not allow; run one rank per GPU or use "
@@ -399,10 +406,7 @@ route_table route_table::agree_chain(MPI_Comm comm, bool want, bool device,
               "rank {}: chain staging 'nccl' needs every rank to ask for it (a device chain with "
               "device_staging = nccl, or HALOX_STAGING=nccl), but {} did not",
               me, want ? "another rank" : "this rank");
-      require(nccl_built(),
-              "rank {}: chain staging 'nccl': this halox was built without NCCL "
-              "(HALOX_ENABLE_NCCL)",
-              me);
+      require(nccl_available(), "rank {}: chain staging 'nccl': {}", me, nccl_unavailable_reason());
     });
     t.here_ = locality::discover(comm, 0, current_gpu_bus_id(me));
     t.votes_.gpu_shared = t.here_.gpu_shared();

@@ -61,12 +61,15 @@ staging_choice choose_staging(staging s, bool host_fields) {
       break;
   }
   if (aware) return {staging::gpu_aware, true, "automatic: MPI is CUDA-aware"};
-  if (nccl_built() && !host_fields)
+  // Asked only here, where NCCL would be taken: the library is loaded the first time.
+  if (nccl_built() && !host_fields && nccl_available())
     return {staging::nccl, true,
             "automatic: MPI is not CUDA-aware, NCCL is built: buffers in device memory, sends "
             "and receives on halox's stream"};
-  return {staging::host_staged, false,
-          "automatic: MPI is not CUDA-aware; pack kernel writes mapped pinned memory"};
+  staging_choice c{staging::host_staged, false,
+                   "automatic: MPI is not CUDA-aware; pack kernel writes mapped pinned memory"};
+  if (nccl_built() && !host_fields) c.nccl_note = nccl_unavailable_reason();
+  return c;
 }
 
 }  // namespace detail

@@ -41,9 +41,10 @@ constexpr halox::chain_options over_nccl(bool periodic) {
 // return.
 bool nccl_usable(const mpi::communicator& world) {
   const int gpus = halox::detail::device_count();
-  if (halox::detail::nccl_built() && world.size() <= gpus) return true;
-  WARN("skipped: " << (halox::detail::nccl_built() ? "ranks share a GPU, which NCCL does not allow"
-                                                   : "halox built without NCCL"));
+  if (halox::detail::nccl_available() && world.size() <= gpus) return true;
+  WARN("skipped: " << (halox::detail::nccl_available()
+                           ? "ranks share a GPU, which NCCL does not allow"
+                           : halox::detail::nccl_unavailable_reason()));
   return false;
 }
 
@@ -196,8 +197,9 @@ TEST_CASE("chain over NCCL: where it cannot be used, every rank throws at constr
         },
         "needs every rank to ask for it");
   }
-  if (!halox::detail::nccl_built()) {
-    every_rank_throws([&] { halox::chain<i64> ch(world, over_nccl(true)); }, "built without NCCL");
+  if (!halox::detail::nccl_available()) {  // built without NCCL, or its library not loaded
+    every_rank_throws([&] { halox::chain<i64> ch(world, over_nccl(true)); },
+                      halox::detail::nccl_unavailable_reason());
   } else if (P > halox::detail::device_count()) {  // one node: some ranks share a GPU
     every_rank_throws([&] { halox::chain<i64> ch(world, over_nccl(true)); }, "share a GPU");
   }

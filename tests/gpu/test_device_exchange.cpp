@@ -170,12 +170,12 @@ void run_exchange(halox::halo_exchange& ex, int k) {
   }
 }
 
-// Whether NCCL can join pairs of these `ranks` here (2 or more, one GPU each, NCCL built);
+// Whether NCCL can join pairs of these `ranks` here (2 or more, one GPU each, NCCL usable);
 // if not, says so (WARN) for the caller to return.
 bool nccl_pairs(int ranks) {
   int gpus = 0;
   cuda(cudaGetDeviceCount(&gpus));
-  if (halox::detail::nccl_built() && ranks <= gpus && ranks >= 2) return true;
+  if (halox::detail::nccl_available() && ranks <= gpus && ranks >= 2) return true;
   WARN("skipped: needs 2 or more ranks, one GPU each, and NCCL");
   return false;
 }
@@ -783,7 +783,7 @@ TEST_CASE("start() on device fields does not wait for a peer, on every path") {
   CAPTURE(policy);
   int gpus = 0;
   cuda(cudaGetDeviceCount(&gpus));
-  if (policy == "nccl" && (!halox::detail::nccl_built() || world.size() > gpus)) {
+  if (policy == "nccl" && (!halox::detail::nccl_available() || world.size() > gpus)) {
     WARN("skipped: NCCL needs one GPU per rank");
     return;
   }
@@ -969,9 +969,9 @@ TEST_CASE(
   const int P = world.size();
   int gpus = 0;
   cuda(cudaGetDeviceCount(&gpus));
-  if (!halox::detail::nccl_built() || P > gpus) {
+  if (!halox::detail::nccl_available() || P > gpus) {
     WARN("skipped: " << (P > gpus ? "ranks share a GPU, which NCCL does not allow"
-                                  : "halox built without NCCL"));
+                                  : halox::detail::nccl_unavailable_reason()));
     return;
   }
   // node_size 1: every rank a node of its own (all NCCL); 2: pairs share CUDA IPC, NCCL between.

@@ -101,7 +101,7 @@ halox::exchange_options options_for(const std::string& path) {
 bool runnable(const std::string& path, const boost::mpi::communicator& world) {
   int gpus = 0;
   cuda(cudaGetDeviceCount(&gpus));
-  return path != "nccl" || (halox::detail::nccl_built() && world.size() <= gpus);
+  return path != "nccl" || (halox::detail::nccl_available() && world.size() <= gpus);
 }
 
 // The bytes of every message describe() lists ("send to R: N B via ...", "recv from R: N B").

@@ -177,7 +177,8 @@ void run_rounds(const ring& r, nccl_carrier& p, cudaStream_t stream, int rounds)
 }  // namespace
 
 TEST_CASE("nccl_carrier: ring exchange between device buffers", "[nccl]") {
-  REQUIRE(halox::detail::nccl_built());
+  INFO(halox::detail::nccl_unavailable_reason());
+  REQUIRE(halox::detail::nccl_available());
   const int me = world_rank(), n = world_size();
   auto c = nccl_comm::shared(MPI_COMM_WORLD);
   REQUIRE(c->rank() == me);

@@ -37,8 +37,9 @@ void cuda(cudaError_t rc, int rank) {
 // device node-local rank % GPU count.
 void skip_or_pick_device() {
   const int gpus = halox::detail::device_count();
-  if (gpus == 0 || !halox::detail::nccl_built()) {
-    std::printf("SKIP: %s\n", gpus == 0 ? "no CUDA device" : "built without NCCL");
+  if (gpus == 0 || !halox::detail::nccl_available()) {
+    std::printf("SKIP: %s\n",
+                gpus == 0 ? "no CUDA device" : halox::detail::nccl_unavailable_reason().c_str());
     std::exit(77);
   }
   const char* size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
