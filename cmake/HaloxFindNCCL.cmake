@@ -7,8 +7,8 @@
 #   halox_find_nccl([HINTS dir...])
 #
 # Sets HALOX_NCCL_FOUND, HALOX_NCCL_VERSION, HALOX_NCCL_INCLUDE_DIR, HALOX_NCCL_LIBRARY and,
-# when found, the imported target halox::nccl. NCCL 2.14 or newer (ncclCommInitRankConfig,
-# ncclGetLastError, ncclCommFinalize) is required.
+# when found, the imported target halox::nccl. NCCL 2.19 or newer (ncclCommRegister,
+# ncclCommInitRankConfig, ncclGetLastError, ncclCommFinalize) is required.
 function(halox_find_nccl)
   cmake_parse_arguments(F "" "" "HINTS" ${ARGN})
   set(_roots)
@@ -41,10 +41,10 @@ function(halox_find_nccl)
       endforeach()
     endforeach()
     set(_version "${_v_MAJOR}.${_v_MINOR}.${_v_PATCH}")
-    if(_version VERSION_GREATER_EQUAL 2.14)
+    if(_version VERSION_GREATER_EQUAL 2.19)
       set(_found TRUE)
     else()
-      message(STATUS "halox: NCCL ${_version} at ${HALOX_NCCL_INCLUDE_DIR} is older than 2.14")
+      message(STATUS "halox: NCCL ${_version} at ${HALOX_NCCL_INCLUDE_DIR} is older than 2.19 (halox calls ncclCommRegister)")
     endif()
   endif()
 

@@ -71,7 +71,7 @@ TEST_CASE("nccl loader: the library the build found, every function resolved", "
   int v = 0;
   REQUIRE(lib.api.GetVersion(&v) == ncclSuccess);
   CHECK(v == lib.version);
-  CHECK(v >= NCCL_VERSION(2, 14, 0));
+  CHECK(v >= NCCL_VERSION(2, 19, 0));
   CHECK(v / 10000 == NCCL_MAJOR);
   CHECK(starts_with(lib.api.GetErrorString(ncclInvalidArgument), "invalid argument"));
 }
@@ -92,7 +92,7 @@ TEST_CASE("nccl loader: a path that does not exist is reported with the loader's
 TEST_CASE("nccl loader: a library that is not NCCL is refused, naming what it lacks", "[nccl]") {
   const hx::nccl_library lib = hx::load_nccl("libm.so.6", "");
   CHECK_FALSE(lib.usable());
-  CHECK(contains(lib.error, "libm.so.6 has no ncclGetVersion (halox needs NCCL 2.14.0 or newer)"));
+  CHECK(contains(lib.error, "libm.so.6 has no ncclGetVersion (halox needs NCCL 2.19.0 or newer)"));
   CHECK_FALSE(resolved(lib.api).front().second);
 }
 

@@ -38,8 +38,9 @@ struct nccl_library {
   bool usable() const noexcept { return error.empty(); }
 };
 
-/// The oldest NCCL halox runs with (ncclCommInitRankConfig, ncclGetLastError), as a version code.
-inline constexpr int nccl_min_version = NCCL_VERSION(2, 14, 0);
+/// The oldest NCCL halox runs with (ncclCommRegister, the newest function it calls, came with
+/// 2.19), as a version code; the build requires the same of nccl.h (HaloxFindNCCL.cmake).
+inline constexpr int nccl_min_version = NCCL_VERSION(2, 19, 0);
 
 /// Loads libnccl: `path` alone where given and not empty (HALOX_NCCL_LIBRARY); otherwise
 /// "libnccl.so.2" through the dynamic loader's search (LD_LIBRARY_PATH, the executable's
