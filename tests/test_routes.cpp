@@ -104,6 +104,31 @@ TEST_CASE("routes: why a rank offers no CUDA IPC, in words", "[routes]") {
   CHECK(hx::no_ipc_text(0, 1, 0, "").empty());
 }
 
+TEST_CASE("routes: a GPU hidden from one side is tried, not given up", "[routes]") {
+  const unsigned hidden = hx::no_ipc_not_visible;
+  CHECK(hx::probes_hidden(hidden, hidden));  // each rank sees only its own GPU
+  CHECK(hx::probes_hidden(hidden, 0));       // one side sees both
+  CHECK(hx::probes_hidden(0, hidden));
+  CHECK_FALSE(hx::probes_hidden(0, 0));  // nothing hidden: CUDA IPC was offered already
+  // Another reason on either side rules CUDA IPC out without a try.
+  for (unsigned other : {unsigned(hx::no_ipc_policy), unsigned(hx::no_ipc_host_fields),
+                         unsigned(hx::no_ipc_unlisted), unsigned(hx::no_ipc_no_access)}) {
+    CHECK_FALSE(hx::probes_hidden(hidden, other));
+    CHECK_FALSE(hx::probes_hidden(other, hidden));
+    CHECK_FALSE(hx::probes_hidden(other, 0));
+  }
+  CHECK(hx::hidden_ipc_text(0, 1, "0000:19:00.0", "") ==
+        "rank 1's GPU 0000:19:00.0 is not visible to rank 0 (CUDA_VISIBLE_DEVICES or a "
+        "container hides it); CUDA IPC between them worked when tried at set-up");
+  CHECK(hx::hidden_ipc_text(
+            2, 3, "0000:1a:00.0",
+            "rank 3 could not open rank 2's memory: cudaErrorMapBufferObjectFailed") ==
+        "not CUDA IPC: rank 3's GPU 0000:1a:00.0 is not visible to rank 2 (CUDA_VISIBLE_DEVICES "
+        "or a container hides it), and CUDA IPC between them failed when tried at set-up (rank 3 "
+        "could not open rank 2's memory: cudaErrorMapBufferObjectFailed); leave every GPU of the "
+        "node visible to every rank and select one per rank with cudaSetDevice");
+}
+
 TEST_CASE("routes: votes", "[routes]") {
   using halox::staging;
   CHECK(hx::votes_nccl(device_wishes(staging::nccl, staging::nccl)));
@@ -310,7 +335,7 @@ TEST_CASE("routes: ranks that allow different things agree on one table", "[rout
     const int q = p.sends[m].peer;
     const bool ipc = me != 1 && q != 1 && pair_allowed(me, q);
     const route r = t.send(m);  // on GPUs of their own, CUDA IPC may take device signals
-    const std::string* why = t.fallback(q);
+    const std::string* why = t.remark(q);
     if (ipc) {
       CHECK((r == route::ipc || r == route::ipc_signalled));
       CHECK(why == nullptr);

@@ -334,9 +334,9 @@ std::string halo_exchange::describe() const {
   if (c.copier())
     out += s_->capturable ? "; CUDA graphs: capturable"
                           : "; CUDA graphs: not capturable (" + s_->why_not_capturable() + ")";
-  // Node-local peers that take no node-local route say why.
+  // Node-local peers that take no node-local route say why (and hidden GPUs how).
   auto why = [&](int peer) {
-    const std::string* w = c.routes().fallback(peer);
+    const std::string* w = c.routes().remark(peer);
     return w ? fmt::format(" [{}]", *w) : std::string();
   };
   auto note = [&](bool send, int peer) {

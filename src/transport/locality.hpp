@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include <mpi.h>
 
@@ -48,5 +49,16 @@ std::string current_gpu_bus_id(int rank = -1);
 /// says the two GPUs cannot access each other. `rank` is for error messages.
 enum class gpu_access { peer, not_visible, no_peer_access };
 gpu_access gpu_reaches(const std::string& bus, int rank);
+
+/// Whether CUDA IPC works between this rank's GPU and the GPUs of `peers`: node-local ranks
+/// whose GPU one side of the pair cannot see (CUDA_VISIBLE_DEVICES, a container), so that peer
+/// access cannot be asked of CUDA. CUDA can still map memory of a GPU the mapping process does
+/// not see, and this tries it: every rank exports a small buffer holding a marker, opens each
+/// peer's (peer access enabled lazily, as the CUDA IPC transport opens them), reads the marker
+/// back and closes it, and the two ranks of each pair trade their outcomes, so both get the same
+/// answer. Collective over the pairs (each peer calls it with this rank among its `peers`).
+/// Per peer: empty where both directions worked, else what failed ("rank 1 could not open rank
+/// 0's memory: cudaErrorPeerAccessUnsupported").
+std::vector<std::string> probe_hidden_ipc(MPI_Comm comm, const std::vector<int>& peers, int me);
 
 }  // namespace halox::detail

@@ -125,6 +125,24 @@ std::string no_ipc_text(unsigned why, int who, int other, const std::string& bus
   }
 }
 
+bool probes_hidden(unsigned mine, unsigned theirs) {
+  auto open = [](unsigned why) { return why == 0 || why == no_ipc_not_visible; };
+  return open(mine) && open(theirs) && (mine == no_ipc_not_visible || theirs == no_ipc_not_visible);
+}
+
+std::string hidden_ipc_text(int who, int other, const std::string& bus, const std::string& failed) {
+  if (failed.empty())
+    return format(
+        "rank {}'s GPU {} is not visible to rank {} (CUDA_VISIBLE_DEVICES or a container hides "
+        "it); CUDA IPC between them worked when tried at set-up",
+        other, bus, who);
+  return format(
+      "not CUDA IPC: rank {}'s GPU {} is not visible to rank {} (CUDA_VISIBLE_DEVICES or a "
+      "container hides it), and CUDA IPC between them failed when tried at set-up ({}); leave "
+      "every GPU of the node visible to every rank and select one per rank with cudaSetDevice",
+      other, bus, who, failed);
+}
+
 bool votes_nccl(const route_wishes& w) {
   return w.device_fields && !w.host_fields &&
          (w.asked == staging::nccl || w.staged == staging::nccl);
@@ -205,14 +223,14 @@ bool route_table::all_ipc() const {
          std::all_of(recvs_.begin(), recvs_.end(), ipc);
 }
 
-const std::string* route_table::fallback(int peer) const {
-  const auto it = fallback_.find(peer);
-  return it == fallback_.end() ? nullptr : &it->second;
+const std::string* route_table::remark(int peer) const {
+  const auto it = remark_.find(peer);
+  return it == remark_.end() ? nullptr : &it->second;
 }
 
 void route_table::settle_shm(const shm_mailbox* shm) {
   if (shm != nullptr)
-    for (const auto& [peer, why] : shm->fallbacks()) fallback_[peer] = "not shared memory: " + why;
+    for (const auto& [peer, why] : shm->fallbacks()) remark_[peer] = "not shared memory: " + why;
   auto settle = [](route& r, bool shared, bool direct) {
     if (r != route::shm) return;
     r = !shared ? route::mpi : direct ? route::shm_direct : route::shm;
@@ -243,6 +261,38 @@ peer_site site_of(const locality& here, int me, int peer, bool gpu) {
   s.gpu_reachable = !s.same_gpu && a == gpu_access::peer;
   s.gpu_visible = a != gpu_access::not_visible;
   return s;
+}
+
+// Device exchanges, after the offers: pairs where a GPU was hidden from one side and nothing else
+// rules CUDA IPC out try it (probe_hidden_ipc, collective over those pairs) and take it where it
+// worked both ways; every other pair without CUDA IPC gets its reason for describe().
+void explain_or_probe(MPI_Comm comm, const locality& here, const std::vector<int>& peers,
+                      const std::vector<unsigned>& out, const std::vector<unsigned>& in,
+                      std::map<int, unsigned>& agreed, std::map<int, std::string>& why_not,
+                      int me) {
+  std::vector<int> hidden;
+  std::vector<std::size_t> at;
+  for (std::size_t k = 0; k < peers.size(); ++k)
+    if (probes_hidden(out[k] >> 8, in[k] >> 8)) hidden.push_back(peers[k]), at.push_back(k);
+  const std::vector<std::string> failed = probe_hidden_ipc(comm, hidden, me);
+  for (std::size_t h = 0; h < hidden.size(); ++h) {
+    const int peer = hidden[h];
+    const bool mine = out[at[h]] >> 8 == no_ipc_not_visible;  // else the peer cannot see mine
+    const std::string* g = here.gpu_of(mine ? peer : me);
+    const std::string bus = g ? *g : std::string();
+    why_not[peer] = mine ? hidden_ipc_text(me, peer, bus, failed[h])
+                         : hidden_ipc_text(peer, me, bus, failed[h]);
+    if (failed[h].empty()) agreed[peer] |= offer_ipc;
+  }
+  for (std::size_t k = 0; k < peers.size(); ++k) {
+    if ((agreed[peers[k]] & offer_ipc) != 0 || why_not.count(peers[k]) != 0) continue;
+    const unsigned mine = out[k] >> 8, theirs = in[k] >> 8;
+    // A hidden GPU is the lesser reason where the other side has one of its own.
+    const bool use_mine = mine != 0 && (theirs == 0 || mine != no_ipc_not_visible);
+    const std::string* bus = here.gpu_of(use_mine ? peers[k] : me);
+    why_not[peers[k]] = use_mine ? no_ipc_text(mine, me, peers[k], bus ? *bus : "")
+                                 : no_ipc_text(theirs, peers[k], me, bus ? *bus : "");
+  }
 }
 
 // Both ranks of a pair take a node-local route only where each offers it: every rank sends its
@@ -278,14 +328,8 @@ std::map<int, unsigned> agree_offers(MPI_Comm comm, const route_wishes& w, const
   if (!reqs.empty())
     mpi::check(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
                "MPI_Waitall(route offers)", me, part);
-  for (std::size_t k = 0; k < peers.size(); ++k) {
-    agreed[peers[k]] = out[k] & in[k] & 0xffU;
-    if (!w.device_fields || (agreed[peers[k]] & offer_ipc) != 0) continue;
-    const unsigned mine = out[k] >> 8, theirs = in[k] >> 8;
-    const std::string* bus = here.gpu_of(mine != 0 ? peers[k] : me);
-    why_not[peers[k]] = mine != 0 ? no_ipc_text(mine, me, peers[k], bus ? *bus : "")
-                                  : no_ipc_text(theirs, peers[k], me, bus ? *bus : "");
-  }
+  for (std::size_t k = 0; k < peers.size(); ++k) agreed[peers[k]] = out[k] & in[k] & 0xffU;
+  if (w.device_fields) explain_or_probe(comm, here, peers, out, in, agreed, why_not, me);
   return agreed;
 }
 
@@ -376,7 +420,7 @@ route_table route_table::agree(MPI_Comm comm, const exchange_program& prog, stag
   route_table t;
   t.here_ = locality::discover(comm, w.node_size, w.device_fields ? current_gpu_bus_id() : "");
   if (w.device_fields) t.votes_ = vote_nccl(comm, w, t.here_, me);
-  const std::map<int, unsigned> agreed = agree_offers(comm, w, t.here_, prog, me, t.fallback_);
+  const std::map<int, unsigned> agreed = agree_offers(comm, w, t.here_, prog, me, t.remark_);
   if (w.device_fields && !w.host_fields) vote_ipc(comm, w, t.here_, prog, agreed, t.votes_, me);
   for (const auto& m : prog.sends) t.sends_.push_back(decide(w, agreed.at(m.peer), t.votes_));
   for (const auto& m : prog.recvs) t.recvs_.push_back(decide(w, agreed.at(m.peer), t.votes_));

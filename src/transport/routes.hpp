@@ -83,13 +83,19 @@ enum : unsigned {
   no_ipc_policy = 1,       ///< its staging policy is gpu_aware or host_staged
   no_ipc_host_fields = 2,  ///< host fields share the messages
   no_ipc_unlisted = 3,     ///< its peer_ipc_ranks leaves the pair out
-  no_ipc_not_visible = 4,  ///< the peer's GPU is not visible to it
+  no_ipc_not_visible = 4,  ///< the peer's GPU is not visible to it (a probe may still reach it)
   no_ipc_no_access = 5,    ///< CUDA says its GPU cannot access the peer's
 };
 unsigned why_no_ipc(const route_wishes& w, int me, int peer, const peer_site& site);
 /// describe()'s words for `why` (seen from rank `who`; `other`: the pair's other rank, `bus`
 /// its GPU).
 std::string no_ipc_text(unsigned why, int who, int other, const std::string& bus);
+/// Whether a pair whose ranks gave these reasons (why_no_ipc of each side) tries CUDA IPC with
+/// probe_hidden_ipc: some side cannot see the other's GPU, and nothing else stands in the way.
+bool probes_hidden(unsigned mine, unsigned theirs);
+/// describe()'s words for a pair that tried (`failed`: what failed, empty where it worked);
+/// `who` cannot see rank `other`'s GPU `bus`.
+std::string hidden_ipc_text(int who, int other, const std::string& bus, const std::string& failed);
 
 /// What the ranks voted, all of them together (reductions), and what locality says of all.
 struct route_votes {
@@ -164,9 +170,10 @@ class route_table {
   /// for describe()), or goes in one copy (shm_direct). Null: no message of this rank uses
   /// shared memory.
   void settle_shm(const shm_mailbox* shm);
-  /// Why messages to or from `peer` take no node-local route although it is node-local ("not
-  /// shared memory: ...", "not CUDA IPC: ..."), or null.
-  const std::string* fallback(int peer) const;
+  /// What describe() adds for a node-local peer, or null: why messages to or from it take no
+  /// node-local route ("not shared memory: ...", "not CUDA IPC: ..."), or how CUDA IPC reaches
+  /// its GPU although this rank cannot see it.
+  const std::string* remark(int peer) const;
 
   /// For describe(): how messages of route `r` travel (set by whoever carries them).
   const std::string& how(route r) const { return how_[std::size_t(r)]; }
@@ -178,7 +185,7 @@ class route_table {
   std::optional<staging_choice> staging_;
   std::size_t chunk_ = 0;
   locality here_;
-  std::map<int, std::string> fallback_;
+  std::map<int, std::string> remark_;
   std::array<std::string, route_count> how_;
 };
 

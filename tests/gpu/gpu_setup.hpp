@@ -49,4 +49,18 @@ inline halox_test::geom geom_of(const halox::field<double, 3>& f, const halox::e
   return g;
 }
 
+// Counts wrong cells of `g` after an exchange of stamp `salt` (every halo cell checked against
+// its periodic source: global coordinates encoded in the values).
+inline unsigned long long wrong_cells(const halox_test::geom& g, double salt, cudaStream_t s) {
+  unsigned long long* bad = nullptr;
+  cuda(cudaMalloc(&bad, sizeof *bad));
+  cuda(cudaMemsetAsync(bad, 0, sizeof *bad, s));
+  halox_test::verify(g, salt, bad, s);
+  unsigned long long v = 0;
+  cuda(cudaMemcpyAsync(&v, bad, sizeof v, cudaMemcpyDeviceToHost, s));
+  cuda(cudaStreamSynchronize(s));
+  cuda(cudaFree(bad));
+  return v;
+}
+
 }  // namespace gpu_test

@@ -17,6 +17,7 @@
 #include "exchange/peer_agreement.hpp"
 #include "gpu_setup.hpp"
 #include "kernels.hpp"
+#include "transport/locality.hpp"
 #include "transport/nccl_carrier.hpp"
 
 namespace {
@@ -181,6 +182,24 @@ bool nccl_pairs(int ranks) {
 }
 
 }  // namespace
+
+// The set-up step that lets ranks reach GPUs they cannot see (test_hidden_gpus runs it that way,
+// on two GPUs): here between every pair of ranks, whichever GPUs they drive (one shared GPU
+// included), every direction must open the other's memory and read its marker back.
+TEST_CASE("the CUDA IPC probe: every pair of ranks opens each other's memory") {
+  boost::mpi::communicator world;
+  std::vector<int> peers;
+  for (int r = 0; r < world.size(); ++r)
+    if (r != world.rank()) peers.push_back(r);
+  const auto failed = halox::detail::probe_hidden_ipc(world, peers, world.rank());
+  REQUIRE(failed.size() == peers.size());
+  for (std::size_t k = 0; k < peers.size(); ++k) {
+    INFO("peer " << peers[k] << ": " << failed[k]);
+    CHECK(failed[k].empty());
+  }
+  // No buffer is left behind, and CUDA has no error pending.
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
 
 TEST_CASE("device fields are allocated, padded and zeroed") {
   boost::mpi::communicator world;

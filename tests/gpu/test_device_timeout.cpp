@@ -22,6 +22,7 @@ namespace {
 const bool skipped_without_gpu = gpu_test::skip_without_gpu();
 using gpu_test::cuda;
 using gpu_test::geom_of;
+using gpu_test::wrong_cells;
 
 // HALOX_WAIT_TIMEOUT overrides the option (ctest sets it for every test): this test sets its
 // own for its lifetime and puts the old value back.
@@ -59,20 +60,6 @@ halox::exchange_options options_of(const transport& t) {
   o.node_size = t.node_size;
   o.label = std::string("timeout-") + t.name;
   return o;
-}
-
-// Counts wrong cells of `g` after an exchange of stamp `salt` (every halo cell checked against
-// its periodic source: global coordinates encoded in the values).
-unsigned long long wrong_cells(const halox_test::geom& g, double salt, cudaStream_t s) {
-  unsigned long long* bad = nullptr;
-  cuda(cudaMalloc(&bad, sizeof *bad));
-  cuda(cudaMemsetAsync(bad, 0, sizeof *bad, s));
-  halox_test::verify(g, salt, bad, s);
-  unsigned long long v = 0;
-  cuda(cudaMemcpyAsync(&v, bad, sizeof v, cudaMemcpyDeviceToHost, s));
-  cuda(cudaStreamSynchronize(s));
-  cuda(cudaFree(bad));
-  return v;
 }
 
 }  // namespace
