@@ -42,8 +42,34 @@ bool message_range(const std::string& e) {
          e.find(": unpack from rank ") != std::string::npos;
 }
 
+// Whether event `e` pushes a transport's step ("MPI post receives", "NCCL post sends", ...).
+bool step_range(const std::string& e) {
+  for (const char* t : {": MPI ", ": shared memory ", ": host staging ", ": CUDA IPC ", ": NCCL "})
+    if (e.find(t) != std::string::npos) return true;
+  return false;
+}
+
+// Each transport step's range of `label` with the range it is nested in: "start > MPI post
+// receives" (names without the label).
+std::set<std::string> steps_in(const std::vector<std::string>& all, const std::string& label) {
+  std::set<std::string> out;
+  std::vector<std::string> stack;
+  const std::string prefix = "push " + label + ": ";
+  for (const auto& e : all) {
+    if (e == "pop") {
+      if (!stack.empty()) stack.pop_back();
+      continue;
+    }
+    const std::string name = e.rfind(prefix, 0) == 0 ? e.substr(prefix.size()) : std::string();
+    if (!name.empty() && step_range(e))
+      out.insert((stack.empty() ? "" : stack.back()) + " > " + name);
+    stack.push_back(name);
+  }
+  return out;
+}
+
 // The events of ranges whose name starts with `label`, with the pops that close them; the
-// ranges of single messages only with `messages`.
+// ranges of single messages only with `messages` (transports' steps never).
 std::vector<std::string> of(const std::vector<std::string>& all, const std::string& label,
                             bool messages = false) {
   std::vector<std::string> out;
@@ -55,7 +81,8 @@ std::vector<std::string> of(const std::vector<std::string>& all, const std::stri
       open.pop_back();
       continue;
     }
-    const bool mine = e.rfind("push " + label + ":", 0) == 0 && (messages || !message_range(e));
+    const bool mine =
+        e.rfind("push " + label + ":", 0) == 0 && !step_range(e) && (messages || !message_range(e));
     open.push_back(mine);
     if (mine) out.push_back(e);
   }
@@ -105,6 +132,23 @@ TEST_CASE("NVTX ranges: set-up, start and wait by the object's label, nothing wh
     }
   CHECK(packs == want_packs);
   CHECK(unpacks == want_unpacks);
+  // The transports' steps, nested in the calls that make them: MPI posts its receives in
+  // start() (its sends go one message at a time, inside each message's pack range); shared
+  // memory, between ranks of this node, posts both in start(). A wait ends in "MPI complete"
+  // where it blocks in MPI; under a wait timeout (ctest sets one) it polls instead.
+  std::set<std::string> want_start = {"start > MPI post receives"};
+  if (P > 1) {
+    want_start.insert("start > shared memory post receives");
+    want_start.insert("start > shared memory post sends");
+  }
+  std::set<std::string> in_start;
+  for (const auto& e : steps_in(all, "nvtx-on"))
+    if (e.rfind("start > ", 0) == 0)
+      in_start.insert(e);
+    else
+      CHECK(e == "wait > MPI complete");
+  CHECK(in_start == want_start);
+  CHECK(steps_in(all, "nvtx-off").empty());
 }
 
 TEST_CASE("NVTX ranges and GPU time of device fields: pack inside start, unpack inside wait") {
@@ -142,6 +186,14 @@ TEST_CASE("NVTX ranges and GPU time of device fields: pack inside start, unpack 
   CHECK(starts == 40);
   CHECK(packs == 40);
   CHECK(unpacks == 40);
+  // With peers, the transport's steps (CUDA IPC, MPI or NCCL, by the machine) inside start and
+  // wait.
+  const auto steps = steps_in(events(), "nvtx-dev");
+  if (P > 1) CHECK(!steps.empty());
+  for (const auto& e : steps) {
+    INFO(e);
+    CHECK((e.rfind("start > ", 0) == 0 || e.rfind("wait > ", 0) == 0));
+  }
 }
 
 TEST_CASE("NVTX ranges: cross-memory copies of wrapped arrays are named by peer") {

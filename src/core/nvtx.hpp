@@ -11,6 +11,10 @@
 namespace halox::detail {
 
 enum class nvtx_phase { setup, start, wait, schedule_exchange, schedule_wait, pack, unpack, count };
+/// The transports (transport/carrier.hpp) and the steps of theirs that get a range, named
+/// "<label>: <transport> <step>" ("heat: NCCL post sends", "heat: MPI complete").
+enum class nvtx_transport { mpi, shm, staging, ipc, nccl, count };
+enum class nvtx_step { post_receives, clear_to_send, post_sends, complete, count };
 
 /// One object's registered range names; inactive when default-constructed.
 class nvtx_names {
@@ -25,11 +29,14 @@ class nvtx_names {
   void push(nvtx_phase p) const;
   /// The range of the host pack (`pack`) or unpack of message `m`.
   void push_message(bool pack, std::size_t m) const;
+  /// The range of a transport's step.
+  void push_step(nvtx_transport t, nvtx_step s) const;
   void pop() const;
 
  private:
   void* domain_ = nullptr;
   void* names_[int(nvtx_phase::count)] = {};
+  void* step_names_[int(nvtx_transport::count)][int(nvtx_step::count)] = {};
   std::vector<void*> pack_names_, unpack_names_;
 };
 
@@ -60,6 +67,22 @@ class nvtx_message_range {
   }
   nvtx_message_range(const nvtx_message_range&) = delete;
   nvtx_message_range& operator=(const nvtx_message_range&) = delete;
+
+ private:
+  const nvtx_names& n_;
+};
+
+/// The range of a transport's step, for the lifetime of the object.
+class nvtx_step_range {
+ public:
+  nvtx_step_range(const nvtx_names& n, nvtx_transport t, nvtx_step s) : n_(n) {
+    if (n_.on()) n_.push_step(t, s);
+  }
+  ~nvtx_step_range() {
+    if (n_.on()) n_.pop();
+  }
+  nvtx_step_range(const nvtx_step_range&) = delete;
+  nvtx_step_range& operator=(const nvtx_step_range&) = delete;
 
  private:
   const nvtx_names& n_;

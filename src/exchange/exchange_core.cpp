@@ -141,6 +141,14 @@ void exchange_core::describe_routes() {
   routes_.set_how(route::ipc_signalled, ipc_->how());
 }
 
+void exchange_core::use_nvtx(const nvtx_names* n) {
+  nvtx_ = n;
+  for (carrier* c : {static_cast<carrier*>(&mpi_), static_cast<carrier*>(shm_.get()),
+                     static_cast<carrier*>(ipc_.get()), static_cast<carrier*>(nccl_.get()),
+                     static_cast<carrier*>(pipe_.get())})
+    if (c != nullptr) c->use_nvtx(n);
+}
+
 void exchange_core::pack(std::size_t m) const {
   const nvtx_message_range range(*nvtx_, true, m);
   const exchange_program::steps& st = pack_steps();

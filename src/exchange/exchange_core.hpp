@@ -65,8 +65,9 @@ class exchange_core final : public step_runner {
   staging_pipeline* pipeline() const { return pipe_.get(); }
   device_copier* copier() const { return gpu_.get(); }
   device_boundary* boundary() const { return rules_.get(); }
-  /// The exchange object's NVTX ranges: the host pack and unpack of each message get one.
-  void use_nvtx(const nvtx_names* n) { nvtx_ = n; }
+  /// The exchange object's NVTX ranges: the host pack and unpack of each message get one, and
+  /// every carrier's steps.
+  void use_nvtx(const nvtx_names* n);
 
   /// Host steps of message m (the program's index), in the copy of the buffers this exchange
   /// uses (generation mod 2).

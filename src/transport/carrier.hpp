@@ -51,18 +51,47 @@ class step_runner {
 
 class carrier {
  public:
+  explicit carrier(nvtx_transport t) : transport_(t) {}
   virtual ~carrier() = default;
 
-  virtual void post_receives(std::uint64_t g) = 0;
-  virtual bool clear_to_send(std::uint64_t, bool) { return true; }
-  virtual void post_sends(std::uint64_t g) = 0;
-  virtual progress_report progress() = 0;
-  virtual void complete() = 0;
+  /// The exchange's NVTX names: post_receives, a blocking clear_to_send, post_sends and
+  /// complete then run inside ranges "<label>: <transport> <step>" (core/nvtx.hpp).
+  void use_nvtx(const nvtx_names* n) { nvtx_ = n != nullptr ? n : &nvtx_off(); }
+
+  void post_receives(std::uint64_t g) {
+    const nvtx_step_range r(*nvtx_, transport_, nvtx_step::post_receives);
+    do_post_receives(g);
+  }
+  bool clear_to_send(std::uint64_t g, bool block) {
+    if (!block) return do_clear_to_send(g, false);
+    const nvtx_step_range r(*nvtx_, transport_, nvtx_step::clear_to_send);
+    return do_clear_to_send(g, true);
+  }
+  void post_sends(std::uint64_t g) {
+    const nvtx_step_range r(*nvtx_, transport_, nvtx_step::post_sends);
+    do_post_sends(g);
+  }
+  progress_report progress() { return do_progress(); }
+  void complete() {
+    const nvtx_step_range r(*nvtx_, transport_, nvtx_step::complete);
+    do_complete();
+  }
   /// For a wait that gave up (exchange_options::wait_timeout): what this rank still waits for,
   /// one "rank P (transport: what)" item per wait, in `out`. Never blocks.
   virtual void waiting_for(std::vector<std::string>& out) const = 0;
   /// After an error: forget the exchange in flight (the object will not start another).
   virtual void abandon() {}
+
+ private:
+  // The steps, as each transport implements them (see above).
+  virtual void do_post_receives(std::uint64_t g) = 0;
+  virtual bool do_clear_to_send(std::uint64_t, bool) { return true; }
+  virtual void do_post_sends(std::uint64_t g) = 0;
+  virtual progress_report do_progress() = 0;
+  virtual void do_complete() = 0;
+
+  nvtx_transport transport_;
+  const nvtx_names* nvtx_ = &nvtx_off();
 };
 
 }  // namespace halox::detail

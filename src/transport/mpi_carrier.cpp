@@ -22,12 +22,12 @@ std::vector<std::size_t> indices_of(const std::vector<message>& subset,
 
 }  // namespace
 
-mpi_carrier::mpi_carrier(MPI_Comm comm, const step_runner& steps,
-                         const std::vector<message>& sends, const std::vector<message>& all_sends,
-                         const std::byte* send_buf, const std::vector<message>& recvs,
-                         const std::vector<message>& all_recvs, std::byte* recv_buf,
-                         std::size_t chunk)
-    : steps_(steps),
+mpi_carrier::mpi_carrier(MPI_Comm comm, const step_runner& steps, const std::vector<message>& sends,
+                         const std::vector<message>& all_sends, const std::byte* send_buf,
+                         const std::vector<message>& recvs, const std::vector<message>& all_recvs,
+                         std::byte* recv_buf, std::size_t chunk)
+    : carrier(nvtx_transport::mpi),
+      steps_(steps),
       channels_(comm, sends, send_buf, recvs, recv_buf, chunk),
       send_message_(indices_of(sends, all_sends)),
       send_channel_(all_sends.size(), -1),
@@ -38,7 +38,7 @@ mpi_carrier::mpi_carrier(MPI_Comm comm, const step_runner& steps,
   for (const auto& m : recvs) recv_peer_.push_back(m.peer);
 }
 
-void mpi_carrier::post_receives(std::uint64_t) {
+void mpi_carrier::do_post_receives(std::uint64_t) {
   channels_.start_recvs();
   arrived_ = 0;
 }
@@ -48,7 +48,7 @@ void mpi_carrier::pack_and_send(std::size_t m) {
   channels_.start_send(std::size_t(send_channel_[m]));
 }
 
-void mpi_carrier::post_sends(std::uint64_t) {
+void mpi_carrier::do_post_sends(std::uint64_t) {
   for (std::size_t k = 0; k < send_message_.size(); ++k) channels_.start_send(k);
 }
 
@@ -70,13 +70,13 @@ bool mpi_carrier::receive(bool block) {
   return true;
 }
 
-progress_report mpi_carrier::progress() {
+progress_report mpi_carrier::do_progress() {
   const std::size_t before = arrived_;
   const bool received = receive(false);
   return {arrived_ != before, received && channels_.test_sends()};
 }
 
-void mpi_carrier::complete() {
+void mpi_carrier::do_complete() {
   receive(true);
   channels_.wait_sends();
 }

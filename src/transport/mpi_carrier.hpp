@@ -27,11 +27,11 @@ class mpi_carrier final : public carrier {
               const std::vector<message>& recvs, const std::vector<message>& all_recvs,
               std::byte* recv_buf, std::size_t chunk);
 
-  void post_receives(std::uint64_t g) override;
+  void do_post_receives(std::uint64_t g) override;
   /// Starts every send message (packed already) in the program's order.
-  void post_sends(std::uint64_t g) override;
-  progress_report progress() override;
-  void complete() override;
+  void do_post_sends(std::uint64_t g) override;
+  progress_report do_progress() override;
+  void do_complete() override;
   void waiting_for(std::vector<std::string>& out) const override;
 
   /// Packs (host steps) and starts send message m of the program, which must go through MPI:

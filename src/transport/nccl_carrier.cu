@@ -170,7 +170,7 @@ std::unique_ptr<nccl_carrier> nccl_carrier::attach(MPI_Comm comm, bool gpu_share
 nccl_carrier::nccl_carrier(std::shared_ptr<nccl_comm> comm, const std::vector<message>& sends,
                            const std::vector<message>& recvs, const void* send_buf,
                            std::size_t send_bytes, void* recv_buf, std::size_t recv_bytes)
-    : comm_(std::move(comm)) {
+    : carrier(nvtx_transport::nccl), comm_(std::move(comm)) {
   require(comm_ != nullptr, "an NCCL carrier needs an NCCL communicator");
   comm_->require_usable();
   const int me = comm_->rank(), n = comm_->size();
@@ -203,7 +203,7 @@ nccl_carrier::nccl_carrier(std::shared_ptr<nccl_comm> comm, const std::vector<me
 
 nccl_carrier::nccl_carrier(std::shared_ptr<nccl_comm> comm, const std::vector<int>& peers,
                            std::size_t capacity)
-    : comm_(std::move(comm)), capacity_(capacity) {
+    : carrier(nvtx_transport::nccl), comm_(std::move(comm)), capacity_(capacity) {
   require(comm_ != nullptr, "an NCCL carrier needs an NCCL communicator");
   comm_->require_usable();
   for (const int p : peers) {

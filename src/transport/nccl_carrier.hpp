@@ -104,13 +104,13 @@ class nccl_carrier final : public carrier {
   /// stream-ordered between the pack and the unpack kernels, so the host waits for nothing;
   /// progress() and complete() raise an asynchronous NCCL error (check_async).
   void drive_on(const stream_source& on) { on_ = &on; }
-  void post_receives(std::uint64_t) override {}
-  void post_sends(std::uint64_t) override { enqueue(on_->stream(), on_->capture()); }
-  progress_report progress() override {
+  void do_post_receives(std::uint64_t) override {}
+  void do_post_sends(std::uint64_t) override { enqueue(on_->stream(), on_->capture()); }
+  progress_report do_progress() override {
     check_async();
     return {false, true};
   }
-  void complete() override { check_async(); }
+  void do_complete() override { check_async(); }
   /// Every peer this rank receives from: its group has not completed on the GPU.
   void waiting_for(std::vector<std::string>& out) const override;
 

@@ -53,10 +53,12 @@ std::unique_ptr<nccl_carrier> nccl_carrier::attach(MPI_Comm, bool, const exchang
 }
 nccl_carrier::nccl_carrier(std::shared_ptr<nccl_comm>, const std::vector<message>&,
                            const std::vector<message>&, const void*, std::size_t, void*,
-                           std::size_t) {
+                           std::size_t)
+    : carrier(nvtx_transport::nccl) {
   no_nccl();
 }
-nccl_carrier::nccl_carrier(std::shared_ptr<nccl_comm>, const std::vector<int>&, std::size_t) {
+nccl_carrier::nccl_carrier(std::shared_ptr<nccl_comm>, const std::vector<int>&, std::size_t)
+    : carrier(nvtx_transport::nccl) {
   no_nccl();
 }
 void nccl_carrier::assign(const nccl_call*, std::size_t, const nccl_call*, std::size_t) {}

@@ -492,7 +492,7 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm comm, const exchange_program
   return std::unique_ptr<peer_ipc>(new peer_ipc(std::move(p)));
 }
 
-peer_ipc::peer_ipc(std::unique_ptr<impl> p) : p_(std::move(p)) {}
+peer_ipc::peer_ipc(std::unique_ptr<impl> p) : carrier(nvtx_transport::ipc), p_(std::move(p)) {}
 peer_ipc::~peer_ipc() = default;
 
 bool peer_ipc::device_signalled() const {
@@ -521,11 +521,11 @@ const std::string& peer_ipc::how() const {
   return p_->how;
 }
 
-void peer_ipc::post_receives(std::uint64_t) {
+void peer_ipc::do_post_receives(std::uint64_t) {
   p_->start_all(p_->ready_in, "MPI_Startall(data-ready in)");
   p_->start_all(p_->clear_out, "MPI_Startall(clear-to-send out)");
 }
-bool peer_ipc::clear_to_send(std::uint64_t g, bool block) {
+bool peer_ipc::do_clear_to_send(std::uint64_t g, bool block) {
   if (g <= p_->cleared) return true;
   // Exchange g is cleared by each receiver's announcement at its start of g-1: the next one.
   if (block)
@@ -536,16 +536,16 @@ bool peer_ipc::clear_to_send(std::uint64_t g, bool block) {
   ++p_->cleared;
   return g <= p_->cleared;
 }
-void peer_ipc::post_sends(std::uint64_t) {
+void peer_ipc::do_post_sends(std::uint64_t) {
   p_->start_all(p_->ready_out, "MPI_Startall(data-ready out)");
 }
-progress_report peer_ipc::progress() {
+progress_report peer_ipc::do_progress() {
   const bool done = p_->test_all(p_->ready_in, "MPI_Testall(data-ready)") &&
                     p_->test_all(p_->clear_out, "MPI_Testall(clear-to-send out)") &&
                     p_->test_all(p_->ready_out, "MPI_Testall(data-ready out)");
   return {false, done};
 }
-void peer_ipc::complete() {
+void peer_ipc::do_complete() {
   p_->wait_all(p_->ready_in, "MPI_Waitall(data-ready)");
   p_->wait_all(p_->clear_out, "MPI_Waitall(clear-to-send out)");
   p_->wait_all(p_->ready_out, "MPI_Waitall(data-ready out)");

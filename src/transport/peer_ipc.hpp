@@ -78,11 +78,11 @@ class peer_ipc final : public carrier {
   /// - progress()/complete(): every sender's data-ready message, this rank's control sends;
   /// - waiting_for(): the senders whose data-ready has not arrived, the receivers whose
   ///   clear-to-send has not.
-  void post_receives(std::uint64_t g) override;
-  bool clear_to_send(std::uint64_t g, bool block) override;
-  void post_sends(std::uint64_t g) override;
-  progress_report progress() override;
-  void complete() override;
+  void do_post_receives(std::uint64_t g) override;
+  bool do_clear_to_send(std::uint64_t g, bool block) override;
+  void do_post_sends(std::uint64_t g) override;
+  progress_report do_progress() override;
+  void do_complete() override;
   void waiting_for(std::vector<std::string>& out) const override;
 
   struct impl;

@@ -12,7 +12,7 @@ std::unique_ptr<peer_ipc> peer_ipc::attach(MPI_Comm, const exchange_program&,
                                            std::string&) {
   return nullptr;
 }
-peer_ipc::peer_ipc(std::unique_ptr<impl> p) : p_(std::move(p)) {}
+peer_ipc::peer_ipc(std::unique_ptr<impl> p) : carrier(nvtx_transport::ipc), p_(std::move(p)) {}
 peer_ipc::~peer_ipc() = default;
 bool peer_ipc::device_signalled() const {
   return false;
@@ -21,7 +21,7 @@ const device_signals& peer_ipc::signals() const {
   static const device_signals none;
   return none;
 }
-void peer_ipc::post_receives(std::uint64_t) {}
+void peer_ipc::do_post_receives(std::uint64_t) {}
 const device_steps& peer_ipc::steps(int) const {
   static const device_steps none;
   return none;
@@ -43,13 +43,13 @@ const std::string& peer_ipc::how() const {
   static const std::string none;
   return none;
 }
-bool peer_ipc::clear_to_send(std::uint64_t, bool) {
+bool peer_ipc::do_clear_to_send(std::uint64_t, bool) {
   return true;
 }
-void peer_ipc::post_sends(std::uint64_t) {}
-progress_report peer_ipc::progress() {
+void peer_ipc::do_post_sends(std::uint64_t) {}
+progress_report peer_ipc::do_progress() {
   return {false, true};
 }
-void peer_ipc::complete() {}
+void peer_ipc::do_complete() {}
 
 }  // namespace halox::detail

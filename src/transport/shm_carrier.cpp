@@ -9,7 +9,8 @@ namespace halox::detail {
 
 shm_carrier::shm_carrier(const shm_mailbox& box, const step_runner& steps,
                          const exchange_program& prog)
-    : box_(box),
+    : carrier(nvtx_transport::shm),
+      box_(box),
       steps_(steps),
       prog_(prog),
       shared_(box.shared_recv_count() - box.direct_recv_count()),
@@ -18,7 +19,7 @@ shm_carrier::shm_carrier(const shm_mailbox& box, const step_runner& steps,
       in_direct_(prog.recvs.size(), 0),
       out_direct_(prog.sends.size(), 0) {}
 
-void shm_carrier::post_receives(std::uint64_t g) {
+void shm_carrier::do_post_receives(std::uint64_t g) {
   g_ = g;
   std::fill(taken_.begin(), taken_.end(), 0);
   arrived_ = 0;
@@ -44,7 +45,7 @@ void shm_carrier::announce() {
     }
 }
 
-void shm_carrier::post_sends(std::uint64_t) {
+void shm_carrier::do_post_sends(std::uint64_t) {
   for (std::size_t m = 0; m < send_pending_.size(); ++m)
     if (box_.send_shared(m) && !box_.send_direct(m)) {  // packed once its receiver is done
       send_pending_[m] = 1;
@@ -141,7 +142,7 @@ bool shm_carrier::done() const {
          out_direct_left_ == 0;
 }
 
-progress_report shm_carrier::progress() {
+progress_report shm_carrier::do_progress() {
   bool moved = push_sends();
   moved = take_shared() || moved;
   // Copies into this rank's halos first; copies for receivers only after a while with nothing
@@ -153,7 +154,7 @@ progress_report shm_carrier::progress() {
   return {moved, done()};
 }
 
-void shm_carrier::complete() {
+void shm_carrier::do_complete() {
   for (int spins = 0;;) {
     const progress_report r = progress();
     if (r.done) return;

@@ -29,10 +29,10 @@ class shm_carrier final : public carrier {
   /// Over the program's `sends` and `recvs` send and receive messages, those `box` carries.
   shm_carrier(const shm_mailbox& box, const step_runner& steps, const exchange_program& prog);
 
-  void post_receives(std::uint64_t g) override;
-  void post_sends(std::uint64_t g) override;
-  progress_report progress() override;
-  void complete() override;
+  void do_post_receives(std::uint64_t g) override;
+  void do_post_sends(std::uint64_t g) override;
+  progress_report do_progress() override;
+  void do_complete() override;
   void waiting_for(std::vector<std::string>& out) const override;
   void abandon() override;
   /// Reverse exchanges: the exchange unpacked every message (in peer order); their buffers are

@@ -15,7 +15,8 @@ std::size_t total(const std::vector<piece>& pieces) {
 staging_pipeline::staging_pipeline(mpi_channels& ch, const stream_source& on, std::size_t chunk,
                                    const std::byte* device_send, std::byte* send,
                                    std::byte* device_recv, const std::byte* recv, int rank)
-    : on_(on),
+    : carrier(nvtx_transport::staging),
+      on_(on),
       ch_(ch),
       chunk_(chunk),
       stages_(group_stages(ch.send_pieces(), chunk)),
@@ -23,24 +24,24 @@ staging_pipeline::staging_pipeline(mpi_channels& ch, const stream_source& on, st
       copies_(stages_, ch.recv_pieces(), in_pieces_, device_send, send, device_recv, recv, rank),
       done_(ch.recv_pieces().size() + 1) {}
 
-void staging_pipeline::post_receives(std::uint64_t) {
+void staging_pipeline::do_post_receives(std::uint64_t) {
   ch_.start_recvs();
   next_stage_ = 0;
   arrived_ = 0;
 }
 
-void staging_pipeline::post_sends(std::uint64_t) {
+void staging_pipeline::do_post_sends(std::uint64_t) {
   copies_.copy_out(on_.stream());
   while (!sends_started()) advance(false);
 }
 
-progress_report staging_pipeline::progress() {
+progress_report staging_pipeline::do_progress() {
   const std::size_t before = arrived_;
   const bool arrived = advance(false);
   return {arrived_ != before, arrived && ch_.test_sends()};
 }
 
-void staging_pipeline::complete() {
+void staging_pipeline::do_complete() {
   advance(true);
   ch_.wait_sends();
 }

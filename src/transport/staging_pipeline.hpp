@@ -31,10 +31,10 @@ class staging_pipeline final : public carrier {
                    const std::byte* device_send, std::byte* send, std::byte* device_recv,
                    const std::byte* recv, int rank);
 
-  void post_receives(std::uint64_t g) override;
-  void post_sends(std::uint64_t g) override;
-  progress_report progress() override;
-  void complete() override;
+  void do_post_receives(std::uint64_t g) override;
+  void do_post_sends(std::uint64_t g) override;
+  progress_report do_progress() override;
+  void do_complete() override;
   void waiting_for(std::vector<std::string>& out) const override;
   /// After complete() (or progress() reported done): makes `stream` wait for every copy in
   /// (the unpack follows).
