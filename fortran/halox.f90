@@ -31,6 +31,9 @@ module halox
   integer, parameter, public :: HALOX_CELL = 0, HALOX_FACE = 1, HALOX_EDGE = 2, HALOX_NODE = 3
   integer, parameter, public :: HALOX_REPLACE = 0, HALOX_SUM = 1, HALOX_MIN = 2, HALOX_MAX = 3
   integer, parameter, public :: HALOX_LOW = 0, HALOX_HIGH = 1
+  integer, parameter, public :: HALOX_STAGING_AUTO = 0, HALOX_STAGING_GPU_AWARE = 1, &
+                                HALOX_STAGING_HOST_STAGED = 2, HALOX_STAGING_PEER_IPC = 3, &
+                                HALOX_STAGING_NCCL = 4
   integer, parameter :: row_major = 0, column_major = 1, host = 0, device = 1
 
   !> A decomposed global box: halox_cartesian, halox_box_list.
@@ -54,6 +57,7 @@ module halox
   !> Your array, described: halox_wrap, halox_wrap_device.
   type, public :: halox_field
     type(c_ptr) :: ptr = c_null_ptr
+    integer :: dim = 0  ! the domain's, for the bounds a boundary callback gets
   contains
     procedure :: set_stencil => field_set_stencil
     procedure :: destroy => field_destroy
@@ -146,12 +150,37 @@ module halox
   !> component c times signs(c) (of the field's type; absent: all +1).
   include 'halox_boundary_interfaces.inc'
   public :: halox_boundary_constant, halox_boundary_zero_gradient, halox_boundary_reflect, &
-            halox_boundary_mirror
+            halox_boundary_mirror, halox_boundary_callback, halox_boundary_fn
 
-  !> halox_make_exchange(ex, dom, st, fields, reverse, label, stat, errmsg) over a domain, or
-  !> halox_make_exchange(ex, pat, fields, reverse, label, stat, errmsg) over an unstructured
-  !> pattern (entity fields): collective; reverse, a reduction (HALOX_SUM, ...) for the
-  !> reverse, halo-to-owner (ghost-to-owner) exchange.
+  !> A boundary callback, called after each exchange once per owned box (`block`, 1-based) with
+  !> halo cells beyond the face: it fills the global cells lo(1:d) .. hi(1:d) (1-based,
+  !> inclusive; entries beyond the domain's d dimensions are 1). `user` is the pointer given to
+  !> halox_boundary_callback (c_null_ptr without one); `stream` is c_null_ptr for host fields,
+  !> else the cudaStream_t to order the work on.
+  abstract interface
+    subroutine halox_boundary_fn(user, block, lo, hi, stream) bind(C)
+      import :: c_ptr, c_int, c_int64_t
+      type(c_ptr), value :: user, stream
+      integer(c_int), value :: block
+      integer(c_int64_t), intent(in) :: lo(4), hi(4)
+    end subroutine halox_boundary_fn
+  end interface
+
+  ! What the C layer calls a boundary callback with, as `user`: the user's procedure and
+  ! pointer, and the dimension count its bounds have.
+  type :: boundary_closure
+    procedure(halox_boundary_fn), pointer, nopass :: fn => null()
+    type(c_ptr) :: user = c_null_ptr
+    integer :: dim = 0
+  end type boundary_closure
+
+  !> halox_make_exchange(ex, dom, st, fields, reverse, label, staging, wait_timeout,
+  !> host_shared_memory, stat, errmsg) over a domain, or halox_make_exchange(ex, pat, fields,
+  !> reverse, label, staging, wait_timeout, host_shared_memory, stat, errmsg) over an
+  !> unstructured pattern (entity fields): collective; reverse, a reduction (HALOX_SUM, ...)
+  !> for the reverse, halo-to-owner (ghost-to-owner) exchange; label, its name in messages;
+  !> staging (HALOX_STAGING_AUTO, ...), wait_timeout (real64 seconds, 0 never) and
+  !> host_shared_memory (.false.: MPI between ranks of a node), the C options of those names.
   interface halox_make_exchange
     module procedure make_exchange_structured, make_exchange_entities
   end interface halox_make_exchange
@@ -298,6 +327,13 @@ module halox
       type(c_ptr), value :: f, signs
       integer(c_int), value :: dim, side, count
     end function
+    integer(c_int) function c_boundary_callback(f, dim, side, fn, user) &
+        bind(C, name='halox_field_boundary_callback')
+      import :: c_int, c_ptr, c_funptr
+      type(c_ptr), value :: f, user
+      integer(c_int), value :: dim, side
+      type(c_funptr), value :: fn
+    end function
     integer(c_int) function c_exchange_create(dom, st, fields, count, options, out) &
         bind(C, name='halox_exchange_create')
       import :: c_int, c_ptr
@@ -387,6 +423,23 @@ module halox
       import :: c_int, c_ptr, c_char
       type(c_ptr), value :: o
       character(kind=c_char), intent(in) :: label(*)
+    end function
+    integer(c_int) function c_options_set_staging(o, s) bind(C, name='halox_options_set_staging')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: o
+      integer(c_int), value :: s
+    end function
+    integer(c_int) function c_options_set_wait_timeout(o, seconds) &
+        bind(C, name='halox_options_set_wait_timeout')
+      import :: c_int, c_ptr, c_double
+      type(c_ptr), value :: o
+      real(c_double), value :: seconds
+    end function
+    integer(c_int) function c_options_set_host_shared_memory(o, enabled) &
+        bind(C, name='halox_options_set_host_shared_memory')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: o
+      integer(c_int), value :: enabled
     end function
     integer(c_int) function c_exchange_op(ex) bind(C, name='halox_exchange_run')
       import :: c_int, c_ptr
@@ -927,6 +980,52 @@ contains
                                  0_c_int), stat, errmsg)
   end subroutine bc_mirror_plain
 
+  !> halox_boundary_callback(f, dim, side, fn, user, stat, errmsg): after each exchange, fn
+  !> (a halox_boundary_fn) fills the halo beyond face `side` of dimension `dim` (1-based)
+  !> itself, given 1-based inclusive bounds and a 1-based block (see halox_boundary_fn).
+  !>
+  !> C calls a boundary function with 0-based, half-open bounds; rather than hand Fortran code
+  !> those, halox registers boundary_trampoline, which converts them, with a small closure (the
+  !> procedure, `user`, the dimension count) as C's `user`. An exchange keeps calling the
+  !> closure after the field that registered it is destroyed (the rules are copied into it), and
+  !> several exchanges may share it, so it is never freed: one small allocation per call,
+  !> kept until the program ends.
+  subroutine halox_boundary_callback(f, dim, side, fn, user, stat, errmsg)
+    type(halox_field), intent(inout) :: f
+    integer, intent(in) :: dim, side
+    procedure(halox_boundary_fn) :: fn
+    type(c_ptr), intent(in), optional :: user
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(boundary_closure), pointer :: cl
+    integer(c_int) :: status
+    allocate (cl)
+    cl%fn => fn
+    if (present(user)) cl%user = user
+    cl%dim = f%dim
+    status = c_boundary_callback(f%ptr, int(dim - 1, c_int), int(side, c_int), &
+                                 c_funloc(boundary_trampoline), c_loc(cl))
+    if (status /= HALOX_SUCCESS) deallocate (cl)  ! not registered: nothing will call it
+    call check(status, stat, errmsg)
+  end subroutine halox_boundary_callback
+
+  !> What C calls for a Fortran boundary callback: the closure's procedure, with the bounds
+  !> 1-based and inclusive (lo + 1 .. hi) and the block 1-based.
+  subroutine boundary_trampoline(user, block, lo, hi, stream) &
+      bind(C, name='halox_fortran_boundary_trampoline')
+    type(c_ptr), value :: user, stream
+    integer(c_int), value :: block
+    integer(c_int64_t), intent(in) :: lo(*), hi(*)
+    type(boundary_closure), pointer :: cl
+    integer(c_int64_t) :: l(4), h(4)
+    call c_f_pointer(user, cl)
+    l = 1
+    h = 1
+    l(1:cl%dim) = lo(1:cl%dim) + 1
+    h(1:cl%dim) = hi(1:cl%dim)
+    call cl%fn(cl%user, block + 1_c_int, l, h, stream)
+  end subroutine boundary_trampoline
+
   !> What every halox_wrap specific does with its array: its first element's address, its
   !> extents and the byte distance to the next element along each axis (0 where the extent is 1).
   subroutine wrap_any(f, dom, type, elem_bytes, p, ext, step, pad, pad_lo, pad_hi, components, &
@@ -978,6 +1077,7 @@ contains
       if (present(centering_dim)) i = centering_dim - 1
       status = c_field_set_centering(f%ptr, int(centering, c_int), int(i, c_int))
     end if
+    if (status == HALOX_SUCCESS) f%dim = d
     call check(status, stat, errmsg)
   end subroutine wrap_any
 
@@ -1011,6 +1111,7 @@ contains
     if (status == HALOX_SUCCESS) status = c_field_set_order(f%ptr, column_major)
     if (status == HALOX_SUCCESS) status = c_field_set_memory(f%ptr, device)
     if (status == HALOX_SUCCESS .and. present(name)) status = c_field_set_name(f%ptr, c_string(name))
+    if (status == HALOX_SUCCESS) f%dim = dom%dim()
     call check(status, stat, errmsg)
   end subroutine halox_wrap_device
 
@@ -1038,6 +1139,7 @@ contains
       if (device) status = c_field_set_memory(f%ptr, 1_c_int)
     end if
     if (status == HALOX_SUCCESS .and. present(name)) status = c_field_set_name(f%ptr, c_string(name))
+    if (status == HALOX_SUCCESS) f%dim = dom%dim()
     call check(status, stat, errmsg)
   end subroutine halox_wrap_blocks
 
@@ -1054,82 +1156,134 @@ contains
     class(halox_field), intent(inout) :: f
     call check(c_field_destroy(f%ptr))
     f%ptr = c_null_ptr
+    f%dim = 0
   end subroutine field_destroy
 
   ! ---- exchanges ------------------------------------------------------------------------
 
   !> The exchange of `fields`' halos for stencil `st` (collective). reverse: a reduction
   !> (HALOX_SUM, ...) for the reverse, halo-to-owner exchange. label: its name in messages.
-  subroutine make_exchange_structured(ex, dom, st, fields, reverse, label, stat, errmsg)
+  !> staging, wait_timeout, host_shared_memory: see options_with.
+  subroutine make_exchange_structured(ex, dom, st, fields, reverse, label, staging, &
+                                      wait_timeout, host_shared_memory, stat, errmsg)
     type(halox_exchange), intent(inout) :: ex
     type(halox_domain), intent(in) :: dom
     type(halox_stencil), intent(in) :: st
     type(halox_field), intent(in) :: fields(:)
     integer, intent(in), optional :: reverse
     character(*), intent(in), optional :: label
+    integer, intent(in), optional :: staging
+    real(real64), intent(in), optional :: wait_timeout
+    logical, intent(in), optional :: host_shared_memory
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     type(c_ptr) :: ptrs(max(size(fields), 1)), opts
-    integer(c_int) :: status
+    integer(c_int) :: status, refused, n
+    character(:), allocatable :: why
     integer :: k
     ptrs = c_null_ptr
     do k = 1, size(fields)
       ptrs(k) = fields(k)%ptr
     end do
-    call options_with(label, opts, status)
+    call options_with(label, staging, wait_timeout, host_shared_memory, opts, status, refused, why)
+    n = merge(int(size(fields), c_int), 0_c_int, refused == HALOX_SUCCESS)
     if (status == HALOX_SUCCESS) then
       if (present(reverse)) then
-        status = c_reverse_create(dom%ptr, st%ptr, int(reverse, c_int), ptrs, &
-                                  int(size(fields), c_int), opts, ex%ptr)
+        status = c_reverse_create(dom%ptr, st%ptr, int(reverse, c_int), ptrs, n, opts, ex%ptr)
       else
-        status = c_exchange_create(dom%ptr, st%ptr, ptrs, int(size(fields), c_int), opts, ex%ptr)
+        status = c_exchange_create(dom%ptr, st%ptr, ptrs, n, opts, ex%ptr)
       end if
     end if
     if (c_options_destroy(opts) /= HALOX_SUCCESS) continue
+    if (refused /= HALOX_SUCCESS) then
+      call fail(int(refused), why, stat, errmsg)
+      return
+    end if
     call check(status, stat, errmsg)
   end subroutine make_exchange_structured
 
   !> The exchange of entity fields over an unstructured pattern (collective): owners' values
   !> to their ghosts, or with reverse (HALOX_SUM, ...) each ghost's value combined into its
   !> owner's (in a fixed order; ghosts are left as they are). label: its name in messages.
-  subroutine make_exchange_entities(ex, pat, fields, reverse, label, stat, errmsg)
+  !> staging, wait_timeout, host_shared_memory: see options_with.
+  subroutine make_exchange_entities(ex, pat, fields, reverse, label, staging, wait_timeout, &
+                                    host_shared_memory, stat, errmsg)
     type(halox_exchange), intent(inout) :: ex
     type(halox_pattern), intent(in) :: pat
     type(halox_entity_field), intent(in) :: fields(:)
     integer, intent(in), optional :: reverse
     character(*), intent(in), optional :: label
+    integer, intent(in), optional :: staging
+    real(real64), intent(in), optional :: wait_timeout
+    logical, intent(in), optional :: host_shared_memory
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     type(c_ptr) :: ptrs(max(size(fields), 1)), opts
-    integer(c_int) :: status
+    integer(c_int) :: status, refused, n
+    character(:), allocatable :: why
     integer :: k
     ptrs = c_null_ptr
     do k = 1, size(fields)
       ptrs(k) = fields(k)%ptr
     end do
-    call options_with(label, opts, status)
+    call options_with(label, staging, wait_timeout, host_shared_memory, opts, status, refused, why)
+    n = merge(int(size(fields), c_int), 0_c_int, refused == HALOX_SUCCESS)
     if (status == HALOX_SUCCESS) then
       if (present(reverse)) then
-        status = c_entity_reverse_create(pat%ptr, int(reverse, c_int), ptrs, &
-                                         int(size(fields), c_int), opts, ex%ptr)
+        status = c_entity_reverse_create(pat%ptr, int(reverse, c_int), ptrs, n, opts, ex%ptr)
       else
-        status = c_entity_exchange_create(pat%ptr, ptrs, int(size(fields), c_int), opts, ex%ptr)
+        status = c_entity_exchange_create(pat%ptr, ptrs, n, opts, ex%ptr)
       end if
     end if
     if (c_options_destroy(opts) /= HALOX_SUCCESS) continue
+    if (refused /= HALOX_SUCCESS) then
+      call fail(int(refused), why, stat, errmsg)
+      return
+    end if
     call check(status, stat, errmsg)
   end subroutine make_exchange_entities
 
-  !> Exchange options carrying `label`, or none (c_null_ptr) without one.
-  subroutine options_with(label, opts, status)
+  !> Exchange options carrying what is given, or none (c_null_ptr) without any: label (its
+  !> name in messages), staging (HALOX_STAGING_AUTO, ...: how device fields' messages travel),
+  !> wait_timeout (seconds before a wait gives up, 0 never), host_shared_memory (.false.: host
+  !> messages between ranks of a node go through MPI, not shared memory).
+  !> A negative or NaN wait_timeout is refused when the exchange is built (on every rank),
+  !> unless HALOX_WAIT_TIMEOUT is set: the variable overrides the option, as in C and C++.
+  !> status: whether the options could be made (else no exchange can be built). refused and
+  !> why: a value a setter rejected (staging 17) and its message. The caller then still takes
+  !> part in the collective build, with no fields, which the build refuses on every rank
+  !> together: a rank whose value was refused leaves no other rank waiting, and reports the
+  !> setter's message itself.
+  subroutine options_with(label, staging, wait_timeout, host_shared_memory, opts, status, &
+                          refused, why)
     character(*), intent(in), optional :: label
+    integer, intent(in), optional :: staging
+    real(real64), intent(in), optional :: wait_timeout
+    logical, intent(in), optional :: host_shared_memory
     type(c_ptr), intent(out) :: opts
-    integer(c_int), intent(out) :: status
+    integer(c_int), intent(out) :: status, refused
+    character(:), allocatable, intent(out) :: why
     opts = c_null_ptr
     status = HALOX_SUCCESS
-    if (.not. present(label)) return
+    refused = HALOX_SUCCESS
+    why = ''
+    if (.not. (present(label) .or. present(staging) .or. present(wait_timeout) .or. &
+               present(host_shared_memory))) return
     status = c_options_create(opts)
-    if (status == HALOX_SUCCESS) status = c_options_set_label(opts, c_string(label))
+    if (status /= HALOX_SUCCESS) return
+    if (present(label)) call set(c_options_set_label(opts, c_string(label)))
+    if (present(staging)) call set(c_options_set_staging(opts, int(staging, c_int)))
+    if (present(wait_timeout)) &
+      call set(c_options_set_wait_timeout(opts, real(wait_timeout, c_double)))
+    if (present(host_shared_memory)) &
+      call set(c_options_set_host_shared_memory(opts, merge(1_c_int, 0_c_int, host_shared_memory)))
+  contains
+    subroutine set(s)
+      integer(c_int), intent(in) :: s
+      if (s == HALOX_SUCCESS .or. refused /= HALOX_SUCCESS) return
+      refused = s
+      why = last_error()
+    end subroutine set
   end subroutine options_with
 
   !> One whole exchange: returns when every halo is filled.

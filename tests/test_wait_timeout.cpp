@@ -61,8 +61,15 @@ TEST_CASE("parse_seconds: numbers of seconds, or a clear error naming the variab
                     Catch::Contains("HALOX_WAIT_TIMEOUT='soon'"));
   halox::exchange_options o;
   o.wait_timeout = -2;
-  const env_var unset("HALOX_WAIT_TIMEOUT", nullptr);
+  {
+    const env_var unset("HALOX_WAIT_TIMEOUT", nullptr);
+    CHECK_THROWS_WITH(halox::detail::with_environment(o), Catch::Contains("wait_timeout is -2"));
+  }
+  // A bad option is an error also where the environment would replace it.
+  const env_var good("HALOX_WAIT_TIMEOUT", "30");
   CHECK_THROWS_WITH(halox::detail::with_environment(o), Catch::Contains("wait_timeout is -2"));
+  o.wait_timeout = 5;
+  CHECK(halox::detail::with_environment(o).wait_timeout == 30.0);
 }
 
 TEST_CASE("wait_timeout: a peer that never starts is named by every rank that waits for it") {

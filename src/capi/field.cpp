@@ -285,8 +285,14 @@ halox_status halox_options_set_staging(halox_options* o, halox_staging s) {
 }
 
 halox_status halox_options_set_wait_timeout(halox_options* o, double seconds) {
-  return guard(
-      [&] { need(o, "halox_options_set_wait_timeout", "o")->options.wait_timeout = seconds; });
+  return guard([&] {
+    auto& x = need(o, "halox_options_set_wait_timeout", "o")->options;
+    detail::require(seconds >= 0 && seconds <= 1e9,
+                    "halox_options_set_wait_timeout: {} s; use 0 (wait for ever) or a positive "
+                    "number of seconds",
+                    seconds);
+    x.wait_timeout = seconds;
+  });
 }
 
 halox_status halox_options_set_host_shared_memory(halox_options* o, int enabled) {

@@ -120,12 +120,16 @@ exchange_options with_environment(exchange_options o) {
     o.node_size = std::stoi(s);
   }
   o.nvtx = env_switch("HALOX_NVTX", "an NVTX switch", "0", "1", false, o.nvtx);
+  auto check_timeout = [](double t) {
+    require(t >= 0 && t <= 1e9,
+            "exchange_options::wait_timeout is {} s; use 0 (wait for ever) or a positive number "
+            "of seconds",
+            t);
+  };
+  check_timeout(o.wait_timeout);  // the option itself, also where the environment replaces it
   if (const char* v = std::getenv("HALOX_WAIT_TIMEOUT"); v != nullptr && *v != '\0')
     o.wait_timeout = parse_seconds("HALOX_WAIT_TIMEOUT", v);
-  require(o.wait_timeout >= 0 && o.wait_timeout <= 1e9,
-          "exchange_options::wait_timeout is {} s; use 0 (wait for ever) or a positive number of "
-          "seconds",
-          o.wait_timeout);
+  check_timeout(o.wait_timeout);
   require(o.node_size >= 0, "exchange_options::node_size is {}; use 0 (the real nodes) or more",
           o.node_size);
   for (const auto* list : {&o.peer_ipc_ranks, &o.peer_shm_ranks})

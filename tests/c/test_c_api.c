@@ -406,6 +406,16 @@ static void test_bad_input(void) {
         "a 5-D domain on rank 0: not HALOX_ERROR");
   CHECK(bad == NULL && strstr(halox_last_error(), "dimension 5 is not 1 to 4"), "%s",
         halox_last_error());
+  /* Options out of range, refused at the call (a HALOX_WAIT_TIMEOUT would not hide them). */
+  halox_options* o = NULL;
+  OK(halox_options_create(&o));
+  CHECK(halox_options_set_wait_timeout(o, -2) == HALOX_ERROR, "wait_timeout -2 accepted");
+  CHECK(strstr(halox_last_error(), "halox_options_set_wait_timeout: -2 s"), "%s",
+        halox_last_error());
+  CHECK(halox_options_set_staging(o, (halox_staging)17) == HALOX_ERROR, "staging 17 accepted");
+  CHECK(strstr(halox_last_error(), "17 is no halox_staging"), "%s", halox_last_error());
+  OK(halox_options_set_wait_timeout(o, 0.5));
+  OK(halox_options_destroy(o));
   OK(halox_stencil_destroy(st1));
   OK(halox_stencil_destroy(st2));
   OK(halox_domain_destroy(dom));

@@ -4,12 +4,64 @@
 ! different types and stencils in one exchange, an array section, components; bad input on
 ! every rank rejected with stat and errmsg, the arrays left as they were; the boundary rules
 ! beyond a non-periodic box against a model of each rule; two boxes per rank, one array each;
-! an array in halox_allocate_node_shared memory, given its global bounds by pointer remapping.
+! an array in halox_allocate_node_shared memory, given its global bounds by pointer remapping;
+! exchange options (staging, wait_timeout, host_shared_memory) and bad values of them; boundary
+! callbacks, their cells and bounds against a model of the halo beyond each face.
+
+!> The boundary callback of test_callbacks, a module procedure (a bind(C) procedure cannot be
+!> internal): it writes 1000 i + j + add into each cell (i, j) it is given and records what it
+!> was given.
+module test_fortran_callbacks
+  use, intrinsic :: iso_fortran_env, only: int64, real64
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_int, c_int64_t, c_f_pointer, &
+                                         c_associated
+  implicit none
+  private
+  public :: face_fill, fill_face
+
+  type :: face_fill
+    real(real64), pointer :: u(:, :) => null()
+    real(real64) :: add = 0
+    integer :: calls = 0, cells = 0, outside = 0, block = 0
+    integer(int64) :: lo(4) = 0, hi(4) = 0
+    logical :: host_stream = .true.
+  end type face_fill
+
+contains
+
+  subroutine fill_face(user, block, lo, hi, stream) bind(C)
+    type(c_ptr), value :: user, stream
+    integer(c_int), value :: block
+    integer(c_int64_t), intent(in) :: lo(4), hi(4)
+    type(face_fill), pointer :: ff
+    integer(int64) :: i, j
+    call c_f_pointer(user, ff)
+    ff%calls = ff%calls + 1
+    ff%block = block
+    ff%lo = lo
+    ff%hi = hi
+    ff%host_stream = ff%host_stream .and. .not. c_associated(stream)
+    do j = lo(2), hi(2)
+      do i = lo(1), hi(1)
+        ff%cells = ff%cells + 1
+        if (i < lbound(ff%u, 1) .or. i > ubound(ff%u, 1) .or. j < lbound(ff%u, 2) .or. &
+            j > ubound(ff%u, 2)) then
+          ff%outside = ff%outside + 1
+        else
+          ff%u(i, j) = real(1000 * i + j, real64) + ff%add
+        end if
+      end do
+    end do
+  end subroutine fill_face
+
+end module test_fortran_callbacks
+
 program test_fortran
   use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64, error_unit
   use, intrinsic :: iso_c_binding, only: c_ptr, c_loc, c_f_pointer, c_associated
   use mpi_f08
   use halox
+  use test_fortran_callbacks
   implicit none
   integer :: rank, nranks, failures, total
 
@@ -25,6 +77,8 @@ program test_fortran
   call test_boundary()
   call test_blocks()
   call test_node_shared()
+  call test_options()
+  call test_callbacks()
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
   if (rank == 0) print '(a, i0, a, i0, a)', 'test_fortran: ', nranks, ' rank(s), ', total, ' failure(s)'
   call MPI_Finalize()
@@ -399,6 +453,152 @@ contains
     call box1%destroy()
     call dom%destroy()
   end subroutine test_blocks
+
+  !> A 2-D periodic exchange made with staging, wait_timeout and host_shared_memory = .false.:
+  !> every cell checked, messages between ranks through MPI (describe; shared memory without
+  !> the option); a staging of 17 and a negative timeout refused on every rank with the C
+  !> layer's message, the array untouched.
+  subroutine test_options()
+    integer, parameter :: n(2) = [9, 7]
+    type(halox_domain) :: dom
+    type(halox_stencil) :: st
+    type(halox_field) :: f
+    type(halox_exchange) :: ex, nope
+    real(real64), allocatable, target :: u(:, :)
+    real(real64), allocatable :: before(:, :)
+    integer :: lo(2), hi(2), i, j, bad, stat
+    character(300) :: msg
+    character(:), allocatable :: text
+    call halox_cartesian(dom, MPI_COMM_WORLD, n, periodic=[.true., .true.])
+    call dom%local_box(lo, hi)
+    allocate (u(lo(1) - 1:hi(1) + 1, lo(2) - 1:hi(2) + 1))
+    u = -1
+    forall (i=lo(1):hi(1), j=lo(2):hi(2)) u(i, j) = code([i, j])
+    before = u
+    call halox_box(st, [1, 1])
+    call halox_wrap(f, dom, u, pad=[1, 1], name='u')
+    msg = ''
+    call halox_make_exchange(nope, dom, st, [f], label='bad staging', staging=17, stat=stat, &
+                             errmsg=msg)
+    call expect(stat == HALOX_ERROR .and. index(msg, 'halox_options_set_staging: 17 is no ' &
+                                                //'halox_staging') > 0, 'staging 17: '//trim(msg))
+    if (nranks > 1) then  ! refused on rank 0 only: every rank fails, none waits for ever
+      msg = ''
+      call halox_make_exchange(nope, dom, st, [f], &
+                               staging=merge(17, HALOX_STAGING_AUTO, rank == 0), stat=stat, &
+                               errmsg=msg)
+      call expect(stat == HALOX_ERROR .and. len_trim(msg) > 0, 'staging 17 on rank 0: '//trim(msg))
+      if (rank == 0) call expect(index(msg, '17 is no halox_staging') > 0, &
+                                 'staging 17 on rank 0: '//trim(msg))
+    end if
+    msg = ''  ! (refused even where HALOX_WAIT_TIMEOUT, which ctest sets, would replace it)
+    call halox_make_exchange(nope, dom, st, [f], wait_timeout=-2.0_real64, stat=stat, errmsg=msg)
+    call expect(stat == HALOX_ERROR .and. index(msg, 'wait_timeout: -2 s') > 0, &
+                'wait_timeout -2: '//trim(msg))
+    call expect(all(u == before), 'refused options: the array changed')
+    msg = ''
+    call halox_make_exchange(ex, dom, st, [f], label='options', staging=HALOX_STAGING_HOST_STAGED, &
+                             wait_timeout=30.0_real64, host_shared_memory=.false., stat=stat, &
+                             errmsg=msg)
+    call expect(stat == HALOX_SUCCESS, 'the exchange with options was not built: '//trim(msg))
+    call ex%exchange()
+    bad = 0
+    do j = lbound(u, 2), ubound(u, 2)
+      do i = lbound(u, 1), ubound(u, 1)
+        if (u(i, j) /= expected([i, j], lo, hi, n, [.true., .true.], [1, 1], .true.)) bad = bad + 1
+      end do
+    end do
+    write (msg, '(i0, a)') bad, ' wrong halo cells with options'
+    call expect(bad == 0, trim(msg))
+    ! Between ranks of this node: MPI (named by how it packs) with the option, shared memory
+    ! without it.
+    text = ex%describe()
+    call expect(index(text, 'shared memory') == 0, 'host_shared_memory=.false.: '//text)
+    if (nranks > 1) call expect(index(text, 'via host fields only') > 0, &
+                                'host_shared_memory=.false.: '//text)
+    call ex%destroy()
+    call halox_make_exchange(ex, dom, st, [f])
+    if (nranks > 1) call expect(index(ex%describe(), 'via shared memory') > 0, &
+                                'default options: '//ex%describe())
+    call ex%destroy()
+    call f%destroy()
+    call st%destroy()
+    call dom%destroy()
+  end subroutine test_options
+
+  !> Boundary callbacks on a non-periodic 2-D box, box stencil of widths (2, 1): one at x high,
+  !> one at y low. Every cell against a model: the exchange's halo (expected), then 1000 i + j
+  !> plus 0.25 (x high) or 0.5 (y low, run after x) over the cells beyond each face, the owned
+  !> box grown by the stencil's widths across the face. Each callback ran once on a rank whose
+  !> box touches its face (never elsewhere), for block 1, on the host, with exactly those
+  !> bounds (1-based, inclusive) and cell count; the field's device callbacks are not tried here.
+  subroutine test_callbacks()
+    integer, parameter :: n(2) = [9, 7], w(2) = [2, 1]
+    type(halox_domain) :: dom
+    type(halox_stencil) :: st
+    type(halox_field) :: f
+    type(halox_exchange) :: ex
+    real(real64), allocatable, target :: u(:, :)
+    real(real64), allocatable :: m(:, :)
+    type(face_fill), target :: xh, yl
+    integer :: lo(2), hi(2), i, j, bad, stat
+    integer :: xlo(2), xhi(2), ylo(2), yhi(2)
+    logical :: at_xh, at_yl
+    character(300) :: msg
+    call halox_cartesian(dom, MPI_COMM_WORLD, n, periodic=[.false., .false.])
+    call dom%local_box(lo, hi)
+    allocate (u(lo(1) - w(1):hi(1) + w(1), lo(2) - w(2):hi(2) + w(2)))
+    u = -1
+    forall (i=lo(1):hi(1), j=lo(2):hi(2)) u(i, j) = code([i, j])
+    xh%u => u
+    xh%add = 0.25_real64
+    yl%u => u
+    yl%add = 0.5_real64
+    call halox_box(st, w)
+    call halox_wrap(f, dom, u, pad=w, name='u')
+    call halox_boundary_callback(f, 1, HALOX_HIGH, fill_face, c_loc(xh))
+    msg = ''
+    call halox_boundary_callback(f, 2, HALOX_LOW, fill_face, c_loc(yl), stat=stat, errmsg=msg)
+    call expect(stat == HALOX_SUCCESS, 'halox_boundary_callback: '//trim(msg))
+    call halox_make_exchange(ex, dom, st, [f])
+    call ex%exchange()
+    ! The model: the exchange, then each face's cells beyond it.
+    allocate (m, mold=u)
+    do j = lbound(u, 2), ubound(u, 2)
+      do i = lbound(u, 1), ubound(u, 1)
+        m(i, j) = expected([i, j], lo, hi, n, [.false., .false.], w, .true.)
+      end do
+    end do
+    at_xh = hi(1) == n(1)
+    at_yl = lo(2) == 1
+    xlo = [n(1) + 1, lo(2) - w(2)]
+    xhi = [n(1) + w(1), hi(2) + w(2)]
+    ylo = [lo(1) - w(1), 1 - w(2)]
+    yhi = [hi(1) + w(1), 0]
+    if (at_xh) forall (i=xlo(1):xhi(1), j=xlo(2):xhi(2)) m(i, j) = 1000 * i + j + 0.25_real64
+    if (at_yl) forall (i=ylo(1):yhi(1), j=ylo(2):yhi(2)) m(i, j) = 1000 * i + j + 0.5_real64
+    bad = count(u /= m)
+    write (msg, '(i0, a)') bad, ' cells differ from the boundary callbacks'' model'
+    call expect(bad == 0, trim(msg))
+    call expect(xh%calls == merge(1, 0, at_xh) .and. yl%calls == merge(1, 0, at_yl), &
+                'a callback ran where its face is not, or more than once')
+    call expect(xh%outside == 0 .and. yl%outside == 0, 'a callback got cells outside the array')
+    call expect(xh%host_stream .and. yl%host_stream, 'a host callback got a stream')
+    if (at_xh) then
+      call expect(xh%block == 1 .and. all(xh%lo(1:2) == xlo) .and. all(xh%hi(1:2) == xhi) .and. &
+                  all(xh%lo(3:4) == 1) .and. all(xh%hi(3:4) == 1), 'x high: wrong block or bounds')
+      call expect(xh%cells == w(1) * (hi(2) - lo(2) + 1 + 2 * w(2)), 'x high: wrong cell count')
+    end if
+    if (at_yl) then
+      call expect(yl%block == 1 .and. all(yl%lo(1:2) == ylo) .and. all(yl%hi(1:2) == yhi), &
+                  'y low: wrong block or bounds')
+      call expect(yl%cells == w(2) * (hi(1) - lo(1) + 1 + 2 * w(1)), 'y low: wrong cell count')
+    end if
+    call ex%destroy()
+    call f%destroy()
+    call st%destroy()
+    call dom%destroy()
+  end subroutine test_callbacks
 
   !> test_boundary's model of one array (this rank's box lo..hi of the global n, one halo cell
   !> each side): owned and interior halo cells (star stencil) their code, the rest -1; then the

@@ -4,7 +4,8 @@
 ! ghost value of three fields (components first, one value, entities first in an array section)
 ! checked against a value computed from its global id, with exchange and start/test/wait; the
 ! owners halox found; a reverse sum against a serial count of who ghosts what; bad input on
-! every rank rejected with stat and errmsg, the arrays left as they were.
+! every rank rejected with stat and errmsg, the arrays left as they were (a bad staging option
+! on one rank included).
 program test_fortran_unstructured
   use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64, error_unit
   use mpi_f08
@@ -292,6 +293,13 @@ contains
     call halox_wrap(fu, pat, u, name='u')
     call halox_wrap(fl, pat, long, name='long')
     call check_rejected(ex, pat, [fu, fl], u, long, 'rank 0: field #1 ''long'' has ')
+    ! a staging that is no halox_staging, on the last rank only: every rank fails
+    msg = ''
+    call halox_make_exchange(ex, pat, [fu], staging=merge(17, HALOX_STAGING_AUTO, &
+                             rank == nranks - 1), stat=stat, errmsg=msg)
+    call expect(stat == HALOX_ERROR, 'staging 17 on the last rank: not HALOX_ERROR')
+    if (rank == nranks - 1) call expect(index(msg, 'halox_options_set_staging: 17 is no ' &
+                                              //'halox_staging') > 0, 'staging 17: '//trim(msg))
     call fl%destroy()
     ! ranks that disagree: u of one component on rank 0, of two elsewhere
     if (nranks > 1) then
