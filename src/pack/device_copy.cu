@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -382,10 +383,12 @@ std::string device_copier::impl::timeout_text(unsigned report) const {
               "rank {} (CUDA IPC with device signals: its flagged words of this exchange have "
               "not arrived)",
               r.peer);
+  std::set<int> peers;  // copy k lies in no peer's range: name every sender of flagged words
+  for (const auto& r : watched.flagged_from) peers.insert(r.peer);
   return fmt::format(
       "flagged words from rank(s) {} (CUDA IPC with device signals: copy {} of the "
       "unpack has not arrived)",
-      fmt::join(watched.flagged_peers, ", "), k);
+      fmt::join(peers, ", "), k);
 }
 void device_copier::check_timeout(int rank) const {
   if (!p_->timeout_word) return;

@@ -39,9 +39,8 @@ struct device_signals {
   /// these flags, or a flagged word, gives up after it and the host raises halox::error naming
   /// the peer (check_timeout()). Stream memory operations, which cannot give up, are not used.
   double timeout = 0;
-  /// The rank behind each flag of `pack_wait` and of `unpack_wait`, and the peers that send this
-  /// rank flagged words, for that error.
-  std::vector<int> pack_wait_peer, unpack_wait_peer, flagged_peers;
+  /// The rank behind each flag of `pack_wait` and of `unpack_wait`, for that error.
+  std::vector<int> pack_wait_peer, unpack_wait_peer;
   /// Where each peer's flagged words land in this rank's receive buffer (each copy of it):
   /// names the peer of an unpack copy whose words did not arrive.
   struct flagged_range {

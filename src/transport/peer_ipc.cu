@@ -250,7 +250,6 @@ class ipc_setup {
     for (std::size_t k = 0; k < recvs_.size(); ++k) {
       const int peer = prog_.recvs[recvs_[k]].peer;
       if (!inline_in_[k]) sig.unpack_wait.push_back(f + k), sig.unpack_wait_peer.push_back(peer);
-      if (inline_in_[k]) sig.flagged_peers.push_back(peer);
     }
     for (const bool lagged : {true, false})
       for (std::size_t k = 0; k < sends_.size(); ++k)
