@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "gpu/check.hpp"
+#include "gpu/memory.hpp"
+#include "gpu/stream.hpp"
 #include "halox/core/format.hpp"
 #include "mpi/check.hpp"
 #include "transport/locality.hpp"
@@ -91,28 +93,23 @@ std::vector<std::string> probe_hidden_ipc(MPI_Comm comm, const std::vector<int>&
   const std::size_t n = peers.size();
   std::vector<std::string> why(n);
   if (n == 0) return why;
-  void* buf = nullptr;
-  gpu::check(cudaMalloc(&buf, 256), "cudaMalloc(CUDA IPC probe)", me);
-  // On a stream of its own, synchronised: a copy from pageable memory may return before the
-  // value is in device memory, and the peers read it next.
+  // The marker is written on a stream of the probe's own and synchronised: a copy from pageable
+  // memory may return before the value is in device memory, and the peers read it next.
+  const gpu::device_array<std::uint64_t> buf(32, "CUDA IPC probe", me);
   const std::uint64_t mine = marker_of(me);
-  cudaStream_t s = nullptr;
-  gpu::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
-             "cudaStreamCreate(CUDA IPC probe)", me);
-  gpu::check(cudaMemcpyAsync(buf, &mine, sizeof mine, cudaMemcpyHostToDevice, s),
+  const gpu::stream s(cudaStreamNonBlocking, me);
+  gpu::check(cudaMemcpyAsync(buf.get(), &mine, sizeof mine, cudaMemcpyHostToDevice, s.get()),
              "cudaMemcpyAsync(CUDA IPC probe)", me);
-  gpu::check(cudaStreamSynchronize(s), "cudaStreamSynchronize(CUDA IPC probe)", me);
-  gpu::check(cudaStreamDestroy(s), "cudaStreamDestroy(CUDA IPC probe)", me);
+  gpu::check(cudaStreamSynchronize(s.get()), "cudaStreamSynchronize(CUDA IPC probe)", me);
   cudaIpcMemHandle_t handle{};
-  gpu::check(cudaIpcGetMemHandle(&handle, buf), "cudaIpcGetMemHandle(CUDA IPC probe)", me);
+  gpu::check(cudaIpcGetMemHandle(&handle, buf.get()), "cudaIpcGetMemHandle(CUDA IPC probe)", me);
   std::vector<cudaIpcMemHandle_t> theirs(n);
   trade(comm, peers, &handle, 0, theirs.data(), sizeof handle, me, "MPI_Waitall(IPC handles)");
   std::vector<int> opened(n), answers(n);
   for (std::size_t k = 0; k < n; ++k) opened[k] = try_open(theirs[k], peers[k], me);
-  // Each peer has closed this rank's buffer once its answer is here.
+  // Each peer has closed this rank's buffer once its answer is here (`buf` may go).
   trade(comm, peers, opened.data(), sizeof(int), answers.data(), sizeof(int), me,
         "MPI_Waitall(IPC answers)");
-  gpu::check(cudaFree(buf), "cudaFree(CUDA IPC probe)", me);
   for (std::size_t k = 0; k < n; ++k)
     if (opened[k] != 0)
       why[k] = failed_open(me, peers[k], opened[k]);
