@@ -40,49 +40,24 @@ class nvtx_names {
   std::vector<void*> pack_names_, unpack_names_;
 };
 
-/// A range for the lifetime of the object (nothing when `n` is inactive).
+/// A range for the lifetime of the object (nothing when `n` is inactive): a phase, one
+/// message's host pack (`pack`) or unpack (message `m`), or a transport's step.
 class nvtx_range {
  public:
   nvtx_range(const nvtx_names& n, nvtx_phase p) : n_(n) {
     if (n_.on()) n_.push(p);
+  }
+  nvtx_range(const nvtx_names& n, bool pack, std::size_t m) : n_(n) {
+    if (n_.on()) n_.push_message(pack, m);
+  }
+  nvtx_range(const nvtx_names& n, nvtx_transport t, nvtx_step s) : n_(n) {
+    if (n_.on()) n_.push_step(t, s);
   }
   ~nvtx_range() {
     if (n_.on()) n_.pop();
   }
   nvtx_range(const nvtx_range&) = delete;
   nvtx_range& operator=(const nvtx_range&) = delete;
-
- private:
-  const nvtx_names& n_;
-};
-
-/// The range of one message's host pack or unpack, for the lifetime of the object.
-class nvtx_message_range {
- public:
-  nvtx_message_range(const nvtx_names& n, bool pack, std::size_t m) : n_(n) {
-    if (n_.on()) n_.push_message(pack, m);
-  }
-  ~nvtx_message_range() {
-    if (n_.on()) n_.pop();
-  }
-  nvtx_message_range(const nvtx_message_range&) = delete;
-  nvtx_message_range& operator=(const nvtx_message_range&) = delete;
-
- private:
-  const nvtx_names& n_;
-};
-
-/// The range of a transport's step, for the lifetime of the object.
-class nvtx_step_range {
- public:
-  nvtx_step_range(const nvtx_names& n, nvtx_transport t, nvtx_step s) : n_(n) {
-    if (n_.on()) n_.push_step(t, s);
-  }
-  ~nvtx_step_range() {
-    if (n_.on()) n_.pop();
-  }
-  nvtx_step_range(const nvtx_step_range&) = delete;
-  nvtx_step_range& operator=(const nvtx_step_range&) = delete;
 
  private:
   const nvtx_names& n_;

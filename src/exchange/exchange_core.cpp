@@ -150,7 +150,7 @@ void exchange_core::use_nvtx(const nvtx_names* n) {
 }
 
 void exchange_core::pack(std::size_t m) const {
-  const nvtx_message_range range(*nvtx_, true, m);
+  const nvtx_range range(*nvtx_, true, m);
   const exchange_program::steps& st = pack_steps();
   const auto& r = prog_.pack_range[m];
   for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) run(st.copies[k]);
@@ -158,7 +158,7 @@ void exchange_core::pack(std::size_t m) const {
 }
 
 void exchange_core::unpack(std::size_t m) const {
-  const nvtx_message_range range(*nvtx_, false, m);
+  const nvtx_range range(*nvtx_, false, m);
   const exchange_program::steps& st = unpack_steps();
   const auto& r = prog_.unpack_range[m];
   for (std::size_t k = r.c0; k < r.c0 + r.cn; ++k) run(st.copies[k]);

@@ -59,21 +59,21 @@ class carrier {
   void use_nvtx(const nvtx_names* n) { nvtx_ = n != nullptr ? n : &nvtx_off(); }
 
   void post_receives(std::uint64_t g) {
-    const nvtx_step_range r(*nvtx_, transport_, nvtx_step::post_receives);
+    const nvtx_range r(*nvtx_, transport_, nvtx_step::post_receives);
     do_post_receives(g);
   }
   bool clear_to_send(std::uint64_t g, bool block) {
     if (!block) return do_clear_to_send(g, false);
-    const nvtx_step_range r(*nvtx_, transport_, nvtx_step::clear_to_send);
+    const nvtx_range r(*nvtx_, transport_, nvtx_step::clear_to_send);
     return do_clear_to_send(g, true);
   }
   void post_sends(std::uint64_t g) {
-    const nvtx_step_range r(*nvtx_, transport_, nvtx_step::post_sends);
+    const nvtx_range r(*nvtx_, transport_, nvtx_step::post_sends);
     do_post_sends(g);
   }
   progress_report progress() { return do_progress(); }
   void complete() {
-    const nvtx_step_range r(*nvtx_, transport_, nvtx_step::complete);
+    const nvtx_range r(*nvtx_, transport_, nvtx_step::complete);
     do_complete();
   }
   /// For a wait that gave up (exchange_options::wait_timeout): what this rank still waits for,

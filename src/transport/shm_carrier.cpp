@@ -127,13 +127,13 @@ bool shm_carrier::take_shared() {
 // range as its steps would be; false, having done nothing, where the steps copy it.
 bool shm_carrier::pulled(std::size_t m) const {
   if (!box_.cross_recv(m)) return false;
-  const nvtx_message_range range(steps_.ranges(), false, m);
+  const nvtx_range range(steps_.ranges(), false, m);
   return box_.pull(m);
 }
 
 bool shm_carrier::pushed(std::size_t m) const {
   if (!box_.cross_send(m)) return false;
-  const nvtx_message_range range(steps_.ranges(), true, m);
+  const nvtx_range range(steps_.ranges(), true, m);
   return box_.push(m);
 }
 
